@@ -1,0 +1,1 @@
+"""The benchmark engine: model, timed loop and environment probe (torch, no Qt)."""

@@ -1,0 +1,90 @@
+"""GPU state sampling (SM clock, temperature, power) through NVML, when available."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from .. import protocol
+
+SAMPLE_INTERVAL_S = 0.1
+SEND_INTERVAL_S = 0.5
+
+
+class GpuMonitor:
+    """Background thread that samples NVML and sends ``gpu_state`` events."""
+
+    def __init__(self, handle: Any, pynvml: Any, sink: Any, index: int):
+        self._nvml = pynvml
+        self._handle = handle
+        self._sink = sink
+        self._index = index
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="gpu-monitor", daemon=True)
+        self._t0 = time.monotonic()
+
+    @classmethod
+    def start(cls, device: Any, sink: Any) -> GpuMonitor | None:
+        """A running monitor for a CUDA device, or None (CPU, or no nvidia-ml-py)."""
+        if getattr(device, "type", None) != "cuda":
+            return None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            index = device.index or 0
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except Exception:
+            return None
+        mon = cls(handle, pynvml, sink, index)
+        mon._thread.start()
+        return mon
+
+    def _read(self) -> tuple[float, int | None, int | None, float | None]:
+        n = self._nvml
+        t = time.monotonic() - self._t0
+
+        def safe(fn: Any, *args: Any) -> Any:
+            try:
+                return fn(*args)
+            except Exception:
+                return None
+
+        clock = safe(n.nvmlDeviceGetClockInfo, self._handle, n.NVML_CLOCK_SM)
+        temp = safe(n.nvmlDeviceGetTemperature, self._handle, n.NVML_TEMPERATURE_GPU)
+        power = safe(n.nvmlDeviceGetPowerUsage, self._handle)
+        return t, clock, temp, (power / 1000.0 if power is not None else None)
+
+    def _loop(self) -> None:
+        rows: list[tuple[float, int | None, int | None, float | None]] = []
+        last = time.monotonic()
+        while not self._stop.wait(SAMPLE_INTERVAL_S):
+            rows.append(self._read())
+            if time.monotonic() - last >= SEND_INTERVAL_S:
+                self._send(rows)
+                rows, last = [], time.monotonic()
+        self._send(rows)
+
+    def _send(self, rows: list[tuple[float, int | None, int | None, float | None]]) -> None:
+        if not rows:
+            return
+        t, clock, temp, power = (list(c) for c in zip(*rows))
+        self._sink.event(
+            {
+                "type": protocol.GPU_STATE,
+                "gpu": self._index,
+                "t_s": t,
+                "sm_clock_mhz": clock,
+                "temperature_c": temp,
+                "power_w": power,
+            }
+        )
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+        try:
+            self._nvml.nvmlShutdown()
+        except Exception:
+            pass

@@ -1,0 +1,255 @@
+"""What one run measured: per-variant samples and diagnostics, and its summary."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..config import BenchmarkConfig
+from .stats import LatencyStats, bootstrap_speedup_interval, break_even_calls, latency_stats
+
+SCHEMA_VERSION = 1
+
+RUN_STATUSES = ("incomplete", "complete", "stopped", "failed")
+VARIANT_STATUSES = ("pending", "running", "done", "failed", "stopped")
+
+
+@dataclass
+class VariantSamples:
+    """Per-iteration samples of one variant (warm-up and measured), in order."""
+
+    iteration: list[int] = field(default_factory=list)
+    phase: list[str] = field(default_factory=list)
+    wall_ms: list[float] = field(default_factory=list)
+    device_ms: list[float | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.iteration)
+
+    def extend(
+        self,
+        first_iteration: int,
+        phase: str,
+        wall_ms: list[float],
+        device_ms: list[float | None] | None,
+    ) -> None:
+        n = len(wall_ms)
+        self.iteration.extend(range(first_iteration, first_iteration + n))
+        self.phase.extend([phase] * n)
+        self.wall_ms.extend(float(v) for v in wall_ms)
+        self.device_ms.extend(device_ms if device_ms is not None else [None] * n)
+
+    def measured_wall_ms(self) -> np.ndarray:
+        return np.array(
+            [w for w, p in zip(self.wall_ms, self.phase) if p == "measure"], dtype=np.float64
+        )
+
+    def measured_device_ms(self) -> np.ndarray | None:
+        vals = [d for d, p in zip(self.device_ms, self.phase) if p == "measure" and d is not None]
+        return np.array(vals, dtype=np.float64) if vals else None
+
+    def count(self, phase: str) -> int:
+        return sum(1 for p in self.phase if p == phase)
+
+
+@dataclass
+class VariantResult:
+    """One variant (eager, or one compile mode/backend) of a run."""
+
+    name: str
+    status: str = "pending"
+    compile_s: float | None = None
+    first_call_ms: float | None = None
+    graphs: int | None = None
+    graph_breaks: int | None = None
+    break_reasons: list[str] = field(default_factory=list)
+    recompiles: int | None = None
+    recompiles_in_window: int | None = None
+    peak_memory_bytes: int | None = None
+    memory_kind: str | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    allclose: bool | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    samples: VariantSamples = field(default_factory=VariantSamples)
+
+    def stats(self) -> LatencyStats | None:
+        return latency_stats(self.samples.measured_wall_ms())
+
+    def device_stats(self) -> LatencyStats | None:
+        d = self.samples.measured_device_ms()
+        return latency_stats(d) if d is not None else None
+
+    def meta_dict(self) -> dict[str, Any]:
+        """Everything but the samples (those live in samples.csv)."""
+        d = asdict(self)
+        d.pop("samples")
+        return d
+
+    def apply_compiled(self, event: dict[str, Any]) -> None:
+        self.compile_s = event.get("compile_s")
+        self.first_call_ms = event.get("first_call_ms")
+        self.graphs = event.get("graphs")
+        self.graph_breaks = event.get("graph_breaks")
+        self.break_reasons = list(event.get("break_reasons") or [])
+        self.recompiles = event.get("recompiles")
+
+    def apply_done(self, event: dict[str, Any]) -> None:
+        for key in (
+            "recompiles",
+            "recompiles_in_window",
+            "peak_memory_bytes",
+            "memory_kind",
+            "max_abs_error",
+            "max_rel_error",
+            "allclose",
+        ):
+            if key in event:
+                setattr(self, key, event[key])
+        self.status = event.get("status", "done")
+
+
+@dataclass
+class RunResult:
+    """A whole run: its config, environment, status and every variant."""
+
+    run_id: str
+    created: str
+    config: dict[str, Any]
+    environment: dict[str, Any] = field(default_factory=dict)
+    status: str = "incomplete"
+    message: str = ""
+    app_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+    variants: dict[str, VariantResult] = field(default_factory=dict)
+
+    def variant(self, name: str) -> VariantResult:
+        if name not in self.variants:
+            self.variants[name] = VariantResult(name=name)
+        return self.variants[name]
+
+    @property
+    def baseline(self) -> VariantResult | None:
+        return self.variants.get("eager")
+
+    def best_speedup(self) -> float | None:
+        speedups = [r.speedup for r in summarize(self) if r.speedup is not None and r.name != "eager"]
+        return max(speedups) if speedups else None
+
+    def title(self) -> str:
+        c = self.config
+        return (
+            f"MLP {c.get('layers', '?')} · batch {c.get('batch_size', '?')} · "
+            f"{c.get('dtype', '?')} · {self.environment.get('device', c.get('device', '?'))}"
+        )
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One row of the summary table (and of summary.csv)."""
+
+    name: str
+    status: str
+    n: int
+    compile_s: float | None
+    median_ms: float | None
+    mean_ms: float | None
+    p5_ms: float | None
+    p95_ms: float | None
+    iqr_pct: float | None
+    device_median_ms: float | None
+    speedup: float | None
+    speedup_lo: float | None
+    speedup_hi: float | None
+    break_even_calls: float | None
+    throughput_per_s: float | None
+    tflops: float | None
+    max_abs_error: float | None
+    max_rel_error: float | None
+    allclose: bool | None
+    graphs: int | None
+    graph_breaks: int | None
+    recompiles: int | None
+    recompiles_in_window: int | None
+    peak_memory_bytes: int | None
+    noisy: bool
+    error: str | None
+
+    @classmethod
+    def fields(cls) -> list[str]:
+        return list(cls.__dataclass_fields__)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _flops_per_call(config: dict[str, Any]) -> int | None:
+    try:
+        return BenchmarkConfig.from_dict(config).flops_per_call()
+    except (ValueError, TypeError):
+        return None
+
+
+def summarize(run: RunResult) -> list[SummaryRow]:
+    """The summary table of a run, computed from its samples and diagnostics."""
+    base = run.baseline
+    base_ms = base.samples.measured_wall_ms() if base is not None else np.array([])
+    base_stats = latency_stats(base_ms) if base_ms.size else None
+    batch = run.config.get("batch_size")
+    flops = _flops_per_call(run.config)
+    rows = []
+    for v in run.variants.values():
+        st = v.stats()
+        dst = v.device_stats()
+        speedup = lo = hi = be = None
+        if st is not None and base_stats is not None:
+            speedup = base_stats.median / st.median if st.median > 0 else None
+            if v.name == "eager":
+                lo = hi = speedup
+            else:
+                interval = bootstrap_speedup_interval(base_ms, v.samples.measured_wall_ms())
+                if interval is not None:
+                    lo, hi = interval
+                be = break_even_calls(v.compile_s, base_stats.median, st.median)
+        throughput = tflops = None
+        if st is not None and st.median > 0:
+            if isinstance(batch, int):
+                throughput = batch / (st.median / 1000.0)
+            if flops:
+                tflops = float(flops) / (st.median / 1000.0) / 1e12
+        rows.append(
+            SummaryRow(
+                name=v.name,
+                status=v.status,
+                n=st.n if st else 0,
+                compile_s=v.compile_s,
+                median_ms=st.median if st else None,
+                mean_ms=st.mean if st else None,
+                p5_ms=st.p5 if st else None,
+                p95_ms=st.p95 if st else None,
+                iqr_pct=(st.iqr_ratio * 100.0 if st and math.isfinite(st.iqr_ratio) else None),
+                device_median_ms=dst.median if dst else None,
+                speedup=speedup,
+                speedup_lo=lo,
+                speedup_hi=hi,
+                break_even_calls=be,
+                throughput_per_s=throughput,
+                tflops=tflops,
+                max_abs_error=v.max_abs_error,
+                max_rel_error=v.max_rel_error,
+                allclose=v.allclose,
+                graphs=v.graphs,
+                graph_breaks=v.graph_breaks,
+                recompiles=v.recompiles,
+                recompiles_in_window=v.recompiles_in_window,
+                peak_memory_bytes=v.peak_memory_bytes,
+                noisy=bool(st.noisy) if st else False,
+                error=v.error,
+            )
+        )
+    return rows

@@ -1,0 +1,275 @@
+"""The worker process: ``python -m compile_studio.worker``.
+
+Speaks the protocol of :mod:`compile_studio.protocol`: says ``hello``, reads
+one JSON config line from stdin, runs it and streams events on stdout. The
+line ``stop`` on stdin, SIGTERM, or the end of stdin (the parent is gone) end
+it within about two seconds with the samples so far flushed and a ``done``
+saying ``stopped``. Anything else printed (compiler logs) goes to stderr.
+
+``--hello`` prints the hello event and exits (the GUI's start-up probe).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from typing import IO, Any
+
+from . import protocol
+from .config import BenchmarkConfig, ConfigError, EnvironmentInfo
+
+#: How long a stop waits for the timed loop to return before the worker
+#: flushes what it has and exits on its own (e.g. in the middle of a compile).
+STOP_GRACE_S = 1.0
+#: Samples are sent at most this often (seconds).
+BATCH_INTERVAL_S = 0.05
+MEMORY_LIMIT_ENV = "COMPILE_STUDIO_WORKER_MEMORY_LIMIT"
+
+
+class StreamSink:
+    """Thread-safe EventSink writing protocol lines, batching samples (≤ every 50 ms)."""
+
+    def __init__(self, out: IO[str]):
+        self._out = out
+        self._lock = threading.RLock()
+        self._batch: dict[str, Any] | None = None
+        self._last_flush = time.monotonic()
+        self.closed = False
+
+    def _write(self, event: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        try:
+            self._out.write(protocol.encode(event) + "\n")
+            self._out.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            # the supervisor is gone: nobody to report to
+            os._exit(0)
+
+    def event(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self._flush_batch()
+            self._write(event)
+
+    def sample(
+        self, variant: str, phase: str, iteration: int, wall_ms: float, device_ms: float | None
+    ) -> None:
+        with self._lock:
+            b = self._batch
+            if (
+                b is None
+                or b["variant"] != variant
+                or b["phase"] != phase
+                or b["first_iteration"] + len(b["wall_ms"]) != iteration
+            ):
+                self._flush_batch()
+                b = self._batch = {
+                    "type": protocol.SAMPLES,
+                    "variant": variant,
+                    "phase": phase,
+                    "first_iteration": iteration,
+                    "wall_ms": [],
+                    "device_ms": [],
+                }
+            b["wall_ms"].append(wall_ms)
+            b["device_ms"].append(device_ms)
+            if time.monotonic() - self._last_flush >= BATCH_INTERVAL_S:
+                self._flush_batch()
+
+    def _flush_batch(self) -> None:
+        b = self._batch
+        self._batch = None
+        self._last_flush = time.monotonic()
+        if b and b["wall_ms"]:
+            if all(d is None for d in b["device_ms"]):
+                b["device_ms"] = None
+            self._write(b)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_batch()
+
+    def finish(self, status: str, **extra: Any) -> None:
+        """Flush, send ``done`` once, and refuse anything after it."""
+        with self._lock:
+            if self.closed:
+                return
+            self._flush_batch()
+            self._write({"type": protocol.DONE, "status": status, **extra})
+            self.closed = True
+
+
+def _protocol_stdout() -> IO[str]:
+    """A private handle on stdout for protocol lines; fd 1 then points to stderr."""
+    sys.stdout.flush()
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
+
+
+def hello_event() -> dict[str, Any]:
+    from . import __version__
+    from .engine.environment import probe
+
+    return {
+        "type": protocol.HELLO,
+        "protocol": protocol.PROTOCOL_VERSION,
+        "app_version": __version__,
+        "pid": os.getpid(),
+        "environment": probe(),
+    }
+
+
+def _apply_memory_limit() -> None:
+    """Test hook: cap this process's address space (simulates a small machine)."""
+    extra = os.environ.get(MEMORY_LIMIT_ENV)
+    if not extra:
+        return
+    import resource
+
+    with open("/proc/self/statm") as fh:
+        vm_pages = int(fh.read().split()[0])
+    limit = vm_pages * os.sysconf("SC_PAGE_SIZE") + int(extra)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    out = _protocol_stdout()
+    sink = StreamSink(out)
+    if "--hello" in argv:
+        sink.event(hello_event())
+        return 0
+
+    stop = threading.Event()
+    finished = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+
+    try:
+        hello = hello_event()
+    except Exception as exc:  # noqa: BLE001
+        sink.event(
+            {
+                "type": protocol.ERROR,
+                "kind": "internal",
+                "message": f"the worker could not start torch: {exc}",
+                "traceback": traceback.format_exc(),
+            }
+        )
+        sink.finish("failed")
+        return 3
+    sink.event(hello)
+
+    line = sys.stdin.readline()
+    if not line.strip():
+        sink.finish("stopped", reason="no configuration received")
+        return 0
+    env = EnvironmentInfo.from_hello(hello)
+    try:
+        config = BenchmarkConfig.from_json(line).validate(env)
+    except ConfigError as exc:
+        fields = {p.field for p in exc.problems}
+        sink.event(
+            {
+                "type": protocol.ERROR,
+                "kind": "device_unavailable" if fields == {"device"} else "bad_config",
+                "message": "; ".join(str(p) for p in exc.problems),
+                "problems": [{"field": p.field, "message": p.message} for p in exc.problems],
+            }
+        )
+        sink.finish("failed")
+        return 2
+
+    def read_stdin() -> None:
+        for ln in sys.stdin:
+            if ln.strip() == protocol.STOP_LINE:
+                break
+        stop.set()  # "stop", or end of stdin: the parent is gone
+
+    def watchdog() -> None:
+        stop.wait()
+        if finished.wait(STOP_GRACE_S):
+            return
+        # the loop is stuck in a long call (a compile): report and leave now
+        sink.finish("stopped", forced=True)
+        os._exit(0)
+
+    threading.Thread(target=read_stdin, name="stdin-reader", daemon=True).start()
+    threading.Thread(target=watchdog, name="stop-watchdog", daemon=True).start()
+
+    cache_dir = None
+    if config.compile_cache == "cold":
+        cache_dir = tempfile.mkdtemp(prefix="compile-studio-inductor-")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
+    _apply_memory_limit()
+
+    from .engine.gpu_monitor import GpuMonitor
+    from .engine.runner import BenchmarkRunner
+
+    status = "failed"
+    monitor = None
+    try:
+        runner = BenchmarkRunner(config, sink, stop)
+        sink.event(
+            {
+                "type": protocol.PHASE,
+                "variant": None,
+                "phase": "build",
+                "iterations": 0,
+                "device": str(runner.device),
+                "inductor_cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+            }
+        )
+        monitor = GpuMonitor.start(runner.device, sink)
+        status = runner.run()
+    except Exception as exc:  # noqa: BLE001 - reported as an event
+        from .engine.runner import classify_error
+
+        sink.event(
+            {
+                "type": protocol.ERROR,
+                "kind": classify_error(exc),
+                "message": f"the benchmark could not run: {exc}"[:1000],
+                "traceback": traceback.format_exc()[-8000:],
+            }
+        )
+    finally:
+        if monitor is not None:
+            monitor.stop()
+        finished.set()
+        sink.finish(status)
+        if cache_dir:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+    return 0 if status != "failed" else 3
+
+
+def describe_exit(returncode: int | None) -> str:
+    """Words for how a worker process ended (``-9`` → killed by SIGKILL)."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        hint = " (out of memory killer?)" if -returncode == signal.SIGKILL else ""
+        return f"killed by {name}{hint}"
+    return f"exited with code {returncode}"
+
+
+if __name__ == "__main__":
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        code = 130
+    sys.stderr.flush()
+    # torch's atexit hooks can take seconds (compile workers): leave promptly
+    os._exit(code)
