@@ -276,7 +276,8 @@ class BenchmarkRunner:
             self._error(name, exc, "building the model")
             return None
         # first call: compile time for compiled variants, reported on its own
-        self._phase(name, "compile" if name != "eager" else "warmup", 1 if name != "eager" else 0)
+        if name != "eager":
+            self._phase(name, "compile", 1)
         before = _dynamo_counts()
         reasons_before = _break_reasons()
         try:

@@ -46,6 +46,13 @@ class RunRecorder:
             if self.writer:
                 self.writer.write_run_json()
         elif kind == protocol.PHASE:
+            if event.get("variant") is None:
+                for key in ("device", "inductor_cache_dir"):
+                    if event.get(key):
+                        run.environment[key] = event[key]
+                if self.writer:
+                    self.writer.write_run_json()
+                return
             v = run.variant(event["variant"])
             if v.status == "pending":
                 v.status = "running"

@@ -1,0 +1,44 @@
+"""Shared test setup: offscreen Qt, one Inductor cache per session, isolated settings/data."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# One Inductor cache shared by every test (and every worker process they start):
+# the first Inductor compile of a tiny MLP is slow cold, fast warm.
+os.environ.setdefault(
+    "TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "compile-studio-test-inductor")
+)
+os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+#: The smallest useful benchmark: runs in well under a second per variant.
+TINY = {
+    "layers": "32,32,8",
+    "batch_size": 4,
+    "device": "cpu",
+    "iterations": 30,
+    "warmup": 5,
+    "variants": ["eager", "aot_eager"],
+}
+
+
+@pytest.fixture
+def tiny_config() -> dict:
+    """A fresh dict of the tiny benchmark configuration."""
+    return {k: (list(v) if isinstance(v, list) else v) for k, v in TINY.items()}
+
+
+@pytest.fixture(autouse=True)
+def isolated_user_dirs(tmp_path_factory, monkeypatch):
+    """No test touches the user's real settings or run store."""
+    base = tmp_path_factory.mktemp("user")
+    monkeypatch.setenv("COMPILE_STUDIO_DATA_DIR", str(base / "data"))
+    monkeypatch.setenv("COMPILE_STUDIO_SETTINGS_DIR", str(base / "settings"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(base / "xdg-data"))
+    yield base
