@@ -1,0 +1,243 @@
+"""The worker process with real torch: samples, compile time, correctness, files, stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from compile_studio import protocol
+from compile_studio.results import RunStore, load_run, summarize
+from compile_studio.results.recorder import RunRecorder
+from compile_studio.supervisor import WorkerProcess, worker_command
+
+
+def run_through_worker(config: dict, store: RunStore, stop_when=None):
+    """Run ``config`` in a real worker process; returns (recorder, events, worker)."""
+    recorder = RunRecorder.in_store(store, config, "test")
+    events = []
+    worker = WorkerProcess()
+    try:
+        worker.send_config(config)
+        for event in worker.events():
+            events.append(event)
+            recorder.handle(event)
+            if stop_when is not None and stop_when(event, events):
+                worker.request_stop()
+                stop_when = None
+        worker.wait(timeout=30)
+    finally:
+        worker.stop()
+    return recorder, events, worker
+
+
+@pytest.fixture(scope="module")
+def inductor_run(tmp_path_factory):
+    config = {
+        "layers": "32,32,8",
+        "batch_size": 4,
+        "device": "cpu",
+        "iterations": 40,
+        "warmup": 6,
+        "variants": ["eager", "aot_eager", "default"],
+    }
+    store = RunStore(tmp_path_factory.mktemp("store"))
+    return run_through_worker(config, store) + (config,)
+
+
+@pytest.mark.inductor
+def test_run_produces_planned_samples(inductor_run):
+    recorder, events, worker, config = inductor_run
+    assert events[0]["type"] == protocol.HELLO
+    assert events[-1] == {"type": "done", "status": "completed"}
+    run = recorder.run
+    assert run.status == "complete"
+    assert list(run.variants) == config["variants"]
+    for v in run.variants.values():
+        assert v.status == "done"
+        assert v.samples.count("measure") == config["iterations"]
+        assert v.samples.count("warmup") == config["warmup"]
+        assert v.samples.iteration == list(range(config["iterations"] + config["warmup"]))
+        assert all(w > 0 for w in v.samples.wall_ms)
+        assert v.allclose is True
+        assert v.max_abs_error is not None and v.max_abs_error < 1e-4
+    for name in ("aot_eager", "default"):
+        v = run.variants[name]
+        assert v.compile_s is not None and v.compile_s > 0
+        assert v.graphs == 1 and v.graph_breaks == 0
+        assert v.recompiles_in_window == 0
+    assert worker.proc.returncode == 0
+
+
+@pytest.mark.inductor
+def test_samples_are_batched_and_compile_time_apart(inductor_run):
+    _, events, _, config = inductor_run
+    batches = [e for e in events if e["type"] == protocol.SAMPLES]
+    total = sum(len(b["wall_ms"]) for b in batches)
+    assert total == 3 * (config["iterations"] + config["warmup"])
+    assert len(batches) < total  # batched, not one event per sample
+    compiled = [e for e in events if e["type"] == protocol.COMPILED]
+    assert {e["variant"] for e in compiled} == {"aot_eager", "default"}
+    # the compile call is not a sample: the largest sample is far below it
+    for e in compiled:
+        samples = [w for b in batches if b["variant"] == e["variant"] for w in b["wall_ms"]]
+        assert max(samples) < e["first_call_ms"]
+
+
+@pytest.mark.inductor
+def test_summary_and_files_read_back_equal(inductor_run):
+    recorder, _, _, _ = inductor_run
+    folder = recorder.folder
+    assert {p.name for p in folder.iterdir()} == {"run.json", "samples.csv", "summary.csv"}
+    loaded = load_run(folder)
+    assert loaded == recorder.run
+    rows = summarize(loaded)
+    eager = next(r for r in rows if r.name == "eager")
+    assert eager.speedup == pytest.approx(1.0)
+    for r in rows:
+        assert r.median_ms > 0 and r.n == 40
+        if r.name != "eager":
+            assert r.speedup_lo <= r.speedup <= r.speedup_hi
+    doc = json.loads((folder / "run.json").read_text())
+    assert doc["status"] == "complete" and doc["environment"]["torch"]
+    assert doc["config"]["variants"] == ["eager", "aot_eager", "default"]
+    summary = (folder / "summary.csv").read_text().splitlines()
+    assert len(summary) == 4 and summary[0].startswith("name,status,n,compile_s")
+
+
+def _first_measure(event, events):
+    return event["type"] == protocol.SAMPLES and event["phase"] == "measure"
+
+
+def test_stop_mid_run_leaves_readable_stopped_run(tmp_path, tiny_config):
+    tiny_config["iterations"] = 200_000
+    store = RunStore(tmp_path)
+    t0 = time.monotonic()
+    recorder, events, worker = run_through_worker(tiny_config, store, stop_when=_first_measure)
+    assert time.monotonic() - t0 < 60
+    assert events[-1]["type"] == "done" and events[-1]["status"] == "stopped"
+    loaded = load_run(recorder.folder)
+    assert loaded.status == "stopped"
+    eager = loaded.variants["eager"]
+    assert 0 < eager.samples.count("measure") < 200_000
+    assert loaded == recorder.run
+
+
+def _start_raw_worker(config: dict) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        worker_command(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        bufsize=1,
+    )
+    proc.stdin.write(json.dumps(config) + "\n")
+    proc.stdin.flush()
+    return proc
+
+
+def _read_until_measure(proc) -> list[dict]:
+    events = []
+    for line in proc.stdout:
+        e = protocol.decode(line)
+        events.append(e)
+        if e["type"] == "samples" and e["phase"] == "measure":
+            return events
+    raise AssertionError(f"no measure samples: {events}")
+
+
+@pytest.mark.parametrize("how", ["sigterm", "eof"])
+def test_sigterm_or_end_of_stdin_stops_within_2s(tiny_config, how):
+    tiny_config["iterations"] = 200_000
+    proc = _start_raw_worker(tiny_config)
+    try:
+        _read_until_measure(proc)
+        t0 = time.monotonic()
+        if how == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+        else:
+            proc.stdin.close()
+        rest = [protocol.decode(line) for line in proc.stdout]
+        proc.wait(5)
+        elapsed = time.monotonic() - t0
+    finally:
+        proc.kill()
+    assert elapsed < 2.0
+    assert rest[-1]["type"] == "done" and rest[-1]["status"] == "stopped"
+
+
+def test_stop_during_compile_returns_quickly(tmp_path, tiny_config):
+    """A cold-cache Inductor compile takes seconds; stop must not wait for it."""
+    tiny_config.update(variants=["eager", "default"], compile_cache="cold", layers="48,40,8")
+    proc = _start_raw_worker(tiny_config)
+    try:
+        for line in proc.stdout:
+            e = protocol.decode(line)
+            if e["type"] == "phase" and e["phase"] == "compile":
+                break
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        proc.stdin.write("stop\n")
+        proc.stdin.flush()
+        rest = [protocol.decode(line) for line in proc.stdout]
+        proc.wait(5)
+        elapsed = time.monotonic() - t0
+    finally:
+        proc.kill()
+    assert elapsed < 2.5
+    assert rest[-1]["type"] == "done" and rest[-1]["status"] == "stopped"
+
+
+def test_bad_config_reported_by_worker(tiny_config):
+    tiny_config["device"] = "cuda:7"
+    proc = subprocess.run(
+        worker_command(),
+        input=json.dumps(tiny_config) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    events = [protocol.decode(line) for line in proc.stdout.splitlines()]
+    err = next(e for e in events if e["type"] == "error")
+    assert err["kind"] == "device_unavailable"
+    assert "cuda:7" in err["message"]
+    assert events[-1]["status"] == "failed"
+
+
+def test_hello_lists_modes_from_torch():
+    out = subprocess.run(
+        [sys.executable, "-m", "compile_studio.worker", "--hello"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    hello = protocol.decode(out.splitlines()[0])
+    env = hello["environment"]
+    import torch._inductor
+
+    assert env["compile_modes"][0] == "default"
+    assert set(env["compile_modes"]) == set(torch._inductor.list_mode_options())
+    assert "aot_eager" in env["compile_backends"]
+    assert "cpu" in env["devices"]
+
+
+def test_stray_prints_do_not_break_the_protocol(tiny_config):
+    """Compiler logs go to stderr; stdout carries protocol lines only."""
+    tiny_config["iterations"] = 5
+    env = dict(os.environ, TORCH_LOGS="graph_breaks")
+    proc = subprocess.run(
+        worker_command(),
+        input=json.dumps(tiny_config) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    for line in proc.stdout.splitlines():
+        assert protocol.decode(line) is not None, line
