@@ -174,24 +174,16 @@ class BenchmarkRunner:
 
     # -- public -----------------------------------------------------------
     def run(self) -> str:
-        """Run every variant; returns ``completed`` or ``stopped``."""
+        """Run every variant; returns ``completed``, ``stopped`` or ``failed`` (nothing could run)."""
         cfg = self.config
         self._set_precision()
-        sizes = cfg.layer_sizes()
-        torch.manual_seed(cfg.seed)
-        gen = torch.Generator().manual_seed(cfg.seed + 1)
-        x_cpu = torch.randn(cfg.batch_size, sizes[0], generator=gen)
-        self.x = x_cpu.to(self.device, self.dtype)
-        if self.is_cuda:
-            self._sync()
-        reference = build_model(sizes, cfg.activation, cfg.seed).double()
-        with torch.no_grad():
-            self.reference = reference(x_cpu.double())
-        del reference
-        if cfg.cold_l2:
-            self._flush_buf = torch.empty(
-                _l2_flush_elems(self.device), dtype=torch.int8, device=self.device
-            )
+        try:
+            self._prepare_inputs()
+        except BaseException as exc:  # noqa: BLE001 - reported; nothing was measured yet
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            self._error(None, exc, "preparing the input and the fp64 reference")
+            return "failed"
         try:
             if cfg.interleave:
                 self._run_interleaved()
@@ -212,6 +204,24 @@ class BenchmarkRunner:
         return "completed"
 
     # -- steps -------------------------------------------------------------
+    def _prepare_inputs(self) -> None:
+        """The input batch, and the fp64 reference output every variant is checked against."""
+        cfg = self.config
+        sizes = cfg.layer_sizes()
+        torch.manual_seed(cfg.seed)
+        gen = torch.Generator().manual_seed(cfg.seed + 1)
+        x_cpu = torch.randn(cfg.batch_size, sizes[0], generator=gen)
+        self.x = x_cpu.to(self.device, self.dtype)
+        self._sync()
+        reference = build_model(sizes, cfg.activation, cfg.seed).double()
+        with torch.no_grad():
+            self.reference = reference(x_cpu.double())
+        del reference
+        if cfg.cold_l2:
+            self._flush_buf = torch.empty(
+                _l2_flush_elems(self.device), dtype=torch.int8, device=self.device
+            )
+
     def _set_precision(self) -> None:
         tf32 = self.config.dtype == "tf32"
         torch.backends.cuda.matmul.allow_tf32 = tf32
