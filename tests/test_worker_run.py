@@ -241,3 +241,16 @@ def test_stray_prints_do_not_break_the_protocol(tiny_config):
     )
     for line in proc.stdout.splitlines():
         assert protocol.decode(line) is not None, line
+
+
+def test_interleaved_blocks_alternate_and_count_no_false_recompiles(tmp_path, tiny_config):
+    tiny_config.update(interleave=True, interleave_block=5, iterations=20)
+    recorder, events, _ = run_through_worker(tiny_config, RunStore(tmp_path))
+    measure = [e["variant"] for e in events if e["type"] == "samples" and e["phase"] == "measure"]
+    # blocks alternate: eager, aot_eager, eager, ...
+    assert measure[:4] == ["eager", "aot_eager", "eager", "aot_eager"]
+    run = recorder.run
+    assert run.variants["aot_eager"].recompiles_in_window == 0
+    for v in run.variants.values():
+        assert v.samples.count("measure") == 20
+        assert v.samples.iteration == list(range(25))

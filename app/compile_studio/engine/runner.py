@@ -81,7 +81,7 @@ class ListSink:
 
 def classify_error(exc: BaseException) -> str:
     """Protocol error kind for an exception raised while running a variant."""
-    if isinstance(exc, MemoryError):
+    if isinstance(exc, MemoryError) or "bad_alloc" in str(exc) or "MemoryError" in str(exc):
         return "oom"
     oom_type = getattr(torch.cuda, "OutOfMemoryError", None)
     if oom_type is not None and isinstance(exc, oom_type):
@@ -125,8 +125,10 @@ class _Variant:
     optimizer: torch.optim.Optimizer | None = None
     iteration: int = 0
     compiled: bool = False
-    counters_at_compile: dict[str, int] = field(default_factory=dict)
-    counters_after_warmup: dict[str, int] = field(default_factory=dict)
+    #: frames Dynamo compiled during this variant's own calls after the first
+    recompiles: int = 0
+    #: ... of which inside the timed window
+    recompiles_in_window: int = 0
     first_output: torch.Tensor | None = None
     mem_before: int = 0
     failed: bool = False
@@ -321,20 +323,34 @@ class BenchmarkRunner:
                 }
             )
             v.compiled = True
-        v.counters_at_compile = after
         # warm-up: recorded, excluded from stats
         if cfg.warmup:
             self._phase(name, "warmup", cfg.warmup)
             try:
-                for _ in range(cfg.warmup):
-                    self._timed(v, "warmup")
+                self._calls(v, "warmup", cfg.warmup)
             except Stopped:
                 raise
             except BaseException as exc:  # noqa: BLE001
                 self._error(name, exc, "warming up")
                 return None
-        v.counters_after_warmup = _dynamo_counts()
         return v
+
+    def _calls(self, v: _Variant, phase: str, count: int) -> None:
+        """``count`` timed calls of one variant; recompiles they caused are its own.
+
+        Variants never run concurrently, so the change of Dynamo's global frame
+        counter around a group of one variant's calls belongs to that variant
+        (also in interleaved mode, where another variant may compile in between).
+        """
+        before = _dynamo_counts()["frames"]
+        try:
+            for _ in range(count):
+                self._timed(v, phase)
+        finally:
+            new = _dynamo_counts()["frames"] - before
+            v.recompiles += new
+            if phase == "measure":
+                v.recompiles_in_window += new
 
     def _compile(self, model: MLP, name: str) -> Any:
         from ..engine.environment import compile_modes
@@ -392,15 +408,12 @@ class BenchmarkRunner:
         v.iteration += 1
 
     def _measure(self, v: _Variant, count: int) -> None:
-        if count == self.config.iterations or v.iteration == self.config.warmup:
-            self._phase(v.name, "measure", self.config.iterations)
-        for _ in range(count):
-            self._timed(v, "measure")
+        self._phase(v.name, "measure", self.config.iterations)
+        self._calls(v, "measure", count)
 
     def _finish(self, v: _Variant) -> None:
-        after = _dynamo_counts()
-        in_window = after["frames"] - v.counters_after_warmup["frames"]
-        total = after["frames"] - v.counters_at_compile["frames"]
+        in_window = v.recompiles_in_window
+        total = v.recompiles
         rtol, atol = TOLERANCES[self.config.dtype]
         out = v.first_output
         assert out is not None
@@ -445,8 +458,7 @@ class BenchmarkRunner:
             block = min(cfg.interleave_block, cfg.iterations - done)
             for v in list(live):
                 try:
-                    for _ in range(block):
-                        self._timed(v, "measure")
+                    self._calls(v, "measure", block)
                 except Stopped:
                     raise
                 except BaseException as exc:  # noqa: BLE001
