@@ -12,7 +12,7 @@ import resource
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
@@ -169,6 +169,9 @@ class BenchmarkRunner:
         self.stop = stop or threading.Event()
         self.device = torch.device(device or _resolve_device(config.device))
         self.is_cuda = self.device.type == "cuda"
+        if self.is_cuda:
+            # CUDA events and streams belong to the current device
+            torch.cuda.set_device(self.device)
         self.dtype = TORCH_DTYPES[config.dtype]
         self.use_events = self.is_cuda and config.timer in ("auto", "cuda_events")
         self.training = config.workload == "training"
@@ -400,8 +403,7 @@ class BenchmarkRunner:
         else:
             t0 = time.perf_counter_ns()
             self._step(v)
-            if self.is_cuda:
-                torch.cuda.synchronize(self.device)
+            self._sync()
             wall = (time.perf_counter_ns() - t0) / 1e6
             device_ms = None
         self.sink.sample(v.name, phase, v.iteration, wall, device_ms)
@@ -470,8 +472,11 @@ class BenchmarkRunner:
 
     # -- helpers -----------------------------------------------------------
     def _sync(self) -> None:
+        """Wait for the device: host timings then cover the work, not its launch."""
         if self.is_cuda:
             torch.cuda.synchronize(self.device)
+        elif self.device.type == "mps":
+            torch.mps.synchronize()
 
     def _memory_mark(self) -> int:
         if self.is_cuda:
