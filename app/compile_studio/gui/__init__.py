@@ -1,1 +1,5 @@
-"""The desktop window (PySide6 + pyqtgraph); never imports torch."""
+"""The desktop GUI (PySide6 + pyqtgraph).
+
+Nothing in this package imports torch: the environment and every benchmark
+come from a worker process (see :mod:`compile_studio.supervisor`).
+"""

@@ -1,0 +1,62 @@
+"""Entry point of the desktop app: ``compile-studio`` and ``python -m compile_studio``."""
+
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication
+
+from .settings import APPLICATION, ORGANIZATION
+
+
+def application_icon() -> QIcon | None:
+    """The shipped icon (all sizes), or None when the resources are not installed."""
+    try:
+        from ..resources_path import icon_paths
+
+        paths = icon_paths()
+    except Exception:  # noqa: BLE001 - an icon is optional
+        try:
+            import importlib.resources
+
+            svg = importlib.resources.files("compile_studio") / "resources" / "icons" / "compile-studio.svg"
+            paths = [svg] if svg.is_file() else []
+        except Exception:  # noqa: BLE001
+            paths = []
+    if not paths:
+        return None
+    icon = QIcon()
+    for path in paths:
+        icon.addFile(str(path))
+    return icon
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Create the application, show the main window, run the event loop; the exit code."""
+    argv = list(sys.argv if argv is None else [sys.argv[0], *argv])
+    app = QApplication.instance() or QApplication(argv)
+    app.setApplicationName(APPLICATION)
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationDisplayName(APPLICATION)
+    icon = application_icon()
+    if icon is not None:
+        app.setWindowIcon(icon)
+    try:
+        from ..resources_path import stylesheet
+
+        style = stylesheet()
+        if style:
+            app.setStyleSheet(style)
+    except Exception:  # noqa: BLE001 - the default look is fine
+        pass
+
+    from .main_window import MainWindow
+
+    window = MainWindow()
+    window.show()
+    return int(app.exec())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,372 @@
+"""The run history: saved runs of the run store (and runs opened from elsewhere).
+
+Tick runs to overlay them on the plots and in the summary table; open a run
+folder, run.json or samples.csv; delete a run folder after confirmation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..config import EnvironmentInfo
+from ..results import RunDamaged, RunResult, RunStore, load_run
+
+COLUMNS = ["date", "model", "device", "variants", "status", "best speedup"]
+_ROLE = Qt.ItemDataRole.UserRole
+
+
+@dataclass
+class HistoryEntry:
+    """One line of the history: a run (or a damaged folder and why), where it lives."""
+
+    path: Path
+    run: RunResult | None
+    problem: str | None = None
+    external: bool = False
+
+    @property
+    def damaged(self) -> bool:
+        return self.run is None
+
+
+def run_display_name(run: RunResult) -> str:
+    """A short name for a run in legends and the table: its label, else its date and time."""
+    label = str(run.config.get("label") or "").strip()
+    if label:
+        return label
+    try:
+        return datetime.fromisoformat(run.created).strftime("%m-%d %H:%M:%S")
+    except (TypeError, ValueError):
+        return run.run_id
+
+
+def run_device(run: RunResult) -> str:
+    device = str(run.config.get("device") or run.environment.get("device") or "?")
+    if device == "auto" and run.environment:
+        device = EnvironmentInfo.from_hello(run.environment).resolve_device("auto")
+    name = (run.environment.get("device_names") or {}).get(device)
+    return f"{device} ({name})" if name and name != device else device
+
+
+def best_speedup(run: RunResult) -> float | None:
+    """Eager median / best compiled median (no bootstrap: cheap enough for a list)."""
+    base = run.baseline
+    if base is None:
+        return None
+    base_ms = base.samples.measured_wall_ms()
+    if not base_ms.size:
+        return None
+    base_median = float(np.median(base_ms))
+    best = None
+    for name, v in run.variants.items():
+        if name == "eager":
+            continue
+        ms = v.samples.measured_wall_ms()
+        if ms.size:
+            median = float(np.median(ms))
+            if median > 0:
+                s = base_median / median
+                best = s if best is None else max(best, s)
+    return best
+
+
+def _confirm_with_dialog(parent: QWidget, text: str) -> bool:
+    answer = QMessageBox.question(
+        parent,
+        "Delete run",
+        text,
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
+class HistoryPanel(QWidget):
+    """Lists saved runs; ticked runs are offered for overlay (``overlay_changed``).
+
+    ``confirm_delete(parent, text) -> bool`` asks before a deletion; replace it
+    to answer without a dialog. ``message`` carries problems (a run that cannot
+    be opened or deleted) for the window to show.
+    """
+
+    overlay_changed = Signal()
+    message = Signal(str)
+
+    def __init__(self, store: RunStore, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.store = store
+        self.confirm_delete: Callable[[QWidget, str], bool] = _confirm_with_dialog
+        self._entries: list[HistoryEntry] = []
+        self._external: list[HistoryEntry] = []
+        self._checked: set[str] = set()
+        self._updating = False
+
+        self.tree = QTreeWidget()
+        self.tree.setColumnCount(len(COLUMNS))
+        self.tree.setHeaderLabels(COLUMNS)
+        self.tree.setRootIsDecorated(False)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setToolTip("Tick runs to overlay them on the plots and in the table.")
+        self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.tree.itemChanged.connect(self._item_changed)
+        self.tree.itemSelectionChanged.connect(self._update_buttons)
+
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.clicked.connect(self.refresh)
+        self.open_button = QPushButton("Open…")
+        self.open_button.setToolTip("Open a run folder, its run.json, or a samples.csv")
+        self.open_button.clicked.connect(self.open_dialog)
+        self.delete_button = QPushButton("Delete")
+        self.delete_button.clicked.connect(self.delete_selected)
+        self.count_label = QLabel()
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.refresh_button)
+        buttons.addWidget(self.open_button)
+        buttons.addWidget(self.delete_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.count_label)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.tree)
+        layout.addLayout(buttons)
+        self._update_buttons()
+
+    # -- listing -----------------------------------------------------------------
+    def refresh(self) -> None:
+        """Read the run store again (ticks are kept for runs still there)."""
+        listings = self.store.list_runs()
+        self._entries = [HistoryEntry(x.folder, x.run, x.problem) for x in listings]
+        self._entries += [e for e in self._external if e.path.exists()]
+        known = {self._key(e) for e in self._entries}
+        before = set(self._checked)
+        self._checked &= known
+        self._fill()
+        if self._checked != before:
+            self.overlay_changed.emit()
+
+    @staticmethod
+    def _key(entry: HistoryEntry) -> str:
+        return str(entry.path)
+
+    def _fill(self) -> None:
+        self._updating = True
+        try:
+            self.tree.clear()
+            for entry in self._entries:
+                self.tree.addTopLevelItem(self._item(entry))
+        finally:
+            self._updating = False
+        runs = sum(1 for e in self._entries if not e.damaged)
+        damaged = len(self._entries) - runs
+        self.count_label.setText(
+            f"{runs} run{'s' if runs != 1 else ''}" + (f", {damaged} damaged" if damaged else "")
+        )
+        self._update_buttons()
+
+    def _item(self, entry: HistoryEntry) -> QTreeWidgetItem:
+        run = entry.run
+        if run is None:
+            texts = [
+                _date_text_of_folder(entry.path),
+                entry.path.name,
+                "",
+                "",
+                "damaged",
+                "",
+            ]
+            item = QTreeWidgetItem(texts)
+            tip = f"{entry.path}\nCannot be read: {entry.problem}"
+            for c in range(len(COLUMNS)):
+                item.setToolTip(c, tip)
+            item.setForeground(4, Qt.GlobalColor.darkRed)
+            item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsUserCheckable)
+        else:
+            speedup = best_speedup(run)
+            config = run.config
+            model = (
+                f"MLP {config.get('layers', '?')} · b{config.get('batch_size', '?')} · "
+                f"{config.get('dtype', '?')}"
+                if config
+                else run.message or "samples only"
+            )
+            texts = [
+                _date_text(run.created),
+                (f"{config['label']}: " if config.get("label") else "") + model,
+                run_device(run) if config else "",
+                ", ".join(run.variants),
+                run.status + (" (opened)" if entry.external else ""),
+                f"{speedup:.2f}×" if speedup is not None else "–",
+            ]
+            item = QTreeWidgetItem(texts)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(
+                0,
+                Qt.CheckState.Checked
+                if self._key(entry) in self._checked
+                else Qt.CheckState.Unchecked,
+            )
+            tip = str(entry.path) + (f"\n{run.message}" if run.message else "")
+            for c in range(len(COLUMNS)):
+                item.setToolTip(c, tip)
+        item.setData(0, _ROLE, self._key(entry))
+        return item
+
+    # -- ticking ---------------------------------------------------------------------
+    def _item_changed(self, item: QTreeWidgetItem, column: int) -> None:
+        if self._updating or column != 0:
+            return
+        key = item.data(0, _ROLE)
+        checked = item.checkState(0) == Qt.CheckState.Checked
+        if checked == (key in self._checked):
+            return
+        if checked:
+            self._checked.add(key)
+        else:
+            self._checked.discard(key)
+        self.overlay_changed.emit()
+
+    def entries(self) -> list[HistoryEntry]:
+        return list(self._entries)
+
+    def entry_for_run(self, run_id: str) -> HistoryEntry | None:
+        for e in self._entries:
+            if e.run is not None and e.run.run_id == run_id:
+                return e
+        return None
+
+    def checked_runs(self) -> list[RunResult]:
+        """The ticked runs, in list order."""
+        return [
+            e.run for e in self._entries if e.run is not None and self._key(e) in self._checked
+        ]
+
+    def set_checked(self, entry: HistoryEntry | str, checked: bool) -> None:
+        """Tick or untick a run (by entry or run id)."""
+        if isinstance(entry, str):
+            found = self.entry_for_run(entry)
+            if found is None:
+                raise KeyError(entry)
+            entry = found
+        key = self._key(entry)
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            if item.data(0, _ROLE) == key:
+                item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+                return
+        raise KeyError(key)
+
+    # -- open ------------------------------------------------------------------------
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self,
+            "Open run",
+            str(self.store.root),
+            "Runs (run.json *.csv);;All files (*)",
+        )
+        if path:
+            self.open_run(Path(path))
+
+    def open_run(self, path: str | Path) -> RunResult | None:
+        """Open a run folder, run.json or samples.csv, list it and tick it for overlay."""
+        path = Path(path)
+        try:
+            run = load_run(path)
+        except RunDamaged as exc:
+            self.message.emit(f"Cannot open {path.name}: {exc}")
+            return None
+        except OSError as exc:
+            self.message.emit(f"Cannot open {path.name}: {exc.strerror or exc}")
+            return None
+        folder = path if path.is_dir() else path.parent
+        in_store = folder.resolve().parent == self.store.root.resolve() and (
+            path.is_dir() or path.name in ("run.json", "samples.csv")
+        )
+        entry_path = folder if in_store else path
+        if not in_store and all(e.path != entry_path for e in self._external):
+            self._external.append(HistoryEntry(entry_path, run, external=True))
+        self._checked.add(str(entry_path))
+        self.refresh()
+        self.overlay_changed.emit()
+        return run
+
+    # -- delete ------------------------------------------------------------------------
+    def _selected_entry(self) -> HistoryEntry | None:
+        items = self.tree.selectedItems()
+        if not items:
+            return None
+        key = items[0].data(0, _ROLE)
+        return next((e for e in self._entries if self._key(e) == key), None)
+
+    def select(self, entry: HistoryEntry) -> None:
+        key = self._key(entry)
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            item.setSelected(item.data(0, _ROLE) == key)
+
+    def _update_buttons(self) -> None:
+        self.delete_button.setEnabled(self._selected_entry() is not None)
+
+    def delete_selected(self) -> bool:
+        entry = self._selected_entry()
+        return self.delete_entry(entry) if entry is not None else False
+
+    def delete_entry(self, entry: HistoryEntry) -> bool:
+        """Delete a run folder of the store (an opened run is only removed from the list).
+
+        Asks ``confirm_delete`` first; returns whether anything was removed.
+        """
+        if entry.external:
+            self._external = [e for e in self._external if e.path != entry.path]
+            self._checked.discard(self._key(entry))
+            self.refresh()
+            self.overlay_changed.emit()
+            return True
+        name = entry.path.name
+        if not self.confirm_delete(
+            self, f"Delete the run {name}?\n\nIts folder and every file in it are removed."
+        ):
+            return False
+        try:
+            self.store.delete(entry.path)
+        except (OSError, ValueError) as exc:
+            self.message.emit(f"Cannot delete {name}: {exc}")
+            return False
+        was_checked = self._key(entry) in self._checked
+        self._checked.discard(self._key(entry))
+        self.refresh()
+        if was_checked:
+            self.overlay_changed.emit()
+        return True
+
+
+def _date_text(created: str) -> str:
+    try:
+        return datetime.fromisoformat(created).strftime("%Y-%m-%d %H:%M")
+    except (TypeError, ValueError):
+        return created
+
+
+def _date_text_of_folder(folder: Path) -> str:
+    try:
+        return datetime.strptime(folder.name[:15], "%Y%m%d-%H%M%S").strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ""

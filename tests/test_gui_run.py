@@ -1,0 +1,229 @@
+"""The main window running real benchmarks in real worker processes (offscreen Qt)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import psutil
+import pytest
+from PySide6.QtGui import QGuiApplication
+
+from compile_studio.config import BenchmarkConfig
+from compile_studio.gui.benchmark_thread import BenchmarkThread, running_threads
+from compile_studio.gui.main_window import MainWindow
+from compile_studio.gui.paths import runs_dir
+from compile_studio.results import RunStore, load_run
+
+RUN_TIMEOUT_MS = 120_000
+
+
+def leftover_threads(grace_s: float = 3.0) -> list:
+    """Benchmark/probe threads still running after ``grace_s`` (threads that are ending get time)."""
+    deadline = time.monotonic() + grace_s
+    while running_threads() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return running_threads()
+
+
+@pytest.fixture(autouse=True)
+def no_qthread_left():
+    """Fail a test that leaves a BenchmarkThread (or probe thread) running."""
+    yield
+    left = leftover_threads()
+    if left:
+        for t in left:
+            if isinstance(t, BenchmarkThread):
+                t.request_stop()
+            else:
+                t.cancel()
+        for t in left:
+            t.wait(10_000)
+        pytest.fail(f"test left {len(left)} QThread(s) running: {left}")
+
+
+def make_window(qtbot, probe: bool = False) -> MainWindow:
+    window = MainWindow(probe=probe)
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+def run_and_wait(qtbot, window: MainWindow, config: BenchmarkConfig):
+    with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.start_run(config)
+    return blocker.args[0]
+
+
+def wait_for_samples(qtbot, window: MainWindow, variant: str = "eager", n: int = 1) -> str:
+    key = f"{window._live_run_id}/{variant}"
+    qtbot.waitUntil(
+        lambda: key in window.plots.series_keys() and len(window.plots.series_data(key)[0]) >= n,
+        timeout=RUN_TIMEOUT_MS,
+    )
+    return key
+
+
+def test_tiny_run_fills_table_and_curves_hold_exactly_the_samples(qtbot, tiny_config):
+    window = make_window(qtbot)
+    run = run_and_wait(qtbot, window, BenchmarkConfig(**tiny_config))
+
+    assert run.status == "complete", run.message
+    assert window.current_run is run
+    assert window.last_error == ""
+    assert not window.error_banner.isVisible()
+    rows = window.table_model.rows()
+    assert [r.row.name for r in rows] == ["eager", "aot_eager"]
+    for i, r in enumerate(rows):
+        assert r.row.median_ms is not None and r.row.median_ms > 0
+        assert r.row.speedup is not None and r.row.speedup > 0
+        assert window.table_model.cell_text(i, "median ms") not in ("", "–")
+        assert window.table_model.cell_text(i, "status").startswith("done")
+    assert "×" in window.table_model.cell_text(1, "speedup [95% CI]")
+    assert "[" in window.table_model.cell_text(1, "speedup [95% CI]")
+    assert "run" not in window.table_model.headers()
+
+    # the run folder is in the data dir's store, and the curves hold exactly its samples
+    folder = runs_dir() / run.run_id
+    saved = load_run(folder)
+    assert saved.status == "complete"
+    for name in ("eager", "aot_eager"):
+        its, ms = window.plots.series_data(f"{run.run_id}/{name}")
+        s = saved.variants[name].samples
+        assert len(s) == tiny_config["iterations"] + tiny_config["warmup"]
+        np.testing.assert_array_equal(its, np.asarray(s.iteration, dtype=float))
+        np.testing.assert_array_equal(ms, np.asarray(s.wall_ms))
+        np.testing.assert_array_equal(ms, np.asarray(run.variants[name].samples.wall_ms))
+
+    # the summary chart and the status bar follow the run
+    assert {b.key for b in window.plots.summary_bars()} == {
+        f"{run.run_id}/eager",
+        f"{run.run_id}/aot_eager",
+    }
+    assert window.phase_label.text() == "done"
+    assert window.run_button.isEnabled() and not window.stop_button.isEnabled()
+    assert window.history.entry_for_run(run.run_id) is not None
+
+    # copying the table gives TSV with the header and both variants
+    window.table_view.selectAll()
+    text = window.table_view.copy_selection()
+    assert QGuiApplication.clipboard().text() == text
+    lines = text.strip().split("\n")
+    assert lines[0].split("\t")[:2] == ["variant", "status"]
+    assert [ln.split("\t")[0] for ln in lines[1:]] == ["eager", "aot_eager"]
+
+
+def test_stop_mid_run_keeps_partial_data_and_leaves_no_process(qtbot, tiny_config):
+    window = make_window(qtbot)
+    config = BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]})
+    window.start_run(config)
+    thread = window._thread
+    assert thread is not None
+    key = wait_for_samples(qtbot, window, n=20)
+    pid = thread.worker_pid
+    assert pid is not None and psutil.pid_exists(pid)
+
+    with qtbot.waitSignal(window.run_finished, timeout=3000) as blocker:
+        t0 = time.monotonic()
+        window.stop_run()
+        assert time.monotonic() - t0 < 0.5  # returns at once
+        assert not window.stop_button.isEnabled()
+    assert time.monotonic() - t0 < 3.0
+    run = blocker.args[0]
+
+    assert run.status == "stopped"
+    assert window.phase_label.text() == "stopped"
+    thread.wait(5000)
+    assert not psutil.pid_exists(pid)
+    kept = run.variants["eager"].samples
+    assert 20 <= len(kept) < 200_000
+    its, ms = window.plots.series_data(key)
+    np.testing.assert_array_equal(ms, np.asarray(kept.wall_ms))
+    saved = load_run(runs_dir() / run.run_id)
+    assert saved.status == "stopped"
+    assert len(saved.variants["eager"].samples) == len(kept)
+    assert window.table_model.rows()[0].row.status == "stopped"
+
+
+def test_worker_killed_marks_run_failed_and_keeps_samples(qtbot, tiny_config):
+    window = make_window(qtbot)
+    config = BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]})
+    window.start_run(config)
+    thread = window._thread
+    wait_for_samples(qtbot, window, n=20)
+    with qtbot.waitSignal(window.run_finished, timeout=10_000) as blocker:
+        os.kill(thread.worker_pid, signal.SIGKILL)
+    run = blocker.args[0]
+    assert run.status == "failed"
+    assert "killed by SIGKILL" in run.message
+    assert "killed by SIGKILL" in window.last_error
+    assert window.error_banner.isVisible()
+    assert "killed by SIGKILL" in window.error_label.text()
+    assert len(run.variants["eager"].samples) >= 20
+    row = window.table_model.rows()[0]
+    assert row.row.status == "failed"
+    assert "killed by SIGKILL" in window.table_model.cell_text(0, "status")
+    saved = load_run(runs_dir() / run.run_id)
+    assert saved.status == "failed"
+    assert len(saved.variants["eager"].samples) == len(run.variants["eager"].samples)
+
+
+def test_unavailable_device_is_reported_in_the_window(qtbot, tiny_config):
+    # without the start-up probe the window cannot know; the worker says so
+    window = make_window(qtbot)
+    run = run_and_wait(qtbot, window, BenchmarkConfig(**{**tiny_config, "device": "cuda"}))
+    assert run.status == "failed"
+    assert "cuda" in window.last_error and "not available" in window.last_error
+    assert window.error_banner.isVisible()
+    assert window.error_text == window.error_label.text()
+    # the worker's hello arrived: now the form knows and blocks the same config
+    assert window.environment is not None
+    window.config_panel.set_config(BenchmarkConfig(**{**tiny_config, "device": "cuda"}))
+    assert not window.run_button.isEnabled()
+    assert "not available" in window.run_blocker
+
+
+def test_closing_the_window_mid_run_stops_the_worker(qtbot, tiny_config):
+    window = make_window(qtbot)
+    window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}))
+    thread = window._thread
+    run_id = thread.run_id
+    wait_for_samples(qtbot, window, n=10)
+    pid = thread.worker_pid
+    t0 = time.monotonic()
+    window.close()
+    assert time.monotonic() - t0 < 6.0
+    assert not thread.isRunning()
+    assert not psutil.pid_exists(pid)
+    saved = load_run(RunStore(runs_dir()).root / run_id)
+    assert saved.status in ("stopped", "incomplete")
+    assert len(saved.variants["eager"].samples) >= 10
+
+
+def test_environment_probe_fills_devices_and_variants(qtbot):
+    window = make_window(qtbot, probe=True)
+    assert window.environment is None  # the window is up before the worker answers
+    with qtbot.waitSignal(window.environment_changed, timeout=60_000):
+        pass
+    choices = window.config_panel.variant_choices()
+    assert choices[0] == "eager"
+    assert "aot_eager" in choices and "default" in choices
+    devices = [window.config_panel.device_combo.itemText(i) for i in range(window.config_panel.device_combo.count())]
+    assert devices[0] == "auto" and "cpu" in devices
+    assert window.env_label.text().startswith("torch ")
+
+
+def test_leftover_thread_check_sees_a_running_benchmark_thread(qtbot, tiny_config):
+    thread = BenchmarkThread(
+        BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}), None
+    )
+    thread.start()
+    try:
+        assert thread in leftover_threads(grace_s=0.5)
+    finally:
+        thread.request_stop()
+        assert thread.wait(10_000)
+    assert leftover_threads(grace_s=0.0) == []
+    assert thread.result is not None and thread.result.status == "stopped"
