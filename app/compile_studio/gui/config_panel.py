@@ -249,12 +249,10 @@ class ConfigPanel(QWidget):
 
     def _sync_preset(self) -> None:
         """Show the preset the fields match, or Custom."""
-        layers = self.layers_edit.text().strip()
-        batch = self.batch_spin.value()
+        current = self.config().to_dict()
         index = 0
         for i, preset in enumerate(self.presets, start=1):
-            cfg = preset["config"]
-            if cfg.get("layers") == layers and cfg.get("batch_size", batch) == batch:
+            if all(current.get(k) == v for k, v in preset["config"].items()):
                 index = i
                 break
         blocked = self.preset_combo.blockSignals(True)

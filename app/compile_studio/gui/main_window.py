@@ -123,9 +123,7 @@ class MainWindow(QMainWindow):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(
-            self.config_panel.sizeHint().width() + scroll.verticalScrollBar().sizeHint().width() + 4
-        )
+        scroll.setMinimumWidth(240)
         self.run_button = QPushButton("Run")
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(lambda: self.start_run())
@@ -161,6 +159,7 @@ class MainWindow(QMainWindow):
         self.error_banner.hide()
 
         self.plots = PlotPanel()
+        self.plots.setMinimumWidth(320)  # the window fits a small screen
         top = QWidget()
         top_layout = QVBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
@@ -185,6 +184,7 @@ class MainWindow(QMainWindow):
         self.history = HistoryPanel(self.store)
         self.history.overlay_changed.connect(self._overlays_changed)
         self.history.message.connect(self.show_error)
+        self.history.setMinimumWidth(160)
 
         self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
         self.main_splitter.setObjectName("mainSplitter")
@@ -499,6 +499,7 @@ class MainWindow(QMainWindow):
         self._compile_timer.stop()
         self._compile_started = None
         self.current_run = run
+        self._live_name = run_display_name(run)
         if self._live_rows:
             self._summary_cache[run.run_id] = list(self._live_rows)
         self._plots_dirty = True
@@ -577,17 +578,20 @@ class MainWindow(QMainWindow):
             self.plots.load_run(
                 run, key_prefix=f"{run.run_id}/", label_prefix=f"{run_display_name(run)} · "
             )
+        prefix = f"{self._live_name} · " if overlays else ""
         if self.is_running() or self.current_run is None:
             for variant in self._live_variants:
                 key = self._live_key(variant)
-                self.plots.add_series(key, variant)
+                self.plots.add_series(key, prefix + variant)
                 for iterations, wall_ms, phase in self._live_chunks.get(variant, []):
                     self.plots.append(key, iterations, wall_ms, phase)
                 if variant in self._live_failed:
                     self.plots.set_series_failed(key, True)
             self._update_live_bars()
         else:
-            self.plots.load_run(self.current_run, key_prefix=f"{self.current_run.run_id}/")
+            self.plots.load_run(
+                self.current_run, key_prefix=f"{self.current_run.run_id}/", label_prefix=prefix
+            )
         self._plots_dirty = True
         self._refresh_plots()
         self._update_table()
@@ -603,7 +607,7 @@ class MainWindow(QMainWindow):
             bars.append(
                 SummaryBar(
                     key=prefix + row.name,
-                    label=row.name,
+                    label=(f"{self._live_name} · " if self._overlay_runs() else "") + row.name,
                     median_ms=row.median_ms,
                     p5_ms=row.p5_ms if row.p5_ms is not None else row.median_ms,
                     p95_ms=row.p95_ms if row.p95_ms is not None else row.median_ms,
