@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +40,9 @@ from .summary_table import SummaryTableModel, SummaryTableView
 
 #: Plot repaint interval: at most ~30 repaints a second, however fast samples come.
 REFRESH_INTERVAL_MS = 33
+#: While a benchmark runs, repaint less often: every repaint costs CPU time the
+#: worker's timed loop may be sharing (see bench/ui_responsiveness.py).
+LIVE_REFRESH_INTERVAL_MS = int(os.environ.get("COMPILE_STUDIO_LIVE_REFRESH_MS", "200"))
 #: How long closing the window waits for a running worker to stop (it is killed by then).
 CLOSE_WAIT_MS = 8000
 
@@ -85,6 +89,7 @@ class MainWindow(QMainWindow):
         self._live_rows: list[SummaryRow] = []
         self._summary_cache: dict[str, list[SummaryRow]] = {}
         self._plots_dirty = False
+        self._progress_dirty = False
         self._progress_total = 0
         self._progress_done = 0
         self._run_started = 0.0
@@ -405,6 +410,7 @@ class MainWindow(QMainWindow):
         self.log.note(f"run {thread.run_id or '(not saved)'}: {config.to_json()}")
         self._update_run_state()
         self._update_status()
+        self._refresh_timer.setInterval(max(REFRESH_INTERVAL_MS, LIVE_REFRESH_INTERVAL_MS))
         thread.start()
 
     def stop_run(self) -> None:
@@ -449,7 +455,7 @@ class MainWindow(QMainWindow):
         self._live_chunks.setdefault(variant, []).append((iterations, wall_ms, plot_phase))
         self._plots_dirty = True
         self._progress_done += len(wall_ms)
-        self._update_progress()
+        self._progress_dirty = True
 
     def _on_compiled(self, event: dict[str, Any]) -> None:
         breaks = event.get("graph_breaks")
@@ -496,6 +502,7 @@ class MainWindow(QMainWindow):
         if thread is not None and thread is not self._thread:
             return
         self._thread = None
+        self._refresh_timer.setInterval(REFRESH_INTERVAL_MS)
         self._compile_timer.stop()
         self._compile_started = None
         self.current_run = run
@@ -560,6 +567,9 @@ class MainWindow(QMainWindow):
 
     # -- plots and table ---------------------------------------------------------------------------
     def _refresh_plots(self) -> None:
+        if self._progress_dirty:
+            self._progress_dirty = False
+            self._update_progress()
         if self._plots_dirty:
             self._plots_dirty = False
             self.plots.refresh()
