@@ -14,6 +14,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
             os.environ[key] = str(Path(tmp) / sub)
         try:
             problems = _run_once(app, Path(tmp) / "runs", variants, t_start)
+        except Exception as exc:  # noqa: BLE001 - reported as a failed check
+            traceback.print_exc()
+            problems = [f"the self-test could not run: {type(exc).__name__}: {exc}"]
         finally:
             for key, value in saved_env.items():
                 if value is None:
