@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,31 @@ def isolated_user_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(base / "xdg-data"))
     yield base
+
+
+def leftover_threads(grace_s: float = 3.0) -> list:
+    """Benchmark/probe QThreads still running after ``grace_s`` (ending ones get time)."""
+    module = sys.modules.get("compile_studio.gui.benchmark_thread")
+    if module is None:
+        return []
+    deadline = time.monotonic() + grace_s
+    while module.running_threads() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return module.running_threads()
+
+
+@pytest.fixture(autouse=True)
+def no_qthread_left():
+    """Fail a test that leaves a BenchmarkThread (or probe thread) running."""
+    yield
+    left = leftover_threads()
+    if left:
+        module = sys.modules["compile_studio.gui.benchmark_thread"]
+        for t in left:
+            if isinstance(t, module.BenchmarkThread):
+                t.request_stop()
+            else:
+                t.cancel()
+        for t in left:
+            t.wait(10_000)
+        pytest.fail(f"test left {len(left)} QThread(s) running: {left}")

@@ -7,7 +7,6 @@ from PySide6.QtCore import Qt
 from compile_studio.config import BenchmarkConfig, EnvironmentInfo
 from compile_studio.gui.config_panel import ConfigPanel
 from compile_studio.gui.main_window import MainWindow
-from test_gui_run import no_qthread_left  # noqa: F401 - autouse fixture
 
 ENV = EnvironmentInfo(
     devices=("cpu",),

@@ -8,40 +8,16 @@ import time
 
 import numpy as np
 import psutil
-import pytest
 from PySide6.QtGui import QGuiApplication
 
 from compile_studio.config import BenchmarkConfig
-from compile_studio.gui.benchmark_thread import BenchmarkThread, running_threads
+from compile_studio.gui.benchmark_thread import BenchmarkThread
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import RunStore, load_run
+from conftest import leftover_threads
 
 RUN_TIMEOUT_MS = 120_000
-
-
-def leftover_threads(grace_s: float = 3.0) -> list:
-    """Benchmark/probe threads still running after ``grace_s`` (threads that are ending get time)."""
-    deadline = time.monotonic() + grace_s
-    while running_threads() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return running_threads()
-
-
-@pytest.fixture(autouse=True)
-def no_qthread_left():
-    """Fail a test that leaves a BenchmarkThread (or probe thread) running."""
-    yield
-    left = leftover_threads()
-    if left:
-        for t in left:
-            if isinstance(t, BenchmarkThread):
-                t.request_stop()
-            else:
-                t.cancel()
-        for t in left:
-            t.wait(10_000)
-        pytest.fail(f"test left {len(left)} QThread(s) running: {left}")
 
 
 def make_window(qtbot, probe: bool = False) -> MainWindow:

@@ -8,7 +8,6 @@ from compile_studio.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import settings_file
 from compile_studio.gui.settings import AppSettings
-from test_gui_run import no_qthread_left  # noqa: F401 - autouse fixture
 
 
 def open_window(qtbot) -> MainWindow:
