@@ -21,7 +21,8 @@ from torch.utils import benchmark
 
 from compile_studio.config import BenchmarkConfig
 from compile_studio.engine.model import build_model
-from compile_studio.engine.runner import BenchmarkRunner, ListSink
+from compile_studio.engine.runner import BenchmarkRunner
+from compile_studio.engine.sink import ListSink
 from compile_studio.results.stats import latency_stats
 
 

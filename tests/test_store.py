@@ -103,16 +103,16 @@ def test_not_a_samples_file(tmp_path):
         load_run(p)
 
 
-def test_atomic_write_leaves_old_file_on_failure(tmp_path):
+def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
     target = tmp_path / "f.txt"
     target.write_text("old")
 
-    class Boom:
-        def __str__(self):
-            raise RuntimeError("boom")
+    def failing_replace(src, dst):
+        raise OSError(28, "No space left on device")
 
-    with pytest.raises(TypeError):
-        atomic_write_text(target, Boom())  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError, match="No space"):
+        atomic_write_text(target, "new")
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["f.txt"]
 

@@ -17,30 +17,25 @@ import signal
 import sys
 import tempfile
 import threading
-import time
 import traceback
 from typing import IO, Any
 
 from . import protocol
 from .config import BenchmarkConfig, ConfigError, EnvironmentInfo
+from .engine.sink import BatchingSink
 
 #: How long a stop waits for the timed loop to return before the worker
 #: flushes what it has and exits on its own (e.g. in the middle of a compile).
 STOP_GRACE_S = 1.0
-#: Samples are sent at most this often (seconds).
-BATCH_INTERVAL_S = 0.05
 MEMORY_LIMIT_ENV = "COMPILE_STUDIO_WORKER_MEMORY_LIMIT"
 
 
-class StreamSink:
-    """Thread-safe EventSink writing protocol lines, batching samples (≤ every 50 ms)."""
+class StreamSink(BatchingSink):
+    """Writes protocol lines to the supervisor, samples batched (≤ every 50 ms)."""
 
     def __init__(self, out: IO[str]):
+        super().__init__()
         self._out = out
-        self._lock = threading.RLock()
-        self._batch: dict[str, Any] | None = None
-        self._last_flush = time.monotonic()
-        self.closed = False
 
     def _write(self, event: dict[str, Any]) -> None:
         if self.closed:
@@ -51,58 +46,6 @@ class StreamSink:
         except (BrokenPipeError, ValueError, OSError):
             # the supervisor is gone: nobody to report to
             os._exit(0)
-
-    def event(self, event: dict[str, Any]) -> None:
-        with self._lock:
-            self._flush_batch()
-            self._write(event)
-
-    def sample(
-        self, variant: str, phase: str, iteration: int, wall_ms: float, device_ms: float | None
-    ) -> None:
-        with self._lock:
-            b = self._batch
-            if (
-                b is None
-                or b["variant"] != variant
-                or b["phase"] != phase
-                or b["first_iteration"] + len(b["wall_ms"]) != iteration
-            ):
-                self._flush_batch()
-                b = self._batch = {
-                    "type": protocol.SAMPLES,
-                    "variant": variant,
-                    "phase": phase,
-                    "first_iteration": iteration,
-                    "wall_ms": [],
-                    "device_ms": [],
-                }
-            b["wall_ms"].append(wall_ms)
-            b["device_ms"].append(device_ms)
-            if time.monotonic() - self._last_flush >= BATCH_INTERVAL_S:
-                self._flush_batch()
-
-    def _flush_batch(self) -> None:
-        b = self._batch
-        self._batch = None
-        self._last_flush = time.monotonic()
-        if b and b["wall_ms"]:
-            if all(d is None for d in b["device_ms"]):
-                b["device_ms"] = None
-            self._write(b)
-
-    def flush(self) -> None:
-        with self._lock:
-            self._flush_batch()
-
-    def finish(self, status: str, **extra: Any) -> None:
-        """Flush, send ``done`` once, and refuse anything after it."""
-        with self._lock:
-            if self.closed:
-                return
-            self._flush_batch()
-            self._write({"type": protocol.DONE, "status": status, **extra})
-            self.closed = True
 
 
 def _protocol_stdout() -> IO[str]:

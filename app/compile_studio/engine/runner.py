@@ -44,41 +44,6 @@ class Stopped(Exception):
     """Raised inside the loop when a stop was asked for."""
 
 
-class ListSink:
-    """An EventSink that keeps every event in a list (for tests and in-process use)."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self._pending: dict[tuple[str, str], dict[str, Any]] = {}
-
-    def event(self, event: dict[str, Any]) -> None:
-        self.flush()
-        self.events.append(event)
-
-    def sample(self, variant, phase, iteration, wall_ms, device_ms) -> None:  # noqa: ANN001
-        key = (variant, phase)
-        batch = self._pending.get(key)
-        if batch is None or batch["first_iteration"] + len(batch["wall_ms"]) != iteration:
-            self.flush()
-            batch = self._pending[key] = {
-                "type": protocol.SAMPLES,
-                "variant": variant,
-                "phase": phase,
-                "first_iteration": iteration,
-                "wall_ms": [],
-                "device_ms": [],
-            }
-        batch["wall_ms"].append(wall_ms)
-        batch["device_ms"].append(device_ms)
-
-    def flush(self) -> None:
-        for batch in self._pending.values():
-            if all(d is None for d in batch["device_ms"]):
-                batch["device_ms"] = None
-            self.events.append(batch)
-        self._pending = {}
-
-
 def classify_error(exc: BaseException) -> str:
     """Protocol error kind for an exception raised while running a variant."""
     if isinstance(exc, MemoryError) or "bad_alloc" in str(exc) or "MemoryError" in str(exc):

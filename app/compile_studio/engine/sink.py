@@ -1,0 +1,94 @@
+"""Event sinks: where the timed loop's events go, with samples batched."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from .. import protocol
+
+#: Samples are sent at most this often (seconds).
+BATCH_INTERVAL_S = 0.05
+
+
+class BatchingSink:
+    """Thread-safe event sink that gathers samples into ``samples`` events.
+
+    A batch holds consecutive iterations of one variant and phase and is sent
+    when another event comes, when it stops being consecutive, or at most
+    every :data:`BATCH_INTERVAL_S`. Subclasses say where events go (``_write``).
+    """
+
+    def __init__(self, interval_s: float = BATCH_INTERVAL_S):
+        self._interval = interval_s
+        self._lock = threading.RLock()
+        self._batch: dict[str, Any] | None = None
+        self._last_flush = time.monotonic()
+        self.closed = False
+
+    def _write(self, event: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def event(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self._flush_batch()
+            self._write(event)
+
+    def sample(
+        self, variant: str, phase: str, iteration: int, wall_ms: float, device_ms: float | None
+    ) -> None:
+        with self._lock:
+            b = self._batch
+            if (
+                b is None
+                or b["variant"] != variant
+                or b["phase"] != phase
+                or b["first_iteration"] + len(b["wall_ms"]) != iteration
+            ):
+                self._flush_batch()
+                b = self._batch = {
+                    "type": protocol.SAMPLES,
+                    "variant": variant,
+                    "phase": phase,
+                    "first_iteration": iteration,
+                    "wall_ms": [],
+                    "device_ms": [],
+                }
+            b["wall_ms"].append(wall_ms)
+            b["device_ms"].append(device_ms)
+            if time.monotonic() - self._last_flush >= self._interval:
+                self._flush_batch()
+
+    def _flush_batch(self) -> None:
+        b = self._batch
+        self._batch = None
+        self._last_flush = time.monotonic()
+        if b and b["wall_ms"]:
+            if all(d is None for d in b["device_ms"]):
+                b["device_ms"] = None
+            self._write(b)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_batch()
+
+    def finish(self, status: str, **extra: Any) -> None:
+        """Flush, send ``done`` once, and refuse anything after it."""
+        with self._lock:
+            if self.closed:
+                return
+            self._flush_batch()
+            self._write({"type": protocol.DONE, "status": status, **extra})
+            self.closed = True
+
+
+class ListSink(BatchingSink):
+    """Keeps every event in ``events`` (for in-process use: benchmarks, tests)."""
+
+    def __init__(self, interval_s: float = BATCH_INTERVAL_S):
+        super().__init__(interval_s)
+        self.events: list[dict[str, Any]] = []
+
+    def _write(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
