@@ -72,6 +72,8 @@ class BenchmarkThread(QThread):
         self._worker: WorkerProcess | None = None
         self._worker_ready = threading.Event()
         self._stop_requested = threading.Event()
+        #: set when the run is cut short by the window going away (not a user's Stop)
+        self._cut_short_message: str | None = None
         self._stopper: threading.Thread | None = None
         self.recorder: RunRecorder | None = None
         self.result: RunResult | None = None
@@ -90,6 +92,20 @@ class BenchmarkThread(QThread):
         self._stop_requested.set()
         if self._worker_ready.is_set() and self._worker is not None:
             self._start_stopper(self._worker)
+
+    def cut_short(self, message: str) -> None:
+        """End the run because the window goes away: the run is left ``incomplete``.
+
+        Unlike :meth:`request_stop` (a user's Stop, recorded as ``stopped``),
+        the run folder says the run did not end on its own or by choice;
+        ``message`` says why.
+        """
+        self._cut_short_message = message
+        self.request_stop()
+
+    @property
+    def was_cut_short(self) -> bool:
+        return self._cut_short_message is not None
 
     def _start_stopper(self, worker: WorkerProcess) -> None:
         self._stopper = threading.Thread(
@@ -137,7 +153,7 @@ class BenchmarkThread(QThread):
                 worker.stop(grace_s=2.0, term_s=2.0)
                 if not saw_done:
                     if self._stop_requested.is_set():
-                        recorder.stop("stopped by the user")
+                        recorder.stop(self._cut_short_message or "stopped by the user")
                     else:
                         message = f"the worker process died ({describe_exit(worker.proc.returncode)})"
                         tail = [ln for ln in worker.stderr_tail[-3:] if ln.strip()]
@@ -146,12 +162,27 @@ class BenchmarkThread(QThread):
                         self.error.emit("", "crashed", message)
                         recorder.fail(message)
             recorder.finish()
+            if self._cut_short_message is not None:
+                self._mark_incomplete(recorder, self._cut_short_message)
             self.result = recorder.run
             try:
                 self.summary.emit(summarize(recorder.run))
             except Exception as exc:  # noqa: BLE001
                 self.log.emit(f"summary failed: {exc}")
             self.finished_run.emit(recorder.run)
+
+    def _mark_incomplete(self, recorder: RunRecorder, message: str) -> None:
+        """A run cut short (stopped or not yet ended) is recorded as ``incomplete``."""
+        run = recorder.run
+        if run.status not in ("stopped", "incomplete"):
+            return  # it completed or failed on its own before the window went away
+        run.status = "incomplete"
+        run.message = message
+        if recorder.writer is not None:
+            try:
+                recorder.writer.write_run_json()
+            except OSError as exc:
+                self.log.emit(f"cannot update run.json: {exc}")
 
     def _handle(self, recorder: RunRecorder, event: dict[str, Any]) -> None:
         kind = event.get("type")

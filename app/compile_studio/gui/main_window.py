@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -45,6 +45,8 @@ REFRESH_INTERVAL_MS = 33
 LIVE_REFRESH_INTERVAL_MS = int(os.environ.get("COMPILE_STUDIO_LIVE_REFRESH_MS", "200"))
 #: How long closing the window waits for a running worker to stop (it is killed by then).
 CLOSE_WAIT_MS = 8000
+#: The message a run folder keeps when the window went away during the run.
+CLOSED_DURING_RUN = "the window was closed during the run; the samples measured until then are kept"
 
 _BANNER_STYLE = (
     "QFrame#errorBanner { background: #FDECEA; border: 1px solid #F5C2C0; border-radius: 3px; }"
@@ -231,12 +233,13 @@ class MainWindow(QMainWindow):
 
         self.open_action = action("Open run…", self.history.open_dialog, "Ctrl+O")
         self.export_action = action("Export run…", self.export_run_dialog, "Ctrl+E")
+        self.export_report_action = action("Export report (Markdown)…", self.export_report_dialog)
         self.screenshot_action = action("Save screenshot…", self.save_screenshot_dialog, "Ctrl+Shift+S")
         self.save_plot_png_action = action("Save plot as PNG…", lambda: self.save_plot_dialog("png"))
         self.save_plot_svg_action = action("Save plot as SVG…", lambda: self.save_plot_dialog("svg"))
         self.copy_plot_action = action("Copy plot", self.copy_plot, "Ctrl+Shift+C")
         self.quit_action = action("Quit", self.close, "Ctrl+Q")
-        for act in (self.open_action, self.export_action):
+        for act in (self.open_action, self.export_action, self.export_report_action):
             file_menu.addAction(act)
         file_menu.addSeparator()
         for act in (
@@ -519,6 +522,7 @@ class MainWindow(QMainWindow):
             "complete": "done",
             "stopped": "stopped",
             "failed": "failed",
+            "incomplete": "cut short",
         }.get(run.status, run.status)
         self.progress_bar.setValue(1000 if run.status == "complete" else self.progress_bar.value())
         self.progress_bar.hide()
@@ -725,19 +729,28 @@ class MainWindow(QMainWindow):
         ticked = self.history.checked_runs()
         return ticked[0] if len(ticked) == 1 else None
 
-    def export_run_dialog(self) -> None:
+    def _ask_export_folder(self, title: str) -> Path | None:
         if self._run_to_export() is None:
-            self.show_error("Nothing to export: run a benchmark or tick one run in the history.")
-            return
-        folder = QFileDialog.getExistingDirectory(self, "Export run to folder", self._export_folder())
-        if folder:
-            self.export_run(Path(folder))
+            self.show_error(_NOTHING_TO_EXPORT)
+            return None
+        folder = QFileDialog.getExistingDirectory(self, title, self._export_folder())
+        return Path(folder) if folder else None
 
-    def export_run(self, folder: Path, run: RunResult | None = None) -> list[Path]:
-        """Write samples.csv, summary.csv and run.json of the run into ``folder``."""
+    def export_run_dialog(self) -> None:
+        """File → Export run…: ask for a folder, then :meth:`export_run_to`."""
+        folder = self._ask_export_folder("Export run to folder")
+        if folder is not None:
+            self.export_run_to(folder)
+
+    def export_run_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
+        """Write samples.csv, summary.csv and run.json of the run into ``folder``.
+
+        The run is the one shown (or the only ticked one). Returns the files
+        written; on failure nothing is written and the banner says why.
+        """
         run = run or self._run_to_export()
         if run is None:
-            self.show_error("Nothing to export: run a benchmark or tick one run in the history.")
+            self.show_error(_NOTHING_TO_EXPORT)
             return []
         try:
             from ..results.export import export_run
@@ -745,6 +758,49 @@ class MainWindow(QMainWindow):
             written = export_run(run, folder, prefix=f"{run.run_id}_")
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
             self.show_error(f"Cannot export the run to {folder}: {exc}")
+            return []
+        self._exported(Path(folder) / "x")
+        return list(written)
+
+    #: the name :meth:`export_run_to` had first; kept for callers that use it
+    export_run = export_run_to
+
+    def export_report_dialog(self) -> None:
+        """File → Export report (Markdown)…: ask for a folder, then :meth:`export_report_to`."""
+        folder = self._ask_export_folder("Export report to folder")
+        if folder is not None:
+            self.export_report_to(folder)
+
+    def latency_plot_png(self, scale: float = 1.0) -> bytes:
+        """The latency plot as PNG bytes (raises ExportError when it cannot be rendered)."""
+        from .export import ExportError, render_widget_image
+
+        image = render_widget_image(self.plots.latency_plot, scale)
+        data = QByteArray()
+        buf = QBuffer(data)
+        buf.open(QIODevice.OpenModeFlag.WriteOnly)
+        ok = image.save(buf, "PNG")
+        buf.close()
+        if not ok:
+            raise ExportError("cannot encode the latency plot as PNG")
+        return bytes(data.data())
+
+    def export_report_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
+        """Write ``<run id>_report.md`` and the latency plot beside it as ``<run id>_report.png``.
+
+        Returns the files written; on failure nothing is written and the banner says why.
+        """
+        run = run or self._run_to_export()
+        if run is None:
+            self.show_error(_NOTHING_TO_EXPORT)
+            return []
+        try:
+            from ..results.export import export_markdown
+
+            png = self.latency_plot_png()
+            written = export_markdown(run, folder, png, name=f"{run.run_id}_report")
+        except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
+            self.show_error(f"Cannot export the report to {folder}: {exc}")
             return []
         self._exported(Path(folder) / "x")
         return list(written)
@@ -758,7 +814,8 @@ class MainWindow(QMainWindow):
         """Stop a running worker (no orphan process), save the settings, then close."""
         thread = self._thread
         if thread is not None:
-            thread.request_stop()
+            # not the user's Stop: the run folder is left "incomplete", with its samples
+            thread.cut_short(CLOSED_DURING_RUN)
             thread.wait(CLOSE_WAIT_MS)
         for t in list(self._threads):
             t.wait(CLOSE_WAIT_MS)
@@ -769,6 +826,9 @@ class MainWindow(QMainWindow):
         self._compile_timer.stop()
         self.save_settings()
         super().closeEvent(event)
+
+
+_NOTHING_TO_EXPORT = "Nothing to export: run a benchmark or tick one run in the history."
 
 
 def _duration(seconds: float) -> str:

@@ -1,0 +1,212 @@
+"""Export from the window (CSV + JSON, Markdown report), runs made by the CLI, reopening cut-short runs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+from PySide6.QtGui import QImage
+
+from compile_studio.config import BenchmarkConfig
+from compile_studio.gui.main_window import CLOSED_DURING_RUN, MainWindow
+from compile_studio.gui.paths import runs_dir
+from compile_studio.results import load_run, summarize
+from compile_studio.results.formatting import SUMMARY_HEADERS, summary_cells
+
+try:  # the fixture lives in test_gui_run until it moves to conftest
+    from test_gui_run import no_qthread_left  # noqa: F401
+except ImportError:  # pragma: no cover - then conftest provides it
+    pass
+
+pytestmark = pytest.mark.usefixtures("no_qthread_left")
+
+RUN_TIMEOUT_MS = 120_000
+CLI = [sys.executable, "-m", "compile_studio.cli"]
+
+
+def open_window(qtbot) -> MainWindow:
+    window = MainWindow(probe=False)
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+def run_and_wait(qtbot, window: MainWindow, config: BenchmarkConfig):
+    with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.start_run(config)
+    return blocker.args[0]
+
+
+def table_cells(window: MainWindow) -> list[list[str]]:
+    model = window.table_model
+    return [[model.cell_text(r, h) for h in SUMMARY_HEADERS] for r in range(model.rowCount())]
+
+
+def test_exported_csv_and_json_reopen_to_the_run_shown(qtbot, tiny_config, tmp_path):
+    window = open_window(qtbot)
+    run = run_and_wait(qtbot, window, BenchmarkConfig(**tiny_config))
+    assert run.status == "complete", run.message
+    out = tmp_path / "export"
+    out.mkdir()
+
+    written = window.export_run_to(out)
+    prefix = f"{run.run_id}_"
+    assert sorted(p.name for p in written) == sorted(
+        prefix + n for n in ("samples.csv", "summary.csv", "run.json")
+    )
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in written)  # no temp files
+    assert window.settings.export_folder() == out
+
+    # the JSON and the CSV together are the whole run, equal to what the window shows
+    folder = tmp_path / "reopen"
+    folder.mkdir()
+    shutil.copy(out / f"{prefix}run.json", folder / "run.json")
+    shutil.copy(out / f"{prefix}samples.csv", folder / "samples.csv")
+    reopened = load_run(folder)
+    assert reopened == window.current_run
+    # the samples CSV alone reopens to the same samples
+    bare = load_run(out / f"{prefix}samples.csv")
+    for name, v in run.variants.items():
+        assert bare.variants[name].samples == v.samples
+    # and the table's numbers are those of the reopened run
+    assert table_cells(window) == [summary_cells(r) for r in summarize(reopened)]
+    summary_lines = (out / f"{prefix}summary.csv").read_text().splitlines()
+    assert [ln.split(",")[0] for ln in summary_lines[1:]] == ["eager", "aot_eager"]
+
+
+def test_markdown_report_has_the_table_and_a_real_plot_image(qtbot, tiny_config, tmp_path):
+    window = open_window(qtbot)
+    run = run_and_wait(qtbot, window, BenchmarkConfig(**{**tiny_config, "label": "report run"}))
+    assert run.status == "complete", run.message
+    assert window.export_report_action.text() == "Export report (Markdown)…"
+    assert window.export_report_action in window.menuBar().actions()[0].menu().actions()
+
+    written = window.export_report_to(tmp_path)
+    md = tmp_path / f"{run.run_id}_report.md"
+    png = tmp_path / f"{run.run_id}_report.png"
+    assert sorted(written) == sorted([md, png])
+    text = md.read_text(encoding="utf-8")
+    assert "| " + " | ".join(SUMMARY_HEADERS) + " |" in text
+    for row in summarize(run):
+        assert "| " + " | ".join(summary_cells(row)) + " |" in text
+    assert f"![latency per iteration]({png.name})" in text
+    image = QImage(str(png))
+    assert not image.isNull()
+    plot = window.plots.latency_plot
+    assert (image.width(), image.height()) == (plot.width(), plot.height())
+    # not a blank picture: the curves put colour on it
+    colours = {image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)}
+    assert len(colours) > 5
+    assert not window.error_banner.isVisible()
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "proc"])
+def test_export_to_an_unwritable_place_shows_an_error_and_writes_nothing(qtbot, tiny_config, tmp_path, where):
+    window = open_window(qtbot)
+    run = run_and_wait(qtbot, window, BenchmarkConfig(**tiny_config))
+    assert run.status == "complete"
+    if where == "under-a-file":
+        blocker = tmp_path / "a-file"
+        blocker.write_text("not a folder")
+        target = blocker / "sub"
+    else:
+        target = Path("/proc/self")  # a folder nobody can create files in
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    assert window.export_report_to(target) == []
+    assert "Cannot export the report" in window.last_error
+    assert window.error_banner.isVisible()
+    window.hide_error()
+    assert window.export_run_to(target) == []
+    assert "Cannot export the run" in window.last_error
+    assert window.error_banner.isVisible()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    if where == "proc":
+        assert not any(p.name.endswith((".md", ".png", ".csv", ".json", ".tmp")) for p in target.iterdir())
+    assert window.is_running() is False and window.current_run is run
+
+
+def test_a_cli_run_opens_in_the_window_with_the_numbers_the_cli_shows(qtbot, tiny_config):
+    store = runs_dir()
+    c = tiny_config
+    made = subprocess.run(
+        [*CLI, "run", "--layers", c["layers"], "--batch-size", str(c["batch_size"]),
+         "--device", "cpu", "--iterations", str(c["iterations"]), "--warmup", str(c["warmup"]),
+         "--variants", ",".join(c["variants"]), "--label", "from cli", "--out", str(store), "--quiet"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    (folder,) = store.iterdir()
+    shown = subprocess.run([*CLI, "show", str(folder)], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+
+    window = open_window(qtbot)
+    [entry] = window.history.entries()
+    assert entry.path == folder and entry.run is not None
+    assert "from cli" in window.history.tree.topLevelItem(0).text(1)
+    window.history.set_checked(entry.run.run_id, True)  # ticking it shows it
+    cells = table_cells(window)
+    assert [r[0] for r in cells] == ["eager", "aot_eager"]
+    show_lines = shown.stdout.splitlines()
+    for row in cells:
+        line = next(ln for ln in show_lines if ln.strip().startswith(row[0] + " "))
+        for text in row:
+            if text:
+                assert text in line, (text, line)
+    for name in ("eager", "aot_eager"):
+        its, ms = window.plots.series_data(f"{entry.run.run_id}/{name}")
+        assert len(ms) == c["iterations"] + c["warmup"]
+
+    # File → Open of its run.json shows the same numbers
+    window.history.set_checked(entry.run.run_id, False)
+    assert window.table_model.rowCount() == 0
+    opened = window.history.open_run(folder / "run.json")
+    assert opened is not None and opened.run_id == entry.run.run_id
+    assert table_cells(window) == cells
+    assert not window.error_banner.isVisible()
+
+
+def test_window_closed_mid_run_leaves_an_incomplete_run_that_reopens(qtbot, tiny_config):
+    window = open_window(qtbot)
+    window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}))
+    thread = window._thread
+    run_id = thread.run_id
+    key = f"{run_id}/eager"
+    qtbot.waitUntil(
+        lambda: key in window.plots.series_keys() and len(window.plots.series_data(key)[0]) >= 20,
+        timeout=RUN_TIMEOUT_MS,
+    )
+    pid = thread.worker_pid
+    window.close()
+    assert not thread.isRunning()
+    deadline = time.monotonic() + 3
+    while psutil.pid_exists(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not psutil.pid_exists(pid)
+
+    saved = load_run(runs_dir() / run_id)
+    assert saved.status == "incomplete"
+    assert saved.message == CLOSED_DURING_RUN
+    assert "window was closed" in saved.message
+    kept = saved.variants["eager"].samples
+    assert len(kept) >= 20
+    assert thread.result is not None and thread.result.status == "incomplete"
+    assert len(thread.result.variants["eager"].samples) == len(kept)
+
+    # a new window lists it as incomplete; ticking it plots exactly its samples
+    again = open_window(qtbot)
+    entry = again.history.entry_for_run(run_id)
+    assert entry is not None and not entry.damaged
+    item = again.history.tree.topLevelItem(again.history.entries().index(entry))
+    assert item.text(4) == "incomplete"
+    assert "window was closed" in item.toolTip(0)
+    again.history.set_checked(run_id, True)
+    its, ms = again.plots.series_data(f"{run_id}/eager")
+    np.testing.assert_array_equal(ms, np.asarray(kept.wall_ms))
+    np.testing.assert_array_equal(its, np.asarray(kept.iteration, dtype=float))
