@@ -19,13 +19,6 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.results import load_run, summarize
 from compile_studio.results.formatting import SUMMARY_HEADERS, summary_cells
 
-try:  # the fixture lives in test_gui_run until it moves to conftest
-    from test_gui_run import no_qthread_left  # noqa: F401
-except ImportError:  # pragma: no cover - then conftest provides it
-    pass
-
-pytestmark = pytest.mark.usefixtures("no_qthread_left")
-
 RUN_TIMEOUT_MS = 120_000
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 

@@ -24,13 +24,6 @@ from compile_studio.results import load_run
 from compile_studio.results.recorder import RunRecorder
 from compile_studio.supervisor import probe_environment
 
-try:  # the fixture lives in test_gui_run until it moves to conftest
-    from test_gui_run import no_qthread_left  # noqa: F401
-except ImportError:  # pragma: no cover - then conftest provides it
-    pass
-
-pytestmark = pytest.mark.usefixtures("no_qthread_left")
-
 RUN_TIMEOUT_MS = 120_000
 LONG = {"iterations": 200_000, "variants": ["eager"]}
 
