@@ -124,6 +124,10 @@ def test_export_run_and_markdown(tmp_path):
     paths = export_run(rec.run, out)
     assert {p.name for p in paths} == {"samples.csv", "summary.csv", "run.json"}
     assert load_run(out) == rec.run
+    prefixed = export_run(rec.run, out, prefix="r1_")
+    assert {p.name for p in prefixed} == {"r1_samples.csv", "r1_summary.csv", "r1_run.json"}
+    assert load_run(out / "r1_run.json") == rec.run
+    assert load_run(out / "r1_samples.csv") == rec.run
     md = export_markdown(rec.run, out, plot_png_bytes=b"\x89PNG fake")
     text = (out / "report.md").read_text()
     assert "| variant |" in text and "![latency per iteration](report.png)" in text

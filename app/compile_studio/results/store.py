@@ -212,6 +212,9 @@ _VARIANT_FIELDS = {f.name for f in fields(VariantResult)} - {"samples", "name"}
 def load_run(path: str | Path) -> RunResult:
     """Load a run from its folder, its run.json, or a bare samples.csv.
 
+    Exported files with a prefix (``<prefix>run.json`` beside
+    ``<prefix>samples.csv``) load as a pair from either file.
+
     Raises :class:`RunDamaged` with a readable reason when it cannot.
     """
     path = Path(path)
@@ -222,14 +225,16 @@ def load_run(path: str | Path) -> RunResult:
         if not run_json.exists() and samples.exists():
             return _load_bare_samples(samples)
     elif path.name.endswith(".csv"):
-        run_json = path.parent / RUN_JSON
-        if path.name == SAMPLES_CSV and run_json.exists():
-            return load_run(path.parent)
+        # an exported pair shares a prefix: "<prefix>samples.csv" + "<prefix>run.json"
+        prefix = path.name[: -len(SAMPLES_CSV)] if path.name.endswith(SAMPLES_CSV) else None
+        if prefix is not None and (path.parent / f"{prefix}{RUN_JSON}").exists():
+            return load_run(path.parent / f"{prefix}{RUN_JSON}")
         return _load_bare_samples(path)
     else:
         folder = path.parent
         run_json = path
-        samples = folder / SAMPLES_CSV
+        prefix = path.name[: -len(RUN_JSON)] if path.name.endswith(RUN_JSON) else ""
+        samples = folder / f"{prefix}{SAMPLES_CSV}"
     try:
         text = run_json.read_text(encoding="utf-8")
     except FileNotFoundError:
