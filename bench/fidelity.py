@@ -53,9 +53,10 @@ def timer_medians(config: BenchmarkConfig, min_run_time: float) -> dict[str, flo
 
         for _ in range(config.warmup + 1):
             call()
-        m = benchmark.Timer(stmt="call()", globals={"call": call}).blocked_autorange(
-            min_run_time=min_run_time
-        )
+        # Timer runs single-threaded unless told otherwise: give it the engine's threads
+        m = benchmark.Timer(
+            stmt="call()", globals={"call": call}, num_threads=torch.get_num_threads()
+        ).blocked_autorange(min_run_time=min_run_time)
         out[name] = m.median * 1000.0
     return out
 
