@@ -130,7 +130,10 @@ class MainWindow(QMainWindow):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(240)
+        # wide enough for the form itself: its fields are never cut off on the right
+        scroll.setMinimumWidth(
+            max(240, self.config_panel.minimumSizeHint().width() + scroll.verticalScrollBar().sizeHint().width())
+        )
         self.run_button = QPushButton("Run")
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(lambda: self.start_run())
@@ -186,7 +189,7 @@ class MainWindow(QMainWindow):
         self.centre_splitter.addWidget(self.bottom_tabs)
         self.centre_splitter.setStretchFactor(0, 3)
         self.centre_splitter.setStretchFactor(1, 1)
-        self.centre_splitter.setSizes([600, 280])
+        self.centre_splitter.setSizes([560, 300])
 
         self.history = HistoryPanel(self.store)
         self.history.overlay_changed.connect(self._overlays_changed)
@@ -201,7 +204,7 @@ class MainWindow(QMainWindow):
         self.main_splitter.setStretchFactor(0, 0)
         self.main_splitter.setStretchFactor(1, 1)
         self.main_splitter.setStretchFactor(2, 0)
-        self.main_splitter.setSizes([360, 900, 420])
+        self.main_splitter.setSizes([370, 830, 300])
         self.setCentralWidget(self.main_splitter)
 
         self.env_label = QLabel("asking the worker about this machine…")
