@@ -195,3 +195,22 @@ def test_window_closed_mid_run_leaves_an_incomplete_run_that_reopens(qtbot, tiny
     its, ms = again.plots.series_data(f"{run_id}/eager")
     np.testing.assert_array_equal(ms, np.asarray(kept.wall_ms))
     np.testing.assert_array_equal(its, np.asarray(kept.iteration, dtype=float))
+
+
+@pytest.mark.parametrize("scale, transparent", [(1, False), (4, True)])
+def test_plot_png_options_from_the_menu(qtbot, tiny_config, tmp_path, monkeypatch, scale, transparent):
+    """File → PNG options: the chosen scale and background reach the saved file."""
+    from PySide6.QtWidgets import QFileDialog
+
+    window = open_window(qtbot)
+    run_and_wait(qtbot, window, BenchmarkConfig(**tiny_config))
+    window.png_scale_actions[scale].trigger()
+    window.png_transparent_action.setChecked(transparent)
+    target = tmp_path / "plot.png"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    window.save_plot_png_action.trigger()
+    image = QImage(str(target))
+    plot = window.plots.current_plot()
+    assert (image.width(), image.height()) == (plot.width() * scale, plot.height() * scale)
+    corner_alpha = image.pixelColor(0, 0).alpha()
+    assert (corner_alpha < 255) if transparent else (corner_alpha == 255)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
@@ -239,19 +239,30 @@ class MainWindow(QMainWindow):
         self.export_report_action = action("Export report (Markdown)…", self.export_report_dialog)
         self.screenshot_action = action("Save screenshot…", self.save_screenshot_dialog, "Ctrl+Shift+S")
         self.save_plot_png_action = action("Save plot as PNG…", lambda: self.save_plot_dialog("png"))
+        # PNG options: scale and background
+        self.png_scale_actions: dict[int, QAction] = {}
+        scale_group = QActionGroup(self)
+        for scale in (1, 2, 4):
+            act = QAction(f"PNG at {scale}× size", self, checkable=True)
+            act.setChecked(scale == 2)
+            scale_group.addAction(act)
+            self.png_scale_actions[scale] = act
+        self.png_transparent_action = QAction("PNG with transparent background", self, checkable=True)
         self.save_plot_svg_action = action("Save plot as SVG…", lambda: self.save_plot_dialog("svg"))
         self.copy_plot_action = action("Copy plot", self.copy_plot, "Ctrl+Shift+C")
         self.quit_action = action("Quit", self.close, "Ctrl+Q")
         for act in (self.open_action, self.export_action, self.export_report_action):
             file_menu.addAction(act)
         file_menu.addSeparator()
-        for act in (
-            self.screenshot_action,
-            self.save_plot_png_action,
-            self.save_plot_svg_action,
-            self.copy_plot_action,
-        ):
-            file_menu.addAction(act)
+        file_menu.addAction(self.screenshot_action)
+        file_menu.addAction(self.save_plot_png_action)
+        png_menu = file_menu.addMenu("PNG options")
+        for act in self.png_scale_actions.values():
+            png_menu.addAction(act)
+        png_menu.addSeparator()
+        png_menu.addAction(self.png_transparent_action)
+        file_menu.addAction(self.save_plot_svg_action)
+        file_menu.addAction(self.copy_plot_action)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
 
@@ -683,7 +694,7 @@ class MainWindow(QMainWindow):
 
             save_widget_png(self, path)
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
-            self.show_error(f"Cannot save the screenshot to {path}: {exc}")
+            self.show_error(f"Cannot save the screenshot: {exc}")
             return False
         self._exported(path)
         return True
@@ -697,7 +708,11 @@ class MainWindow(QMainWindow):
             "SVG drawing (*.svg)" if kind == "svg" else "PNG image (*.png)",
         )
         if path:
-            self.save_plot(Path(path))
+            self.save_plot(Path(path), self.png_scale(), self.png_transparent_action.isChecked())
+
+    def png_scale(self) -> int:
+        """The PNG scale chosen in File → PNG options (1×, 2× or 4×)."""
+        return next((s for s, act in self.png_scale_actions.items() if act.isChecked()), 2)
 
     def save_plot(self, path: Path, scale: float = 2.0, transparent: bool = False) -> bool:
         """Save the plot of the current tab (PNG or SVG by the file suffix)."""
@@ -710,7 +725,7 @@ class MainWindow(QMainWindow):
             else:
                 save_plot_png(plot, path, scale, transparent)
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
-            self.show_error(f"Cannot save the plot to {path}: {exc}")
+            self.show_error(f"Cannot save the plot: {exc}")
             return False
         self._exported(path)
         return True
