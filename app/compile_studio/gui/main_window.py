@@ -129,11 +129,9 @@ class MainWindow(QMainWindow):
         scroll.setWidget(self.config_panel)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        # wide enough for the form itself: its fields are never cut off on the right
-        scroll.setMinimumWidth(
-            max(240, self.config_panel.minimumSizeHint().width() + scroll.verticalScrollBar().sizeHint().width())
-        )
+        # narrower than the form: scroll rather than cut its fields off
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        scroll.setMinimumWidth(240)  # the window fits a small screen; the splitter's first size fits the form
         self.run_button = QPushButton("Run")
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(lambda: self.start_run())
@@ -204,7 +202,8 @@ class MainWindow(QMainWindow):
         self.main_splitter.setStretchFactor(0, 0)
         self.main_splitter.setStretchFactor(1, 1)
         self.main_splitter.setStretchFactor(2, 0)
-        self.main_splitter.setSizes([370, 830, 300])
+        form_width = self.config_panel.sizeHint().width() + scroll.verticalScrollBar().sizeHint().width() + 8
+        self.main_splitter.setSizes([form_width, 1500 - form_width - 300, 300])
         self.setCentralWidget(self.main_splitter)
 
         self.env_label = QLabel("asking the worker about this machine…")
