@@ -38,8 +38,6 @@ def headless_medians(config_dict: dict) -> dict[str, float]:
     with WorkerProcess() as worker:
         worker.send_config(config_dict)
         for event in worker.events():
-            if event["type"] == "phase" and not event.get("variant"):
-                continue
             recorder.handle(event)
         worker.wait(60)
     recorder.finish()

@@ -169,3 +169,13 @@ def test_recorder_fail_keeps_samples(tmp_path):
     assert "SIGKILL" in loaded.message
     assert len(loaded.variants["eager"].samples) == 23
     assert isinstance(loaded, RunResult)
+
+
+def test_run_level_phase_records_the_device_not_a_variant(tmp_path):
+    events = list(fake_events())
+    events.insert(1, {"type": "phase", "variant": None, "phase": "build", "iterations": 0,
+                      "device": "cpu", "inductor_cache_dir": "/tmp/x"})
+    rec = record(tmp_path, events)
+    assert set(rec.run.variants) == {"eager", "default"}
+    assert rec.run.environment["device"] == "cpu"
+    assert load_run(rec.folder).environment["inductor_cache_dir"] == "/tmp/x"

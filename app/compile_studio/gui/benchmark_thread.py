@@ -186,9 +186,7 @@ class BenchmarkThread(QThread):
 
     def _handle(self, recorder: RunRecorder, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        # run-level phase lines (variant None) carry nothing for the run record
-        if not (kind == protocol.PHASE and not event.get("variant")):
-            recorder.handle(event)
+        recorder.handle(event)
         if kind == protocol.SAMPLES:
             self.samples.emit(
                 str(event["variant"]),
