@@ -179,3 +179,34 @@ def test_run_level_phase_records_the_device_not_a_variant(tmp_path):
     assert set(rec.run.variants) == {"eager", "default"}
     assert rec.run.environment["device"] == "cpu"
     assert load_run(rec.folder).environment["inductor_cache_dir"] == "/tmp/x"
+
+
+def test_gpu_state_kept_beside_the_samples(tmp_path):
+    """NVML readings go to gpu_state.csv, tagged with the sample they came after."""
+    events = list(fake_events())
+    gpu = {"type": "gpu_state", "gpu": 0, "t_s": [0.1, 0.2], "variant": ["eager", "eager"],
+           "iteration": [3, 9], "sm_clock_mhz": [1980, 1755], "temperature_c": [41, 44],
+           "power_w": [210.5, None]}
+    events.insert(4, gpu)
+    rec = record(tmp_path, events)
+    text = (rec.folder / "gpu_state.csv").read_text().splitlines()
+    assert text[0] == "t_s,gpu,variant,iteration,sm_clock_mhz,temperature_c,power_w"
+    assert text[2] == "0.2,0,eager,9,1755,44,"
+    loaded = load_run(rec.folder)
+    assert loaded.gpu_state == rec.run.gpu_state
+    assert loaded.gpu_state[0] == {"t_s": 0.1, "gpu": 0, "variant": "eager", "iteration": 3,
+                                   "sm_clock_mhz": 1980, "temperature_c": 41, "power_w": 210.5}
+    assert loaded == rec.run
+
+
+def test_exported_gpu_state_reopens(tmp_path):
+    events = list(fake_events())
+    events.insert(4, {"type": "gpu_state", "gpu": 0, "t_s": [0.5], "variant": ["eager"],
+                      "iteration": [4], "sm_clock_mhz": [1500], "temperature_c": [60],
+                      "power_w": [300.0]})
+    rec = record(tmp_path / "store", events)
+    out = tmp_path / "out"
+    out.mkdir()
+    names = {p.name for p in export_run(rec.run, out, prefix="x_")}
+    assert "x_gpu_state.csv" in names
+    assert load_run(out / "x_run.json") == rec.run

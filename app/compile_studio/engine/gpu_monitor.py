@@ -11,9 +11,16 @@ from .. import protocol
 SAMPLE_INTERVAL_S = 0.1
 SEND_INTERVAL_S = 0.5
 
+#: t_s, variant, iteration, SM clock MHz, temperature °C, power W
+_Reading = tuple[float, "str | None", "int | None", "int | None", "int | None", "float | None"]
+
 
 class GpuMonitor:
-    """Background thread that samples NVML and sends ``gpu_state`` events."""
+    """Background thread that samples NVML and sends ``gpu_state`` events.
+
+    Each reading is tagged with the variant and iteration of the latest
+    sample, so gpu_state.csv joins samples.csv on (variant, iteration).
+    """
 
     def __init__(self, handle: Any, pynvml: Any, sink: Any, index: int):
         self._nvml = pynvml
@@ -41,7 +48,7 @@ class GpuMonitor:
         mon._thread.start()
         return mon
 
-    def _read(self) -> tuple[float, int | None, int | None, float | None]:
+    def _read(self) -> _Reading:
         n = self._nvml
         t = time.monotonic() - self._t0
 
@@ -54,10 +61,11 @@ class GpuMonitor:
         clock = safe(n.nvmlDeviceGetClockInfo, self._handle, n.NVML_CLOCK_SM)
         temp = safe(n.nvmlDeviceGetTemperature, self._handle, n.NVML_TEMPERATURE_GPU)
         power = safe(n.nvmlDeviceGetPowerUsage, self._handle)
-        return t, clock, temp, (power / 1000.0 if power is not None else None)
+        last = getattr(self._sink, "last_sample", None) or (None, None)
+        return t, last[0], last[1], clock, temp, (power / 1000.0 if power is not None else None)
 
     def _loop(self) -> None:
-        rows: list[tuple[float, int | None, int | None, float | None]] = []
+        rows: list[_Reading] = []
         last = time.monotonic()
         while not self._stop.wait(SAMPLE_INTERVAL_S):
             rows.append(self._read())
@@ -66,15 +74,17 @@ class GpuMonitor:
                 rows, last = [], time.monotonic()
         self._send(rows)
 
-    def _send(self, rows: list[tuple[float, int | None, int | None, float | None]]) -> None:
+    def _send(self, rows: list[_Reading]) -> None:
         if not rows:
             return
-        t, clock, temp, power = (list(c) for c in zip(*rows))
+        t, variant, iteration, clock, temp, power = (list(c) for c in zip(*rows))
         self._sink.event(
             {
                 "type": protocol.GPU_STATE,
                 "gpu": self._index,
                 "t_s": t,
+                "variant": variant,
+                "iteration": iteration,
                 "sm_clock_mhz": clock,
                 "temperature_c": temp,
                 "power_w": power,

@@ -26,6 +26,8 @@ class BatchingSink:
         self._batch: dict[str, Any] | None = None
         self._last_flush = time.monotonic()
         self.closed = False
+        #: (variant, iteration) of the latest sample, for tagging GPU state readings
+        self.last_sample: tuple[str, int] | None = None
 
     def _write(self, event: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -39,6 +41,7 @@ class BatchingSink:
         self, variant: str, phase: str, iteration: int, wall_ms: float, device_ms: float | None
     ) -> None:
         with self._lock:
+            self.last_sample = (variant, iteration)
             b = self._batch
             if (
                 b is None

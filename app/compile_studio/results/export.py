@@ -9,7 +9,16 @@ from pathlib import Path
 from ..config import format_bytes
 from .formatting import SUMMARY_HEADERS, markdown_table, summary_cells
 from .run_result import RunResult, summarize
-from .store import RUN_JSON, SAMPLES_CSV, SUMMARY_CSV, run_to_json, samples_to_csv, summary_to_csv
+from .store import (
+    GPU_STATE_CSV,
+    RUN_JSON,
+    SAMPLES_CSV,
+    SUMMARY_CSV,
+    gpu_state_to_csv,
+    run_to_json,
+    samples_to_csv,
+    summary_to_csv,
+)
 
 
 class ExportFailed(OSError):
@@ -43,20 +52,22 @@ def _write_all(files: dict[Path, bytes]) -> list[Path]:
 
 
 def export_run(run: RunResult, folder: str | Path, prefix: str = "") -> list[Path]:
-    """Write ``samples.csv``, ``summary.csv`` and ``run.json`` of ``run`` into ``folder``.
+    """Write ``samples.csv``, ``summary.csv``, ``run.json`` (and ``gpu_state.csv``
+    when the run has GPU readings) of ``run`` into ``folder``.
 
     ``prefix`` is put before each file name. Raises :class:`ExportFailed`.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise ExportFailed(f"cannot write to {folder}: no such folder")
-    return _write_all(
-        {
-            folder / f"{prefix}{SAMPLES_CSV}": samples_to_csv(run).encode(),
-            folder / f"{prefix}{SUMMARY_CSV}": summary_to_csv(run).encode(),
-            folder / f"{prefix}{RUN_JSON}": run_to_json(run).encode(),
-        }
-    )
+    files = {
+        folder / f"{prefix}{SAMPLES_CSV}": samples_to_csv(run).encode(),
+        folder / f"{prefix}{SUMMARY_CSV}": summary_to_csv(run).encode(),
+        folder / f"{prefix}{RUN_JSON}": run_to_json(run).encode(),
+    }
+    if run.gpu_state:
+        files[folder / f"{prefix}{GPU_STATE_CSV}"] = gpu_state_to_csv(run).encode()
+    return _write_all(files)
 
 
 def markdown_report(run: RunResult, plot_png: str | None = None) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, protocol
-from .run_result import RunResult
+from .run_result import RunResult, gpu_state_rows
 from .store import RunStore, RunWriter
 
 
@@ -80,6 +80,11 @@ class RunRecorder:
             run.variant(event["variant"]).apply_done(event)
             if self.writer:
                 self.writer.write_run_json()
+        elif kind == protocol.GPU_STATE:
+            rows = gpu_state_rows(event)
+            run.gpu_state.extend(rows)
+            if self.writer:
+                self.writer.append_gpu_state(rows)
         elif kind == protocol.WARNING:
             if event.get("variant"):
                 run.variant(event["variant"]).warnings.append(event.get("message", ""))

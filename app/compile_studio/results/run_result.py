@@ -13,6 +13,22 @@ from .stats import LatencyStats, bootstrap_speedup_interval, break_even_calls, l
 
 SCHEMA_VERSION = 1
 
+GPU_STATE_COLUMNS = ["t_s", "gpu", "variant", "iteration", "sm_clock_mhz", "temperature_c", "power_w"]
+
+
+def gpu_state_rows(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The readings of one ``gpu_state`` event, one dict per reading."""
+    n = len(event.get("t_s") or [])
+    rows = []
+    for i in range(n):
+        row: dict[str, Any] = {"gpu": event.get("gpu")}
+        for col in GPU_STATE_COLUMNS:
+            if col != "gpu":
+                values = event.get(col) or [None] * n
+                row[col] = values[i] if i < len(values) else None
+        rows.append(row)
+    return rows
+
 RUN_STATUSES = ("incomplete", "complete", "stopped", "failed")
 VARIANT_STATUSES = ("pending", "running", "done", "failed", "stopped")
 
@@ -127,6 +143,8 @@ class RunResult:
     app_version: str = ""
     schema_version: int = SCHEMA_VERSION
     variants: dict[str, VariantResult] = field(default_factory=dict)
+    #: GPU state readings (NVML), one dict per reading: see GPU_STATE_COLUMNS
+    gpu_state: list[dict[str, Any]] = field(default_factory=list)
 
     def variant(self, name: str) -> VariantResult:
         if name not in self.variants:

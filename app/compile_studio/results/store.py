@@ -21,12 +21,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .run_result import SCHEMA_VERSION, RunResult, SummaryRow, VariantResult, summarize
+from .run_result import (
+    GPU_STATE_COLUMNS,
+    SCHEMA_VERSION,
+    RunResult,
+    SummaryRow,
+    VariantResult,
+    summarize,
+)
 
 RUN_JSON = "run.json"
 SAMPLES_CSV = "samples.csv"
 SUMMARY_CSV = "summary.csv"
 SAMPLES_COLUMNS = ["variant", "iteration", "phase", "wall_ms", "device_ms"]
+GPU_STATE_CSV = "gpu_state.csv"
 
 
 class RunDamaged(Exception):
@@ -122,6 +130,15 @@ def samples_to_csv(run: RunResult) -> str:
     return buf.getvalue()
 
 
+def gpu_state_to_csv(run: RunResult) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(GPU_STATE_COLUMNS)
+    for row in run.gpu_state:
+        writer.writerow([_fmt(row.get(c)) for c in GPU_STATE_COLUMNS])
+    return buf.getvalue()
+
+
 class RunWriter:
     """Writes one run's folder as events arrive."""
 
@@ -133,6 +150,8 @@ class RunWriter:
         self._csv = csv.writer(self._samples, lineterminator="\n")
         self._csv.writerow(SAMPLES_COLUMNS)
         self._samples.flush()
+        self._gpu: Any = None
+        self._gpu_csv: Any = None
         self.write_run_json()
 
     def append_samples(
@@ -148,19 +167,29 @@ class RunWriter:
             self._csv.writerow([variant, first_iteration + k, phase, _fmt(float(w)), _fmt(d)])
         self._samples.flush()
 
+    def append_gpu_state(self, rows: list[dict[str, Any]]) -> None:
+        """Append GPU state readings to gpu_state.csv (created with the first ones)."""
+        if self._gpu is None:
+            self._gpu = open(self.folder / GPU_STATE_CSV, "w", encoding="utf-8", newline="")
+            self._gpu_csv = csv.writer(self._gpu, lineterminator="\n")
+            self._gpu_csv.writerow(GPU_STATE_COLUMNS)
+        for row in rows:
+            self._gpu_csv.writerow([_fmt(row.get(c)) for c in GPU_STATE_COLUMNS])
+        self._gpu.flush()
+
     def write_run_json(self) -> None:
         atomic_write_text(self.folder / RUN_JSON, run_to_json(self.run))
 
     def finish(self) -> None:
-        """Close samples.csv and write summary.csv and the final run.json."""
-        if not self._samples.closed:
-            self._samples.close()
+        """Close the CSVs being appended and write summary.csv and the final run.json."""
+        self.close()
         atomic_write_text(self.folder / SUMMARY_CSV, summary_to_csv(self.run))
         self.write_run_json()
 
     def close(self) -> None:
-        if not self._samples.closed:
-            self._samples.close()
+        for fh in (self._samples, self._gpu):
+            if fh is not None and not fh.closed:
+                fh.close()
 
 
 # -- reading ---------------------------------------------------------------
@@ -204,6 +233,30 @@ def read_samples_csv(path: Path, run: RunResult) -> int:
             s.wall_ms.append(wall_ms)
             s.device_ms.append(device_ms)
     return skipped
+
+
+def read_gpu_state_csv(path: Path) -> list[dict[str, Any]]:
+    """GPU state readings from gpu_state.csv (unreadable rows are skipped)."""
+    types = {"t_s": float, "gpu": int, "variant": str, "iteration": int,
+             "sm_clock_mhz": int, "temperature_c": int, "power_w": float}
+    rows = []
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh)
+            if next(reader, None) != GPU_STATE_COLUMNS:
+                return []
+            for raw in reader:
+                if len(raw) != len(GPU_STATE_COLUMNS):
+                    continue
+                try:
+                    rows.append(
+                        {c: (types[c](v) if v != "" else None) for c, v in zip(GPU_STATE_COLUMNS, raw)}
+                    )
+                except ValueError:
+                    continue
+    except OSError:
+        return []
+    return rows
 
 
 _VARIANT_FIELDS = {f.name for f in fields(VariantResult)} - {"samples", "name"}
@@ -265,6 +318,9 @@ def load_run(path: str | Path) -> RunResult:
                     setattr(v, key, value)
     except (TypeError, ValueError, AttributeError) as exc:
         raise RunDamaged(f"{run_json.name} has unexpected content ({exc})") from None
+    gpu_csv = samples.parent / samples.name.replace(SAMPLES_CSV, GPU_STATE_CSV)
+    if gpu_csv.exists():
+        run.gpu_state = read_gpu_state_csv(gpu_csv)
     if samples.exists():
         skipped = read_samples_csv(samples, run)
         if skipped and run.status == "complete":
