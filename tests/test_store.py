@@ -210,3 +210,10 @@ def test_exported_gpu_state_reopens(tmp_path):
     names = {p.name for p in export_run(rec.run, out, prefix="x_")}
     assert "x_gpu_state.csv" in names
     assert load_run(out / "x_run.json") == rec.run
+
+
+def test_best_speedup_is_the_fastest_compiled_variant(tmp_path):
+    rec = record(tmp_path, fake_events(variants=("eager", "default", "aot_eager")))
+    rows = {r.name: r.speedup for r in summarize(rec.run)}
+    assert rec.run.best_speedup() == pytest.approx(max(rows["default"], rows["aot_eager"]))
+    assert rec.run.best_speedup() == pytest.approx(3.0, rel=0.02)

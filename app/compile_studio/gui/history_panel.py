@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -64,28 +63,6 @@ def run_device(run: RunResult) -> str:
         device = EnvironmentInfo.from_hello(run.environment).resolve_device("auto")
     name = (run.environment.get("device_names") or {}).get(device)
     return f"{device} ({name})" if name and name != device else device
-
-
-def best_speedup(run: RunResult) -> float | None:
-    """Eager median / best compiled median (no bootstrap: cheap enough for a list)."""
-    base = run.baseline
-    if base is None:
-        return None
-    base_ms = base.samples.measured_wall_ms()
-    if not base_ms.size:
-        return None
-    base_median = float(np.median(base_ms))
-    best = None
-    for name, v in run.variants.items():
-        if name == "eager":
-            continue
-        ms = v.samples.measured_wall_ms()
-        if ms.size:
-            median = float(np.median(ms))
-            if median > 0:
-                s = base_median / median
-                best = s if best is None else max(best, s)
-    return best
 
 
 def _confirm_with_dialog(parent: QWidget, text: str) -> bool:
@@ -200,7 +177,7 @@ class HistoryPanel(QWidget):
             item.setForeground(4, Qt.GlobalColor.darkRed)
             item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsUserCheckable)
         else:
-            speedup = best_speedup(run)
+            speedup = run.best_speedup()
             config = run.config
             model = (
                 f"MLP {config.get('layers', '?')} · b{config.get('batch_size', '?')} · "

@@ -156,8 +156,18 @@ class RunResult:
         return self.variants.get("eager")
 
     def best_speedup(self) -> float | None:
-        speedups = [r.speedup for r in summarize(self) if r.speedup is not None and r.name != "eager"]
-        return max(speedups) if speedups else None
+        """Eager median / the fastest compiled variant's median (no interval: cheap for lists)."""
+        base = self.baseline
+        base_stats = base.stats() if base is not None else None
+        if base_stats is None:
+            return None
+        best = None
+        for name, v in self.variants.items():
+            st = v.stats() if name != "eager" else None
+            if st is not None and st.median > 0:
+                s = base_stats.median / st.median
+                best = s if best is None else max(best, s)
+        return best
 
     def title(self) -> str:
         c = self.config
