@@ -75,20 +75,6 @@ def main(argv: list[str] | None = None) -> int:
 
     # a headless run before and one after the GUI run: drift between runs shows
     # as the difference between these two, and is not blamed on the GUI
-    config_for_headless = BenchmarkConfig(
-        layers=args.layers,
-        batch_size=args.batch,
-        iterations=args.iterations,
-        warmup=args.warmup,
-        variants=[v.strip() for v in args.variants.split(",") if v.strip()],
-        device=args.device,
-        compile_cache=args.compile_cache,
-    ).to_dict()
-    head_before = headless_medians(config_for_headless)
-
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    window = MainWindow()
-    window.show()
     config = BenchmarkConfig(
         layers=args.layers,
         batch_size=args.batch,
@@ -98,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         device=args.device,
         compile_cache=args.compile_cache,
     )
+    head_before = headless_medians(config.to_dict())
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    window = MainWindow()
+    window.show()
 
     lags: list[float] = []
     compile_lags: list[float] = []

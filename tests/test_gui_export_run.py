@@ -17,22 +17,13 @@ from compile_studio.gui.main_window import CLOSED_DURING_RUN, MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import load_run, summarize
 from compile_studio.results.formatting import SUMMARY_HEADERS, summary_cells
+from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
 
-RUN_TIMEOUT_MS = 120_000
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 
 
-def open_window(qtbot) -> MainWindow:
-    window = MainWindow(probe=False)
-    qtbot.addWidget(window)
-    window.show()
-    return window
 
 
-def run_and_wait(qtbot, window: MainWindow, config: BenchmarkConfig):
-    with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
-        window.start_run(config)
-    return blocker.args[0]
 
 
 def table_cells(window: MainWindow) -> list[list[str]]:

@@ -23,22 +23,13 @@ from compile_studio.gui.settings import AppSettings
 from compile_studio.results import load_run
 from compile_studio.results.recorder import RunRecorder
 from compile_studio.supervisor import probe_environment
+from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
 
-RUN_TIMEOUT_MS = 120_000
 LONG = {"iterations": 200_000, "variants": ["eager"]}
 
 
-def open_window(qtbot, probe: bool = False) -> MainWindow:
-    window = MainWindow(probe=probe)
-    qtbot.addWidget(window)
-    window.show()
-    return window
 
 
-def run_and_wait(qtbot, window: MainWindow, config: BenchmarkConfig):
-    with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
-        window.start_run(config)
-    return blocker.args[0]
 
 
 def wait_for_points(qtbot, window: MainWindow, variant: str, n: int) -> str:

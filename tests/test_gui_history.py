@@ -13,7 +13,7 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.results import RunStore
 from compile_studio.results.recorder import RunRecorder
 from compile_studio.supervisor import WorkerProcess
-from test_gui_run import run_and_wait
+from gui_helpers import run_and_wait
 
 
 def headless_run(config: BenchmarkConfig, label: str):

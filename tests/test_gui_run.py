@@ -16,21 +16,7 @@ from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import RunStore, load_run
 from conftest import leftover_threads
-
-RUN_TIMEOUT_MS = 120_000
-
-
-def make_window(qtbot, probe: bool = False) -> MainWindow:
-    window = MainWindow(probe=probe)
-    qtbot.addWidget(window)
-    window.show()
-    return window
-
-
-def run_and_wait(qtbot, window: MainWindow, config: BenchmarkConfig):
-    with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
-        window.start_run(config)
-    return blocker.args[0]
+from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
 
 
 def wait_for_samples(qtbot, window: MainWindow, variant: str = "eager", n: int = 1) -> str:
@@ -43,7 +29,7 @@ def wait_for_samples(qtbot, window: MainWindow, variant: str = "eager", n: int =
 
 
 def test_tiny_run_fills_table_and_curves_hold_exactly_the_samples(qtbot, tiny_config):
-    window = make_window(qtbot)
+    window = open_window(qtbot)
     run = run_and_wait(qtbot, window, BenchmarkConfig(**tiny_config))
 
     assert run.status == "complete", run.message
@@ -92,7 +78,7 @@ def test_tiny_run_fills_table_and_curves_hold_exactly_the_samples(qtbot, tiny_co
 
 
 def test_stop_mid_run_keeps_partial_data_and_leaves_no_process(qtbot, tiny_config):
-    window = make_window(qtbot)
+    window = open_window(qtbot)
     config = BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]})
     window.start_run(config)
     thread = window._thread
@@ -124,7 +110,7 @@ def test_stop_mid_run_keeps_partial_data_and_leaves_no_process(qtbot, tiny_confi
 
 
 def test_worker_killed_marks_run_failed_and_keeps_samples(qtbot, tiny_config):
-    window = make_window(qtbot)
+    window = open_window(qtbot)
     config = BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]})
     window.start_run(config)
     thread = window._thread
@@ -148,7 +134,7 @@ def test_worker_killed_marks_run_failed_and_keeps_samples(qtbot, tiny_config):
 
 def test_unavailable_device_is_reported_in_the_window(qtbot, tiny_config):
     # without the start-up probe the window cannot know; the worker says so
-    window = make_window(qtbot)
+    window = open_window(qtbot)
     run = run_and_wait(qtbot, window, BenchmarkConfig(**{**tiny_config, "device": "cuda"}))
     assert run.status == "failed"
     assert "cuda" in window.last_error and "not available" in window.last_error
@@ -162,7 +148,7 @@ def test_unavailable_device_is_reported_in_the_window(qtbot, tiny_config):
 
 
 def test_closing_the_window_mid_run_stops_the_worker(qtbot, tiny_config):
-    window = make_window(qtbot)
+    window = open_window(qtbot)
     window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}))
     thread = window._thread
     run_id = thread.run_id
@@ -179,7 +165,7 @@ def test_closing_the_window_mid_run_stops_the_worker(qtbot, tiny_config):
 
 
 def test_environment_probe_fills_devices_and_variants(qtbot):
-    window = make_window(qtbot, probe=True)
+    window = open_window(qtbot, probe=True)
     assert window.environment is None  # the window is up before the worker answers
     with qtbot.waitSignal(window.environment_changed, timeout=60_000):
         pass

@@ -44,7 +44,8 @@ def _write(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
-def _encode_png(image: QImage) -> bytes:
+def encode_png(image: QImage) -> bytes:
+    """PNG bytes of ``image`` (raises ExportError when Qt cannot encode it)."""
     data = QByteArray()
     buf = QBuffer(data)
     buf.open(QIODevice.OpenModeFlag.WriteOnly)
@@ -163,7 +164,7 @@ def save_widget_png(
     widget: QWidget, path: str | os.PathLike[str], scale: float = 1, transparent: bool = False
 ) -> Path:
     """Save ``widget`` (the whole window or any part) as a PNG of its size × ``scale``."""
-    return _write(path, _encode_png(render_widget_image(widget, scale, transparent)))
+    return _write(path, encode_png(render_widget_image(widget, scale, transparent)))
 
 
 def save_plot_png(
@@ -173,7 +174,7 @@ def save_plot_png(
     transparent: bool = False,
 ) -> Path:
     """Save a plot as a PNG of exactly its size × ``scale``, white or transparent behind."""
-    return _write(path, _encode_png(render_widget_image(plot_widget, scale, transparent)))
+    return _write(path, encode_png(render_widget_image(plot_widget, scale, transparent)))
 
 
 def save_plot_svg(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -790,17 +790,9 @@ class MainWindow(QMainWindow):
 
     def latency_plot_png(self, scale: float = 1.0) -> bytes:
         """The latency plot as PNG bytes (raises ExportError when it cannot be rendered)."""
-        from .export import ExportError, render_widget_image
+        from .export import encode_png, render_widget_image
 
-        image = render_widget_image(self.plots.latency_plot, scale)
-        data = QByteArray()
-        buf = QBuffer(data)
-        buf.open(QIODevice.OpenModeFlag.WriteOnly)
-        ok = image.save(buf, "PNG")
-        buf.close()
-        if not ok:
-            raise ExportError("cannot encode the latency plot as PNG")
-        return bytes(data.data())
+        return encode_png(render_widget_image(self.plots.latency_plot, scale))
 
     def export_report_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
         """Write ``<run id>_report.md`` and the latency plot beside it as ``<run id>_report.png``.
