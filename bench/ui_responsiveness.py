@@ -7,7 +7,9 @@ reports:
 1. event-loop lag during the run, compile included: a 10 ms QTimer records
    how late each tick is (targets: p99 < 50 ms, max < 200 ms);
 2. the median latency the window shows per variant against the same config
-   run headless through WorkerProcess + RunRecorder (target: within ±5 %).
+   run headless through WorkerProcess + RunRecorder (target: within ±5 %);
+   GUI and headless runs alternate (H G H G H G H) and the medians of each
+   side are compared, so run-to-run drift is not blamed on the GUI.
 
     python bench/ui_responsiveness.py [--iterations 300] [--device cpu] [--compile-cache cold]
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -59,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         help="cold: a fresh Inductor cache, so the run includes a full compile",
     )
     parser.add_argument("--display", action="store_true", help="use the real display")
+    parser.add_argument("--repeats", type=int, default=3, help="GUI runs (headless runs: one more)")
     args = parser.parse_args(argv)
 
     if not args.display:
@@ -73,8 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     from compile_studio.config import BenchmarkConfig
     from compile_studio.gui.main_window import MainWindow
 
-    # a headless run before and one after the GUI run: drift between runs shows
-    # as the difference between these two, and is not blamed on the GUI
     config = BenchmarkConfig(
         layers=args.layers,
         batch_size=args.batch,
@@ -84,8 +86,6 @@ def main(argv: list[str] | None = None) -> int:
         device=args.device,
         compile_cache=args.compile_cache,
     )
-    head_before = headless_medians(config.to_dict())
-
     app = QApplication.instance() or QApplication(sys.argv[:1])
     window = MainWindow()
     window.show()
@@ -116,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
         timer.stop()
         app.quit()
 
+    window.run_finished.connect(on_finished)
+    deadline = time.monotonic() + 120
+
     def start() -> None:
         if window.environment is None and time.monotonic() < deadline:
             QTimer.singleShot(100, start)  # wait for the start-up probe, as a user would
@@ -130,23 +133,36 @@ def main(argv: list[str] | None = None) -> int:
         state["last"] = 0
         timer.start()
 
-    window.run_finished.connect(on_finished)
-    deadline = time.monotonic() + 120
-    t0 = time.monotonic()
-    QTimer.singleShot(0, start)
-    app.exec()
-    run = state["done"]
+    def gui_medians() -> dict[str, float] | None:
+        state["done"] = None
+        t0 = time.monotonic()
+        QTimer.singleShot(0, start)
+        app.exec()
+        run = state["done"]
+        if run is None:
+            return None
+        print(f"GUI run: {run.status} in {time.monotonic() - t0:.1f} s")
+        return {r.row.name: r.row.median_ms for r in window.table_model.rows() if r.row.median_ms}
+
+    # headless and GUI runs alternate (H G H G … H): drift between runs hits
+    # both alike, and the spread of the headless runs shows how much two runs
+    # of the same config differ with no GUI at all
+    headless = [headless_medians(config.to_dict())]
+    gui_runs = []
+    for _ in range(args.repeats):
+        g = gui_medians()
+        if g is None:
+            print("the GUI run did not finish")
+            return 1
+        gui_runs.append(g)
+        headless.append(headless_medians(config.to_dict()))
     window.close()
-    if run is None:
-        print("the run did not finish")
-        return 1
-    wall = time.monotonic() - t0
+
     print(f"config: {config.to_json()}")
-    print(f"GUI run: {run.status} in {wall:.1f} s; folder {window.store.root / run.run_id}")
     print(
-        f"event-loop lag ({len(lags)} ticks of {TICK_MS} ms): p50 {percentile(lags, 50):.1f} ms, "
-        f"p99 {percentile(lags, 99):.1f} ms, max {max(lags, default=float('nan')):.1f} ms "
-        "(targets: p99 < 50 ms, max < 200 ms)"
+        f"event-loop lag over {args.repeats} GUI run(s) ({len(lags)} ticks of {TICK_MS} ms): "
+        f"p50 {percentile(lags, 50):.1f} ms, p99 {percentile(lags, 99):.1f} ms, "
+        f"max {max(lags, default=float('nan')):.1f} ms (targets: p99 < 50 ms, max < 200 ms)"
     )
     if compile_lags:
         print(
@@ -155,23 +171,25 @@ def main(argv: list[str] | None = None) -> int:
         )
     ok_lag = percentile(lags, 99) < 50 and max(lags, default=0) < 200
 
-    gui = {r.row.name: r.row.median_ms for r in window.table_model.rows() if r.row.median_ms}
-    head_after = headless_medians(config.to_dict())
     ok_ratio = True
-    print("median latency, GUI vs headless (WorkerProcess + RunRecorder, one run before "
-          "and one after the GUI run):")
+    print(
+        f"median latency per run, GUI ({len(gui_runs)} runs) vs headless WorkerProcess + "
+        f"RunRecorder ({len(headless)} runs, alternating):"
+    )
     for name in config.variants:
-        g, h1, h2 = gui.get(name), head_before.get(name), head_after.get(name)
-        if g is None or h1 is None or h2 is None:
-            print(f"  {name:>12}: missing (GUI {g}, headless {h1}, {h2})")
+        g = [r[name] for r in gui_runs if name in r]
+        h = [r[name] for r in headless if name in r]
+        if not g or not h:
+            print(f"  {name:>12}: missing")
             ok_ratio = False
             continue
-        h = (h1 + h2) / 2
-        ratio = g / h
+        gm, hm = statistics.median(g), statistics.median(h)
+        ratio = gm / hm
         ok_ratio &= abs(ratio - 1) <= 0.05
         print(
-            f"  {name:>12}: GUI {g:.4f} ms, headless {h1:.4f} / {h2:.4f} ms "
-            f"(run-to-run {h2 / h1:.3f}), GUI / headless mean {ratio:.3f} (target 0.95–1.05)"
+            f"  {name:>12}: GUI {' '.join(f'{v:.4f}' for v in g)} ms; headless "
+            f"{' '.join(f'{v:.4f}' for v in h)} ms (headless spread {max(h) / min(h):.3f}); "
+            f"median GUI / median headless {ratio:.3f} (target 0.95–1.05)"
         )
     print(f"lag target {'met' if ok_lag else 'MISSED'}; median target {'met' if ok_ratio else 'MISSED'}")
     return 0
