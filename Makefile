@@ -50,7 +50,7 @@ test: setup
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
 lint: setup
-	$(BIN)/ruff check app tests bench packaging/render_icons.py packaging/compile_studio_launcher.py
+	$(BIN)/ruff check app tests bench docs packaging/render_icons.py packaging/compile_studio_launcher.py
 
 self-test: setup
 	$(BIN)/python -m compile_studio --self-test

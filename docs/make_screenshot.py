@@ -14,17 +14,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-# a clean window: no saved settings, an empty run store
-_scratch = tempfile.mkdtemp(prefix="cs-shot-")
-os.environ["COMPILE_STUDIO_SETTINGS_DIR"] = os.path.join(_scratch, "settings")
-os.environ["COMPILE_STUDIO_DATA_DIR"] = os.path.join(_scratch, "data")
-
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication
-
-from compile_studio.config import BenchmarkConfig
-from compile_studio.gui.main_window import MainWindow
-
 HERE = Path(__file__).resolve().parent
 
 
@@ -33,6 +22,16 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=300)
     ap.add_argument("--variants", default="eager,default")
     args = ap.parse_args()
+    # a clean window: no saved settings, an empty run store
+    scratch = tempfile.mkdtemp(prefix="cs-shot-")
+    os.environ["COMPILE_STUDIO_SETTINGS_DIR"] = os.path.join(scratch, "settings")
+    os.environ["COMPILE_STUDIO_DATA_DIR"] = os.path.join(scratch, "data")
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from compile_studio.config import BenchmarkConfig
+    from compile_studio.gui.main_window import MainWindow
+
     app = QApplication.instance() or QApplication(sys.argv)
     window = MainWindow()
     window.resize(1500, 950)

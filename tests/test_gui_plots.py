@@ -320,3 +320,14 @@ def test_100k_points_on_three_series_refresh(panel, qtbot):
         assert len(panel.series_data(k)[0]) == n + 100
         drawn = panel._series[k].measure_curve.curve.xData
         assert 0 < len(drawn) < n / 4  # peak downsampling is on: far fewer points drawn
+
+
+def test_legend_shown_only_when_it_lists_something(qtbot):
+    panel = PlotPanel()
+    qtbot.addWidget(panel)
+    assert not panel._latency_legend.isVisible() and not panel._dist_legend.isVisible()
+    panel.add_series("r/eager", "eager")
+    panel.refresh()
+    assert panel._latency_legend.isVisibleTo(panel.latency_plot.getPlotItem())
+    panel.clear()
+    assert not panel._latency_legend.isVisible()

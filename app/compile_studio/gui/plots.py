@@ -272,6 +272,7 @@ class PlotPanel(QTabWidget):
         self.addTab(self.summary_plot, "Summary")
 
         self.currentChanged.connect(self._on_tab_changed)
+        self._sync_legends()
 
     # -- series -----------------------------------------------------------
     def clear(self) -> None:
@@ -289,6 +290,12 @@ class PlotPanel(QTabWidget):
         self._set_dist_note("")
         self.hide_crosshair()
         self.set_summary([])
+        self._sync_legends()
+
+    def _sync_legends(self) -> None:
+        """An empty legend would draw an empty box: show each only when it lists something."""
+        for legend in (self._latency_legend, self._dist_legend):
+            legend.setVisible(bool(legend.items))
 
     def add_series(self, key: str, label: str) -> None:
         """Add an empty curve ``key`` named ``label`` (a new colour); relabels an existing one."""
@@ -413,6 +420,7 @@ class PlotPanel(QTabWidget):
     # -- drawing -----------------------------------------------------------
     def refresh(self) -> None:
         """Redraw what changed since the last call from the buffers (cheap when nothing did)."""
+        self._sync_legends()
         changed = False
         for s in self._series.values():
             if not s.dirty:
