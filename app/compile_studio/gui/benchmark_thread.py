@@ -21,6 +21,7 @@ from .. import protocol
 from ..config import BenchmarkConfig
 from ..results import RunResult, RunStore, summarize
 from ..results.recorder import RunRecorder
+from ..results.run_result import gpu_state_rows
 from ..supervisor import WorkerProcess, worker_command
 from ..worker import describe_exit
 
@@ -52,6 +53,8 @@ class BenchmarkThread(QThread):
     #: the summary rows (list[SummaryRow]), computed here after each finished variant
     summary = Signal(object)
     finished_run = Signal(object)
+    #: the GPU readings (list of dicts, see results.run_result.GPU_STATE_COLUMNS) of one gpu_state event
+    gpu_state = Signal(object)
 
     def __init__(
         self,
@@ -200,6 +203,8 @@ class BenchmarkThread(QThread):
                 str(event.get("phase", "")),
                 int(event.get("iterations") or 0),
             )
+        elif kind == protocol.GPU_STATE:
+            self.gpu_state.emit(gpu_state_rows(event))
         elif kind == protocol.HELLO:
             self.hello.emit(event)
         elif kind == protocol.COMPILED:

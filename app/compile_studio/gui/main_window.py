@@ -89,6 +89,7 @@ class MainWindow(QMainWindow):
         self._live_chunks: dict[str, list[tuple[np.ndarray, np.ndarray, str]]] = {}
         self._live_failed: set[str] = set()
         self._live_rows: list[SummaryRow] = []
+        self._live_gpu: list[dict[str, Any]] = []
         self._summary_cache: dict[str, list[SummaryRow]] = {}
         self._plots_dirty = False
         self._progress_dirty = False
@@ -402,6 +403,7 @@ class MainWindow(QMainWindow):
         self._live_chunks = {v: [] for v in config.variants}
         self._live_failed = set()
         self._live_rows = []
+        self._live_gpu = []
         self._progress_total = len(config.variants) * (config.iterations + config.warmup)
         self._progress_done = 0
         self._run_started = time.monotonic()
@@ -414,6 +416,7 @@ class MainWindow(QMainWindow):
         thread.hello.connect(self._on_hello)
         thread.phase.connect(self._on_phase)
         thread.samples.connect(self._on_samples)
+        thread.gpu_state.connect(self._on_gpu_state)
         thread.compiled.connect(self._on_compiled)
         thread.warning.connect(self._on_warning)
         thread.error.connect(self._on_error)
@@ -472,6 +475,11 @@ class MainWindow(QMainWindow):
         self._plots_dirty = True
         self._progress_done += len(wall_ms)
         self._progress_dirty = True
+
+    def _on_gpu_state(self, rows: list[dict[str, Any]]) -> None:
+        self._live_gpu.extend(rows)
+        self.plots.append_gpu_state(self._live_run_id, self._live_name, rows)
+        self._plots_dirty = True
 
     def _on_compiled(self, event: dict[str, Any]) -> None:
         breaks = event.get("graph_breaks")
@@ -614,6 +622,8 @@ class MainWindow(QMainWindow):
                     self.plots.append(key, iterations, wall_ms, phase)
                 if variant in self._live_failed:
                     self.plots.set_series_failed(key, True)
+            if self._live_gpu:
+                self.plots.append_gpu_state(self._live_run_id, self._live_name, self._live_gpu)
             self._update_live_bars()
         else:
             self.plots.load_run(

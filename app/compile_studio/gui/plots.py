@@ -1,4 +1,4 @@
-"""The plot panel: live latency per iteration, latency distribution, summary bars.
+"""The plot panel: live latency per iteration, latency distribution, summary bars, GPU state.
 
 Data arrives through :meth:`PlotPanel.append` into preallocated numpy buffers
 (grown by doubling) and is drawn only by :meth:`PlotPanel.refresh`, which the
@@ -18,7 +18,15 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt, QTimer
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QStackedWidget,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..results import RunResult, summarize
 from .colors import FOREGROUND, MUTED, WARMUP_SHADE, series_color, with_alpha
@@ -29,6 +37,28 @@ PHASES = ("warmup", "measure")
 HISTOGRAM_MIN_INTERVAL_S = 0.2
 #: Rate limit of the crosshair (mouse move events per second).
 CROSSHAIR_RATE_HZ = 30
+
+#: The GPU tab's quantities (keys of the readings) with their axis labels, top to bottom.
+GPU_QUANTITIES: tuple[tuple[str, str], ...] = (
+    ("sm_clock_mhz", "SM clock (MHz)"),
+    ("temperature_c", "temperature (°C)"),
+    ("power_w", "power (W)"),
+)
+#: Shown on the GPU tab while no run shown has GPU readings.
+NO_GPU_READINGS = (
+    "No GPU readings: they are recorded on CUDA runs with nvidia-ml-py installed "
+    "(pip install 'compile-studio[nvml]')."
+)
+#: Curve colours of the runs on the GPU tab (one per run; the first is neutral, so the
+#: variant bands behind a single run keep the colours of the latency curves).
+GPU_RUN_COLORS: tuple[str, ...] = (
+    "#333333", "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+)
+#: A run with more variant segments than this (interleaved blocks) gets its boundary
+#: lines and bands but no name labels, which would overlap; the hover text names them.
+GPU_MAX_LABELLED_SEGMENTS = 16
+#: Width (px) of the GPU plots' left axes, equal so that the stacked plots line up.
+GPU_AXIS_WIDTH = 62
 
 
 @dataclass(frozen=True)
@@ -148,6 +178,105 @@ class _Series:
         return f"{self.label} (failed)" if self.failed else self.label
 
 
+class _GpuRun:
+    """The GPU readings of one run: growable columns and the curves drawn from them."""
+
+    COLUMNS = ("t_s", "iteration") + tuple(q for q, _ in GPU_QUANTITIES)
+
+    def __init__(self, key: str, label: str, color: QColor) -> None:
+        self.key = key
+        self.label = label
+        self.color = color
+        self.n = 0
+        self.cols = {c: np.empty(256, dtype=np.float64) for c in self.COLUMNS}
+        self.variants: list[str | None] = []
+        #: (t, variant) where the variant tag changes (the first tagged reading included)
+        self.boundaries: list[tuple[float, str]] = []
+        self._last_tag: str | None = None
+        self.monotonic = True
+        self.dirty = False
+        self.curves: dict[str, pg.PlotDataItem] = {}
+        for q, _ in GPU_QUANTITIES:
+            # Named only in the top plot: the legend lists each run once.
+            curve = pg.PlotDataItem(
+                name=label if q == GPU_QUANTITIES[0][0] else None,
+                pen=pg.mkPen(color, width=1),
+                connect="finite",  # a missing reading (None → NaN) leaves a gap
+                antialias=True,
+            )
+            self.curves[q] = curve
+        #: marker items per plot (rebuilt when boundaries change) and the top-plot lines
+        self.markers: list[tuple[pg.PlotItem, pg.GraphicsObject]] = []
+        self.lines: list[tuple[pg.InfiniteLine, str]] = []
+        self.last_bands: list[pg.LinearRegionItem] = []
+        self.labels: set[tuple[float, str]] = set()  # (t, variant) named by a label
+        self.drawn: tuple[int, bool] | None = None  # (boundaries drawn, shaded)
+
+    def append(self, rows: list[dict]) -> None:
+        m = len(rows)
+        if m == 0:
+            return
+        need = self.n + m
+        cap = len(self.cols["t_s"])
+        if need > cap:
+            while cap < need:
+                cap *= 2
+            for c, old in self.cols.items():
+                new = np.empty(cap, dtype=np.float64)
+                new[: self.n] = old[: self.n]
+                self.cols[c] = new
+        for c in self.COLUMNS:
+            self.cols[c][self.n : need] = [_as_float(row.get(c)) for row in rows]
+        t = self.cols["t_s"][self.n : need]
+        if self.monotonic:
+            prev = self.cols["t_s"][self.n - 1] if self.n else -math.inf
+            if np.any(np.diff(np.concatenate(([prev], t))) < 0):
+                self.monotonic = False
+        for i, row in enumerate(rows):
+            tag = row.get("variant")
+            tag = None if tag is None else str(tag)
+            self.variants.append(tag)
+            if tag is not None and tag != self._last_tag:
+                if math.isfinite(t[i]):
+                    self.boundaries.append((float(t[i]), tag))
+                self._last_tag = tag
+        self.n = need
+        self.dirty = True
+
+    def column(self, name: str) -> np.ndarray:
+        return self.cols[name][: self.n]
+
+    def segments(self) -> list[tuple[float, float, str]]:
+        """(start t, end t, variant) of each stretch of readings with one variant tag."""
+        if not self.boundaries:
+            return []
+        t = self.column("t_s")
+        finite = t[np.isfinite(t)]
+        end = float(finite.max()) if len(finite) else self.boundaries[-1][0]
+        out = []
+        for i, (t0, tag) in enumerate(self.boundaries):
+            t1 = self.boundaries[i + 1][0] if i + 1 < len(self.boundaries) else max(end, t0)
+            out.append((t0, t1, tag))
+        return out
+
+
+class _GpuViewBox(pg.ViewBox):
+    """A view box padded on y (curves clear the frame) but barely on time, the shared x axis."""
+
+    def suggestPadding(self, axis: int) -> float:  # noqa: N802 (pyqtgraph API)
+        return 0.005 if axis == 0 else super().suggestPadding(axis)
+
+
+def _as_float(value: object) -> float:
+    """A reading as a float; None (or anything unreadable) as NaN."""
+    if value is None:
+        return math.nan
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
 class _LeaveFilter(QObject):
     """Calls ``on_leave`` when the watched widget loses the mouse."""
 
@@ -162,7 +291,10 @@ class _LeaveFilter(QObject):
 
 
 def _style_plot(plot: pg.PlotWidget, left: str, bottom: str | None) -> None:
-    item = plot.getPlotItem()
+    _style_plot_item(plot.getPlotItem(), left, bottom)
+
+
+def _style_plot_item(item: pg.PlotItem, left: str, bottom: str | None) -> None:
     for name in ("left", "bottom"):
         axis = item.getAxis(name)
         axis.enableAutoSIPrefix(False)
@@ -188,7 +320,7 @@ def _make_legend(plot: pg.PlotWidget) -> pg.LegendItem:
 
 
 class PlotPanel(QTabWidget):
-    """Tabs "Latency", "Distribution" and "Summary" over the series of one or more runs."""
+    """Tabs "Latency", "Distribution", "Summary" and "GPU" over the series of one or more runs."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -271,6 +403,9 @@ class PlotPanel(QTabWidget):
         self._bar_texts: list[pg.TextItem] = []
         self.addTab(self.summary_plot, "Summary")
 
+        # -- GPU tab ------------------------------------------------------------
+        self._build_gpu_tab()
+
         self.currentChanged.connect(self._on_tab_changed)
         self._sync_legends()
 
@@ -282,6 +417,7 @@ class PlotPanel(QTabWidget):
                 self.latency_plot.removeItem(item)
             self.distribution_plot.removeItem(s.hist_curve)
         self._series.clear()
+        self._clear_gpu()
         self._latency_legend.clear()
         self._dist_legend.clear()
         self._warm_legend_shown = False
@@ -413,14 +549,18 @@ class PlotPanel(QTabWidget):
         """Whether the latency axis is logarithmic."""
         return self._log_y
 
-    def current_plot(self) -> pg.PlotWidget:
-        """The plot of the visible tab."""
-        return (self.latency_plot, self.distribution_plot, self.summary_plot)[max(0, self.currentIndex())]
+    def current_plot(self) -> QWidget:
+        """The plot of the visible tab (on the GPU tab: its three plots, or the note shown instead)."""
+        index = max(0, self.currentIndex())
+        if self.widget(index) is self._gpu_page:
+            return self._gpu_stack.currentWidget()
+        return (self.latency_plot, self.distribution_plot, self.summary_plot)[index]
 
     # -- drawing -----------------------------------------------------------
     def refresh(self) -> None:
         """Redraw what changed since the last call from the buffers (cheap when nothing did)."""
         self._sync_legends()
+        self._refresh_gpu()
         changed = False
         for s in self._series.values():
             if not s.dirty:
@@ -519,6 +659,7 @@ class PlotPanel(QTabWidget):
 
     def _on_tab_changed(self, index: int) -> None:
         self.hide_crosshair()
+        self.hide_gpu_hover()
         if self.widget(index) is self.distribution_plot and self._hist_dirty:
             self._update_distribution()
 
@@ -694,4 +835,309 @@ class PlotPanel(QTabWidget):
         keys = {b.key for b in new_bars}
         merged = [b for b in self._bars if b.key not in keys] + new_bars
         self.set_summary(merged)
+        if run.gpu_state:
+            run_key = key_prefix.rstrip("/") or run.run_id
+            label = label_prefix.strip().rstrip("·").strip()
+            self.append_gpu_state(run_key, label or run.config.get("label") or run.run_id, run.gpu_state)
         self.refresh()
+
+    # -- GPU state -------------------------------------------------------------
+    def _build_gpu_tab(self) -> None:
+        self._gpu_runs: dict[str, _GpuRun] = {}
+        self._gpu_has_data = False
+        self._gpu_hover_text = ""
+        self.gpu_plot = pg.GraphicsLayoutWidget()
+        self.gpu_plot.setBackground("w")
+        self.gpu_plot.ci.setSpacing(4)
+        self.gpu_plots: dict[str, pg.PlotItem] = {}
+        top: pg.PlotItem | None = None
+        last = GPU_QUANTITIES[-1][0]
+        for row, (q, axis_label) in enumerate(GPU_QUANTITIES):
+            plot = self.gpu_plot.addPlot(row=row, col=0, viewBox=_GpuViewBox())
+            _style_plot_item(plot, axis_label, "seconds since GPU sampling started" if q == last else None)
+            plot.getAxis("left").setWidth(GPU_AXIS_WIDTH)
+            plot.setClipToView(True)
+            plot.getViewBox().setDefaultPadding(0.1)
+            if q != last:
+                plot.getAxis("bottom").setStyle(showValues=False)
+                plot.getAxis("bottom").setHeight(6)
+            if top is None:
+                top = plot
+            else:
+                plot.setXLink(top)
+            self.gpu_plots[q] = plot
+        assert top is not None
+        self._gpu_legend = top.addLegend(
+            offset=(-10, 10),
+            brush=pg.mkBrush(255, 255, 255, 215),
+            pen=pg.mkPen(200, 200, 200),
+            labelTextColor=FOREGROUND,
+            labelTextSize="9pt",
+        )
+        self._gpu_legend.setVisible(False)
+
+        hover_pen = pg.mkPen(MUTED, width=1, style=Qt.PenStyle.DotLine)
+        self._gpu_vlines: list[pg.InfiniteLine] = []
+        for plot in self.gpu_plots.values():
+            line = pg.InfiniteLine(angle=90, movable=False, pen=hover_pen)
+            line.setVisible(False)
+            line.setZValue(100)
+            line.exclude_from_export = True  # see gui.export
+            plot.addItem(line, ignoreBounds=True)
+            self._gpu_vlines.append(line)
+        self._gpu_hover_label = pg.TextItem(
+            "", color=FOREGROUND, anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 230),
+            border=pg.mkPen(180, 180, 180),
+        )
+        self._gpu_hover_label.setVisible(False)
+        self._gpu_hover_label.setZValue(101)
+        self._gpu_hover_label.exclude_from_export = True
+        top.addItem(self._gpu_hover_label, ignoreBounds=True)
+        self._gpu_mouse_proxy = pg.SignalProxy(
+            self.gpu_plot.scene().sigMouseMoved, rateLimit=CROSSHAIR_RATE_HZ, slot=self._on_gpu_mouse_moved
+        )
+        self._gpu_leave_filter = _LeaveFilter(self.hide_gpu_hover, self)
+        self.gpu_plot.viewport().installEventFilter(self._gpu_leave_filter)
+
+        self.gpu_note = QLabel(NO_GPU_READINGS)
+        self.gpu_note.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.gpu_note.setWordWrap(True)
+        self.gpu_note.setMargin(24)
+        self.gpu_note.setStyleSheet(f"color: {MUTED}; background: white;")
+        self.gpu_note.setAutoFillBackground(True)
+        self._gpu_stack = QStackedWidget()
+        self._gpu_stack.addWidget(self.gpu_plot)
+        self._gpu_stack.addWidget(self.gpu_note)
+        self._gpu_stack.setCurrentWidget(self.gpu_note)
+
+        self._gpu_hint = QLabel(
+            "Dashed lines: where a variant starts · hover for the reading at a time"
+        )
+        self._gpu_hint.setStyleSheet(f"color: {MUTED};")
+        page = QWidget()
+        lay = QVBoxLayout(page)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(6, 2, 6, 0)
+        bar.addWidget(self._gpu_hint)
+        bar.addStretch(1)
+        lay.addLayout(bar)
+        lay.addWidget(self._gpu_stack, 1)
+        self._gpu_hint.setVisible(False)
+        self._gpu_page = page
+        index = self.addTab(page, "GPU")
+        self.setTabToolTip(index, "SM clock, temperature and power read from the GPU (NVML) during the run")
+
+    def append_gpu_state(self, run_key: str, label: str, rows: list[dict]) -> None:
+        """Buffer GPU readings of run ``run_key`` (dicts as in ``gpu_state.csv``); draws nothing.
+
+        A new ``run_key`` gets its own colour and ``label`` (in the legend and hover text).
+        """
+        r = self._gpu_runs.get(run_key)
+        if r is None:
+            color = QColor(GPU_RUN_COLORS[len(self._gpu_runs) % len(GPU_RUN_COLORS)])
+            r = _GpuRun(run_key, label, color)
+            self._gpu_runs[run_key] = r
+            for q, curve in r.curves.items():
+                self.gpu_plots[q].addItem(curve)
+        r.append(list(rows))
+
+    def gpu_run_keys(self) -> list[str]:
+        """Keys of the runs on the GPU tab, in the order they were added."""
+        return list(self._gpu_runs)
+
+    def gpu_state_data(self, run_key: str) -> dict[str, np.ndarray]:
+        """Columns ``t_s``, ``iteration`` and the quantities of run ``run_key`` (NaN for None), copies."""
+        r = self._gpu_runs[run_key]
+        return {c: r.column(c).copy() for c in _GpuRun.COLUMNS}
+
+    def gpu_variant_boundaries(self, run_key: str) -> list[tuple[float, str]]:
+        """(t, variant) of the dashed lines drawn where run ``run_key`` starts a variant."""
+        return [(float(line.value()), tag) for line, tag in self._gpu_runs[run_key].lines]
+
+    def gpu_variant_bands(self, run_key: str) -> list[tuple[float, float, str]]:
+        """(start, end, variant) of the shaded bands drawn for ``run_key`` (only one run: shaded)."""
+        r = self._gpu_runs[run_key]
+        plot = self.gpu_plots[GPU_QUANTITIES[0][0]]
+        out = []
+        for owner, item in r.markers:
+            if owner is plot and isinstance(item, pg.LinearRegionItem):
+                lo, hi = item.getRegion()
+                out.append((float(lo), float(hi), str(item.variant)))
+        return out
+
+    def gpu_note_shown(self) -> bool:
+        """Whether the GPU tab shows its "no readings" note instead of the plots."""
+        return self._gpu_stack.currentWidget() is self.gpu_note
+
+    def gpu_legend_labels(self) -> list[str]:
+        """The texts of the GPU legend (empty while it is hidden: one run or none)."""
+        if not self._gpu_legend.isVisible():
+            return []
+        return [label.text for _, label in self._gpu_legend.items]
+
+    def _clear_gpu(self) -> None:
+        for r in self._gpu_runs.values():
+            for q, curve in r.curves.items():
+                self.gpu_plots[q].removeItem(curve)
+            self._remove_markers(r)
+        self._gpu_runs.clear()
+        self._gpu_legend.clear()
+        self._gpu_legend.setVisible(False)
+        self.hide_gpu_hover()
+        self._show_gpu_data(False)
+
+    def _show_gpu_data(self, on: bool) -> None:
+        self._gpu_has_data = on
+        self._gpu_stack.setCurrentWidget(self.gpu_plot if on else self.gpu_note)
+        self._gpu_hint.setVisible(on)
+
+    def _refresh_gpu(self) -> None:
+        changed = False
+        for r in self._gpu_runs.values():
+            if not r.dirty:
+                continue
+            r.dirty = False
+            changed = True
+            t = r.column("t_s")
+            for q, curve in r.curves.items():
+                curve.setClipToView(r.monotonic)
+                curve.setData(t, r.column(q))
+        if not changed:
+            return
+        with_data = [r for r in self._gpu_runs.values() if r.n]
+        shade = len(with_data) == 1
+        for r in with_data:
+            if r.drawn != (len(r.boundaries), shade):
+                self._draw_markers(r, shade)
+            elif r.last_bands:
+                segs = r.segments()
+                for band in r.last_bands:
+                    band.setRegion(segs[-1][:2])
+        self._gpu_legend.setVisible(len(with_data) > 1)
+        if with_data:
+            self._gpu_legend.layout.activate()
+        if bool(with_data) != self._gpu_has_data:
+            self._show_gpu_data(bool(with_data))
+
+    def _remove_markers(self, r: _GpuRun) -> None:
+        for plot, item in r.markers:
+            plot.removeItem(item)
+        r.markers = []
+        r.lines = []
+        r.last_bands = []
+        r.labels = set()
+        r.drawn = None
+
+    def _draw_markers(self, r: _GpuRun, shade: bool) -> None:
+        """Dashed lines (and, for a lone run, bands in the variants' latency colours)."""
+        self._remove_markers(r)
+        segs = r.segments()
+        labelled = len(segs) <= GPU_MAX_LABELLED_SEGMENTS
+        # A boundary another run already names (runs of one config start alike) is not
+        # named twice on top of itself.
+        named = {pair for other in self._gpu_runs.values() if other is not r for pair in other.labels}
+        top_name = GPU_QUANTITIES[0][0]
+        line_pen = pg.mkPen(with_alpha(r.color, 170), width=1, style=Qt.PenStyle.DashLine)
+        for i, (t0, t1, tag) in enumerate(segs):
+            variant_color = self._variant_color(r.key, tag, i)
+            for q, plot in self.gpu_plots.items():
+                opts = {}
+                if q == top_name and labelled and (t0, tag) not in named:
+                    opts = {
+                        "label": tag.replace("{", "{{").replace("}", "}}"),
+                        "labelOpts": {
+                            "position": 0.97,
+                            "anchors": [(0, 0), (0, 0)],
+                            "color": variant_color.darker(170) if shade else r.color,
+                            "fill": pg.mkBrush(255, 255, 255, 225),
+                        },
+                    }
+                line = pg.InfiniteLine(pos=t0, angle=90, movable=False, pen=line_pen, **opts)
+                if opts:
+                    r.labels.add((t0, tag))
+                line.setZValue(-5)
+                plot.addItem(line, ignoreBounds=True)
+                r.markers.append((plot, line))
+                if q == top_name:
+                    r.lines.append((line, tag))
+                if shade:
+                    band = pg.LinearRegionItem(
+                        values=(t0, t1), orientation="vertical", movable=False,
+                        brush=pg.mkBrush(with_alpha(variant_color, 30)), pen=pg.mkPen(None),
+                    )
+                    band.variant = tag
+                    band.setZValue(-10)
+                    plot.addItem(band, ignoreBounds=True)
+                    r.markers.append((plot, band))
+                    if i == len(segs) - 1:
+                        r.last_bands.append(band)
+        r.drawn = (len(r.boundaries), shade)
+
+    def _variant_color(self, run_key: str, variant: str, index: int) -> QColor:
+        """The latency-curve colour of (run, variant), or a grey alternating by segment."""
+        s = self._series.get(f"{run_key}/{variant}")
+        if s is not None:
+            return QColor(s.color)
+        return QColor(MUTED) if index % 2 == 0 else QColor("#BBBBBB")
+
+    def _on_gpu_mouse_moved(self, args: tuple) -> None:
+        pos = args[0]
+        for plot in self.gpu_plots.values():
+            vb = plot.getViewBox()
+            if vb.sceneBoundingRect().contains(pos):
+                self.gpu_hover_at(vb.mapSceneToView(pos).x())
+                return
+        self.hide_gpu_hover()
+
+    def gpu_hover_at(self, t_s: float) -> str | None:
+        """Mark the reading nearest ``t_s`` of each run; its label text (None: no readings)."""
+        lines = []
+        snap: float | None = None
+        for r in self._gpu_runs.values():
+            if r.n == 0:
+                continue
+            t = r.column("t_s")
+            dist = np.abs(t - t_s)
+            if not np.isfinite(dist).any():
+                continue
+            j = int(np.nanargmin(dist))
+            if snap is None:
+                snap = float(t[j])
+            values = [r.column(q)[j] for q, _ in GPU_QUANTITIES]
+            units = ("MHz", "°C", "W")
+            readings = " · ".join(
+                "–" if not math.isfinite(v) else f"{v:.0f} {u}" for v, u in zip(values, units)
+            )
+            it = r.column("iteration")[j]
+            where = r.variants[j] or "before the first call"
+            if math.isfinite(it):
+                where += f", iteration {it:.0f}"
+            head = f"{r.label}: " if len(self._gpu_runs) > 1 else ""
+            lines.append(f"{head}t {t[j]:.1f} s · {where}\n{readings}")
+        if snap is None:
+            self.hide_gpu_hover()
+            return None
+        text = "\n".join(lines)
+        self._gpu_hover_text = text
+        for line in self._gpu_vlines:
+            line.setPos(snap)
+            line.setVisible(True)
+        top = self.gpu_plots[GPU_QUANTITIES[0][0]]
+        (x0, x1), (y0, y1) = top.getViewBox().viewRange()
+        self._gpu_hover_label.setText(text)
+        self._gpu_hover_label.setAnchor((1.0 if snap > (x0 + x1) / 2 else 0.0, 1.0))
+        self._gpu_hover_label.setPos(QPointF(snap, y0))
+        self._gpu_hover_label.setVisible(True)
+        return text
+
+    def gpu_hover_text(self) -> str:
+        """The GPU tab's hover label text ("" when hidden)."""
+        return self._gpu_hover_text if self._gpu_hover_label.isVisible() else ""
+
+    def hide_gpu_hover(self) -> None:
+        """Hide the GPU tab's hover line and label."""
+        for line in self._gpu_vlines:
+            line.setVisible(False)
+        self._gpu_hover_label.setVisible(False)
