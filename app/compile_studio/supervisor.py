@@ -163,6 +163,21 @@ class WorkerProcess:
         self.stop()
 
 
+def hello_from_output(stdout: str, stderr: str, returncode: int | None) -> dict[str, Any]:
+    """The hello event in a ``worker --hello`` process's output.
+
+    Raises RuntimeError saying how the worker ended, with the end of its stderr.
+    """
+    for line in stdout.splitlines():
+        event = protocol.decode(line)
+        if event and event["type"] == protocol.HELLO:
+            return event
+    tail = " | ".join(stderr.strip().splitlines()[-5:])
+    raise RuntimeError(
+        f"the worker did not say hello ({describe_exit(returncode)})" + (f": {tail}" if tail else "")
+    )
+
+
 def probe_environment(timeout_s: float = 120.0) -> dict[str, Any]:
     """Start a worker with ``--hello`` and return its hello event."""
     proc = subprocess.run(
@@ -172,11 +187,4 @@ def probe_environment(timeout_s: float = 120.0) -> dict[str, Any]:
         timeout=timeout_s,
         start_new_session=True,
     )
-    for line in proc.stdout.splitlines():
-        event = protocol.decode(line)
-        if event and event["type"] == protocol.HELLO:
-            return event
-    tail = proc.stderr.strip().splitlines()[-5:]
-    raise RuntimeError(
-        f"the worker did not say hello ({describe_exit(proc.returncode)}): " + " | ".join(tail)
-    )
+    return hello_from_output(proc.stdout, proc.stderr, proc.returncode)

@@ -22,7 +22,7 @@ from ..config import BenchmarkConfig
 from ..results import RunResult, RunStore, summarize
 from ..results.recorder import RunRecorder
 from ..results.run_result import gpu_state_rows
-from ..supervisor import WorkerProcess, worker_command
+from ..supervisor import WorkerProcess, hello_from_output, worker_command
 from ..worker import describe_exit
 
 _live_threads: weakref.WeakSet[QThread] = weakref.WeakSet()
@@ -283,13 +283,9 @@ class EnvironmentProbe(QThread):
             return
         if self._cancelled.is_set():
             return
-        for line in out.splitlines():
-            event = protocol.decode(line)
-            if event and event.get("type") == protocol.HELLO:
-                self.probed.emit(event)
-                return
-        tail = " | ".join(err.strip().splitlines()[-5:])
-        self.failed.emit(
-            f"the worker did not say hello ({describe_exit(self._proc.returncode)})"
-            + (f": {tail}" if tail else "")
-        )
+        try:
+            hello = hello_from_output(out, err, self._proc.returncode)
+        except RuntimeError as exc:
+            self.failed.emit(str(exc))
+            return
+        self.probed.emit(hello)
