@@ -135,8 +135,9 @@ class RunRecorder:
         if self.finished:
             return
         self.finished = True
-        for v in self.run.variants.values():
-            if v.status == "running":
-                v.status = "stopped" if self.run.status == "stopped" else v.status
+        if self.run.status == "stopped":
+            for v in self.run.variants.values():
+                if v.status == "running":
+                    v.status = "stopped"
         if self.writer:
             self.writer.finish()
