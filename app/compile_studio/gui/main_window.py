@@ -638,19 +638,11 @@ class MainWindow(QMainWindow):
             return
         prefix = f"{self._live_run_id}/"
         bars = [b for b in self.plots.summary_bars() if not b.key.startswith(prefix)]
+        label_prefix = f"{self._live_name} · " if self._overlay_runs() else ""
         for row in self._live_rows:
-            if row.median_ms is None:
-                continue
-            bars.append(
-                SummaryBar(
-                    key=prefix + row.name,
-                    label=(f"{self._live_name} · " if self._overlay_runs() else "") + row.name,
-                    median_ms=row.median_ms,
-                    p5_ms=row.p5_ms if row.p5_ms is not None else row.median_ms,
-                    p95_ms=row.p95_ms if row.p95_ms is not None else row.median_ms,
-                    speedup=row.speedup,
-                )
-            )
+            bar = SummaryBar.from_row(row, prefix + row.name, label_prefix + row.name)
+            if bar is not None:
+                bars.append(bar)
         self.plots.set_summary(bars)
 
     def _rows_of(self, run: RunResult) -> list[SummaryRow]:

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..results import RunResult, summarize
+from ..results import RunResult, SummaryRow, summarize
 from .colors import FOREGROUND, MUTED, WARMUP_SHADE, series_color, with_alpha
 
 PHASES = ("warmup", "measure")
@@ -71,6 +71,20 @@ class SummaryBar:
     p5_ms: float
     p95_ms: float
     speedup: float | None
+
+    @classmethod
+    def from_row(cls, row: SummaryRow, key: str, label: str) -> SummaryBar | None:
+        """The bar of one summary row; None when the variant has no median yet."""
+        if row.median_ms is None:
+            return None
+        return cls(
+            key=key,
+            label=label,
+            median_ms=row.median_ms,
+            p5_ms=row.p5_ms if row.p5_ms is not None else row.median_ms,
+            p95_ms=row.p95_ms if row.p95_ms is not None else row.median_ms,
+            speedup=row.speedup,
+        )
 
 
 def format_speedup(speedup: float | None) -> str:
@@ -818,20 +832,11 @@ class PlotPanel(QTabWidget):
                     self.append(key, it[start:i], ms[start:i], phase)
                     start = i
             self.set_series_failed(key, v.status == "failed")
-        new_bars = []
-        for row in summarize(run):
-            if row.median_ms is None:
-                continue
-            new_bars.append(
-                SummaryBar(
-                    key=f"{key_prefix}{row.name}",
-                    label=f"{label_prefix}{row.name}",
-                    median_ms=row.median_ms,
-                    p5_ms=row.p5_ms if row.p5_ms is not None else row.median_ms,
-                    p95_ms=row.p95_ms if row.p95_ms is not None else row.median_ms,
-                    speedup=row.speedup,
-                )
-            )
+        bars = (
+            SummaryBar.from_row(row, f"{key_prefix}{row.name}", f"{label_prefix}{row.name}")
+            for row in summarize(run)
+        )
+        new_bars = [b for b in bars if b is not None]
         keys = {b.key for b in new_bars}
         merged = [b for b in self._bars if b.key not in keys] + new_bars
         self.set_summary(merged)
