@@ -13,6 +13,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 from compile_studio.config import BenchmarkConfig
+from compile_studio.gui.benchmark_thread import has_finished
 from compile_studio.gui.main_window import CLOSED_DURING_RUN, MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import load_run, summarize
@@ -160,7 +161,7 @@ def test_window_closed_mid_run_leaves_an_incomplete_run_that_reopens(qtbot, tiny
     )
     pid = thread.worker_pid
     window.close()
-    assert not thread.isRunning()
+    assert has_finished(thread)
     deadline = time.monotonic() + 3
     while psutil.pid_exists(pid) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -17,6 +17,7 @@ import pytest
 
 from compile_studio import protocol
 from compile_studio.config import BenchmarkConfig
+from compile_studio.gui.benchmark_thread import has_finished
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.settings import AppSettings
@@ -269,7 +270,7 @@ def stop_and_check(qtbot, window: MainWindow, measured: list[str]) -> None:
     assert not window.is_running()
     assert window.run_button.isEnabled() and not window.stop_button.isEnabled()
     assert window.config_panel.isEnabled()
-    assert thread.wait(3000)
+    assert has_finished(thread, 3000)
     assert pid is not None and not psutil.pid_exists(pid)
     assert not worker_children()
     saved = load_run(runs_dir() / run_id)

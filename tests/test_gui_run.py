@@ -11,7 +11,7 @@ import psutil
 from PySide6.QtGui import QGuiApplication
 
 from compile_studio.config import BenchmarkConfig
-from compile_studio.gui.benchmark_thread import BenchmarkThread
+from compile_studio.gui.benchmark_thread import BenchmarkThread, has_finished
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import RunStore, load_run
@@ -97,7 +97,7 @@ def test_stop_mid_run_keeps_partial_data_and_leaves_no_process(qtbot, tiny_confi
 
     assert run.status == "stopped"
     assert window.phase_label.text() == "stopped"
-    thread.wait(5000)
+    assert has_finished(thread, 5000)
     assert not psutil.pid_exists(pid)
     kept = run.variants["eager"].samples
     assert 20 <= len(kept) < 200_000
@@ -157,7 +157,7 @@ def test_closing_the_window_mid_run_stops_the_worker(qtbot, tiny_config):
     t0 = time.monotonic()
     window.close()
     assert time.monotonic() - t0 < 6.0
-    assert not thread.isRunning()
+    assert has_finished(thread)
     assert not psutil.pid_exists(pid)
     saved = load_run(RunStore(runs_dir()).root / run_id)
     assert saved.status == "incomplete"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import shiboken6
 from PySide6.QtCore import QObject, QThread, Signal
 
 from .. import protocol
@@ -28,9 +29,22 @@ from ..worker import describe_exit
 _live_threads: weakref.WeakSet[QThread] = weakref.WeakSet()
 
 
+def has_finished(thread: QThread, wait_ms: int = 0) -> bool:
+    """Whether ``thread`` is not running, waiting up to ``wait_ms`` for it to end.
+
+    The window deletes a benchmark thread (``deleteLater``) once it has
+    finished, so a thread whose Qt object is already gone counts as finished.
+    """
+    if not shiboken6.isValid(thread):
+        return True
+    if wait_ms:
+        return thread.wait(wait_ms)
+    return not thread.isRunning()
+
+
 def running_threads() -> list[QThread]:
     """Benchmark and probe threads of this process that are still running."""
-    return [t for t in list(_live_threads) if t.isRunning()]
+    return [t for t in list(_live_threads) if not has_finished(t)]
 
 
 class BenchmarkThread(QThread):

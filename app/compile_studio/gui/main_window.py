@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from ..config import BenchmarkConfig, EnvironmentInfo
 from ..results import RunResult, RunStore, SummaryRow, summarize
-from .benchmark_thread import BenchmarkThread, EnvironmentProbe
+from .benchmark_thread import BenchmarkThread, EnvironmentProbe, has_finished
 from .config_panel import ConfigPanel
 from .history_panel import HistoryPanel, run_display_name
 from .log_panel import LogPanel
@@ -827,9 +827,9 @@ class MainWindow(QMainWindow):
         if thread is not None:
             # not the user's Stop: the run folder is left "incomplete", with its samples
             thread.cut_short(CLOSED_DURING_RUN)
-            thread.wait(CLOSE_WAIT_MS)
+            has_finished(thread, CLOSE_WAIT_MS)
         for t in list(self._threads):
-            t.wait(CLOSE_WAIT_MS)
+            has_finished(t, CLOSE_WAIT_MS)
         if self._probe is not None:
             self._probe.cancel()
             self._probe.wait(CLOSE_WAIT_MS)
