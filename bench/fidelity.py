@@ -19,6 +19,7 @@ import sys
 import torch
 from torch.utils import benchmark
 
+from compile_studio import protocol
 from compile_studio.config import BenchmarkConfig
 from compile_studio.engine.model import build_model
 from compile_studio.engine.runner import BenchmarkRunner
@@ -31,10 +32,10 @@ def engine_medians(config: BenchmarkConfig) -> dict[str, float]:
     BenchmarkRunner(config, sink, device="cpu").run()
     out: dict[str, list[float]] = {}
     for e in sink.events:
-        if e["type"] == "samples" and e["phase"] == "measure":
-            out.setdefault(e["variant"], []).extend(e["wall_ms"])
-        if e["type"] == "error":
-            sys.exit(f"engine error: {e['message']}")
+        if isinstance(e, protocol.SamplesEvent) and e.phase == protocol.Phase.MEASURE:
+            out.setdefault(e.variant, []).extend(e.wall_ms)
+        if isinstance(e, protocol.ErrorEvent):
+            sys.exit(f"engine error: {e.message}")
     return {k: latency_stats(v).median for k, v in out.items()}
 
 

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from compile_studio.config import BenchmarkConfig
-    from compile_studio.gui.benchmark_thread import running_threads
+    from compile_studio.gui.benchmark_thread import BenchmarkThread, has_finished
     from compile_studio.gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         p for p in me.children(recursive=True)
         if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     ]
-    threads = running_threads()
+    threads = [
+        o for o in gc.get_objects() if isinstance(o, BenchmarkThread) and not has_finished(o)
+    ]
     growth = rss_mib[-1] - rss_mib[1] if len(rss_mib) > 1 else 0.0
     per_run = growth / max(1, len(rss_mib) - 2)
     rows_in_history = len(window.history.entries())

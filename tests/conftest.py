@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import tempfile
@@ -46,15 +47,25 @@ def isolated_user_dirs(tmp_path_factory, monkeypatch):
     yield base
 
 
-def leftover_threads(grace_s: float = 3.0) -> list:
-    """Benchmark/probe QThreads still running after ``grace_s`` (ending ones get time)."""
+def running_threads() -> list:
+    """Benchmark and probe QThreads of this process that are still running."""
     module = sys.modules.get("compile_studio.gui.benchmark_thread")
     if module is None:
         return []
+    kinds = (module.BenchmarkThread, module.EnvironmentProbe)
+    return [
+        o
+        for o in gc.get_objects()
+        if isinstance(o, kinds) and not module.has_finished(o)
+    ]
+
+
+def leftover_threads(grace_s: float = 3.0) -> list:
+    """Benchmark/probe QThreads still running after ``grace_s`` (ending ones get time)."""
     deadline = time.monotonic() + grace_s
-    while module.running_threads() and time.monotonic() < deadline:
+    while running_threads() and time.monotonic() < deadline:
         time.sleep(0.02)
-    return module.running_threads()
+    return running_threads()
 
 
 @pytest.fixture(autouse=True)

@@ -6,25 +6,26 @@ import os
 
 import pytest
 
+from compile_studio import protocol
+from compile_studio.config import BenchmarkConfig
 from compile_studio.results import RunStore, load_run
-from compile_studio.results.recorder import RunRecorder
-from compile_studio.supervisor import WorkerProcess
+from compile_studio.session import RunOutcome, RunSession
+from compile_studio.supervisor import WorkerLauncher
 
 
-def run_config(config: dict, store: RunStore, env: dict | None = None):
-    recorder = RunRecorder.in_store(store, config, "fault")
-    errors = []
-    worker = WorkerProcess(env=env)
-    try:
-        worker.send_config(config)
-        for event in worker.events():
-            recorder.handle(event)
-            if event["type"] == "error":
-                errors.append(event)
-        worker.wait(timeout=60)
-    finally:
-        worker.stop()
-    return recorder, errors
+def run_config(
+    config: dict, store: RunStore, env: dict | None = None
+) -> tuple[RunOutcome, list[protocol.ErrorEvent]]:
+    errors: list[protocol.ErrorEvent] = []
+
+    def on_event(event: protocol.Event) -> None:
+        if isinstance(event, protocol.ErrorEvent):
+            errors.append(event)
+
+    session = RunSession(
+        BenchmarkConfig.from_dict(config), store, WorkerLauncher(env=env), on_event=on_event
+    )
+    return session.run(), errors
 
 
 @pytest.mark.inductor
@@ -32,8 +33,8 @@ def test_compiler_failure_marks_variant_failed_keeps_others(tmp_path, tiny_confi
     """Inductor cannot find a C++ compiler: only the Inductor variant fails."""
     tiny_config.update(variants=["eager", "aot_eager", "default"], compile_cache="cold")
     env = dict(os.environ, CXX="/nonexistent/bin/g++")
-    recorder, errors = run_config(tiny_config, RunStore(tmp_path), env)
-    run = load_run(recorder.folder)
+    outcome, errors = run_config(tiny_config, RunStore(tmp_path), env)
+    run = load_run(outcome.folder)
     assert run.status == "complete"
     failed = run.variants["default"]
     assert failed.status == "failed" and failed.error_kind == "compile_failed"
@@ -41,19 +42,19 @@ def test_compiler_failure_marks_variant_failed_keeps_others(tmp_path, tiny_confi
     for name in ("eager", "aot_eager"):
         v = run.variants[name]
         assert v.status == "done" and v.samples.count("measure") == tiny_config["iterations"]
-    assert [e["variant"] for e in errors] == ["default"]
+    assert [e.variant for e in errors] == ["default"]
 
 
 def test_out_of_memory_reported_with_size(tmp_path, tiny_config):
     """A worker under a memory limit: the allocation fails, the message says so and how much."""
     tiny_config.update(layers="8192,8192,8192", batch_size=4096, variants=["eager"])
     env = dict(os.environ, COMPILE_STUDIO_WORKER_MEMORY_LIMIT=str(300 << 20))
-    recorder, errors = run_config(tiny_config, RunStore(tmp_path), env)
-    assert errors and errors[0]["kind"] == "oom"
-    msg = errors[0]["message"]
+    outcome, errors = run_config(tiny_config, RunStore(tmp_path), env)
+    assert errors and errors[0].kind == "oom"
+    msg = errors[0].message
     assert msg.startswith("out of memory on cpu")
     assert "tried to allocate 256.0 MiB" in msg and "need about" in msg
-    run = load_run(recorder.folder)
+    run = load_run(outcome.folder)
     assert run.status == "failed" and "out of memory" in run.message
 
 
@@ -66,9 +67,9 @@ def test_oom_in_one_variant_keeps_the_others(tmp_path, tiny_config):
     tiny_config.update(layers="4096,4096,4096", batch_size=8, interleave=True,
                        variants=["eager", "aot_eager", "default"], iterations=6, warmup=1)
     env = dict(os.environ, COMPILE_STUDIO_WORKER_MEMORY_LIMIT=str(420 << 20))
-    recorder, errors = run_config(tiny_config, RunStore(tmp_path), env)
-    run = load_run(recorder.folder)
-    assert [(e.get("variant"), e["kind"]) for e in errors] == [("default", "oom")]
+    outcome, errors = run_config(tiny_config, RunStore(tmp_path), env)
+    run = load_run(outcome.folder)
+    assert [(e.variant, e.kind) for e in errors] == [("default", "oom")]
     assert "out of memory" in run.variants["default"].error
     assert run.variants["default"].status == "failed"
     for name in ("eager", "aot_eager"):

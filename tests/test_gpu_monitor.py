@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from compile_studio import protocol
 from compile_studio.engine.gpu_monitor import GpuMonitor
 from compile_studio.engine.sink import ListSink
 
@@ -39,16 +40,16 @@ def test_readings_are_tagged_with_the_latest_sample_and_sent_in_batches():
     monitor._thread.start()
     time.sleep(0.75)
     monitor.stop()
-    events = [e for e in sink.events if e["type"] == "gpu_state"]
+    events = [e for e in sink.events if isinstance(e, protocol.GpuStateEvent)]
     assert len(events) >= 1
-    n = sum(len(e["t_s"]) for e in events)
+    n = sum(len(e.t_s) for e in events)
     assert n >= 4 and nvml.calls == n
     first = events[0]
-    assert first["variant"][0] == "eager" and first["iteration"][0] == 41
-    clocks = [c for e in events for c in e["sm_clock_mhz"]]
+    assert first.variant[0] == "eager" and first.iteration[0] == 41
+    clocks = [c for e in events for c in e.sm_clock_mhz]
     assert clocks[:2] == [1980, 1980] and clocks[-1] == 1410
-    assert all(p is None for e in events for p in e["power_w"])  # unsupported reading → None
-    assert all(t == 70 for e in events for t in e["temperature_c"])
+    assert all(p is None for e in events for p in e.power_w)  # unsupported reading → None
+    assert all(t == 70 for e in events for t in e.temperature_c)
 
 
 def test_no_monitor_without_cuda():

@@ -252,9 +252,9 @@ def test_worker_flag_says_hello():
     proc = _run([PYTHON, "-m", "compile_studio", "--worker", "--hello"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     events = [e for e in map(protocol.decode, proc.stdout.splitlines()) if e]
-    assert [e["type"] for e in events] == [protocol.HELLO]
-    assert "cpu" in events[0]["environment"]["devices"]
-    assert events[0]["pid"] != 0
+    assert [type(e) for e in events] == [protocol.HelloEvent]
+    assert "cpu" in events[0].environment["devices"]
+    assert events[0].pid != 0
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from compile_studio import protocol
 from compile_studio.results import RunDamaged, RunResult, RunStore, load_run, summarize
 from compile_studio.results.export import ExportFailed, export_markdown, export_run
 from compile_studio.results.recorder import RunRecorder
@@ -38,7 +39,7 @@ def record(tmp_path, events, config=None):
     store = RunStore(tmp_path)
     rec = RunRecorder.in_store(store, config or {"layers": "8,8", "batch_size": 2}, "t")
     for e in events:
-        rec.handle(e)
+        rec.handle(protocol.from_dict(e))
     return rec
 
 

@@ -17,17 +17,23 @@ from compile_studio.results.recorder import RunRecorder
 from compile_studio.supervisor import WorkerProcess, worker_command
 
 
+def decode(line: str) -> dict | None:
+    """One protocol line as its wire dict (None when not an event)."""
+    event = protocol.decode(line)
+    return protocol.to_dict(event) if event is not None else None
+
+
 def run_through_worker(config: dict, store: RunStore, stop_when=None):
-    """Run ``config`` in a real worker process; returns (recorder, events, worker)."""
+    """Run ``config`` in a real worker process; returns (recorder, events as dicts, worker)."""
     recorder = RunRecorder.in_store(store, config, "test")
     events = []
     worker = WorkerProcess()
     try:
         worker.send_config(config)
         for event in worker.events():
-            events.append(event)
+            events.append(protocol.to_dict(event))
             recorder.handle(event)
-            if stop_when is not None and stop_when(event, events):
+            if stop_when is not None and stop_when(events[-1], events):
                 worker.request_stop()
                 stop_when = None
         worker.wait(timeout=30)
@@ -54,7 +60,7 @@ def inductor_run(tmp_path_factory):
 def test_run_produces_planned_samples(inductor_run):
     recorder, events, worker, config = inductor_run
     assert events[0]["type"] == protocol.HELLO
-    assert events[-1] == {"type": "done", "status": "completed"}
+    assert events[-1]["type"] == "done" and events[-1]["status"] == "complete"
     run = recorder.run
     assert run.status == "complete"
     assert list(run.variants) == config["variants"]
@@ -145,7 +151,7 @@ def _start_raw_worker(config: dict) -> subprocess.Popen:
 def _read_until_measure(proc) -> list[dict]:
     events = []
     for line in proc.stdout:
-        e = protocol.decode(line)
+        e = decode(line)
         events.append(e)
         if e["type"] == "samples" and e["phase"] == "measure":
             return events
@@ -163,7 +169,7 @@ def test_sigterm_or_end_of_stdin_stops_within_2s(tiny_config, how):
             proc.send_signal(signal.SIGTERM)
         else:
             proc.stdin.close()
-        rest = [protocol.decode(line) for line in proc.stdout]
+        rest = [decode(line) for line in proc.stdout]
         proc.wait(5)
         elapsed = time.monotonic() - t0
     finally:
@@ -178,14 +184,14 @@ def test_stop_during_compile_returns_quickly(tmp_path, tiny_config):
     proc = _start_raw_worker(tiny_config)
     try:
         for line in proc.stdout:
-            e = protocol.decode(line)
+            e = decode(line)
             if e["type"] == "phase" and e["phase"] == "compile":
                 break
         time.sleep(0.3)
         t0 = time.monotonic()
         proc.stdin.write("stop\n")
         proc.stdin.flush()
-        rest = [protocol.decode(line) for line in proc.stdout]
+        rest = [decode(line) for line in proc.stdout]
         proc.wait(5)
         elapsed = time.monotonic() - t0
     finally:
@@ -203,7 +209,7 @@ def test_bad_config_reported_by_worker(tiny_config):
         text=True,
         timeout=120,
     )
-    events = [protocol.decode(line) for line in proc.stdout.splitlines()]
+    events = [decode(line) for line in proc.stdout.splitlines()]
     err = next(e for e in events if e["type"] == "error")
     assert err["kind"] == "device_unavailable"
     assert "cuda:7" in err["message"]
@@ -217,7 +223,7 @@ def test_hello_lists_modes_from_torch():
         text=True,
         timeout=120,
     ).stdout
-    hello = protocol.decode(out.splitlines()[0])
+    hello = decode(out.splitlines()[0])
     env = hello["environment"]
     import torch._inductor
 

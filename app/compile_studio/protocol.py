@@ -1,51 +1,321 @@
-"""The worker protocol: JSON lines between a supervisor and the worker process.
+"""The worker protocol: typed JSON-lines events between a supervisor and the worker.
 
 Request: one JSON object on the worker's stdin (a ``BenchmarkConfig``), then
 optionally the line ``stop``. Reply: one JSON object per line on stdout, each
-with a ``type`` (see ``EVENT_TYPES``). Pure Python; shared by every side.
+with a ``type`` naming one of the event classes below. :func:`encode` and
+:func:`decode` are the only places an event becomes text or comes back.
+Statuses, phases and error kinds are enums with one spelling each; older
+spellings found in saved files (``"completed"``) are read by ``parse``.
+
+Pure Python; shared by every side (the worker, the supervisor, the results).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, ClassVar, TypeVar
 
-PROTOCOL_VERSION = 1
-
-HELLO = "hello"
-PHASE = "phase"
-SAMPLES = "samples"
-COMPILED = "compiled"
-VARIANT_DONE = "variant_done"
-GPU_STATE = "gpu_state"
-WARNING = "warning"
-ERROR = "error"
-DONE = "done"
-
-EVENT_TYPES = (HELLO, PHASE, SAMPLES, COMPILED, VARIANT_DONE, GPU_STATE, WARNING, ERROR, DONE)
-
-PHASES = ("build", "compile", "warmup", "measure")
-
-#: ``error`` kinds
-ERROR_KINDS = ("oom", "compile_failed", "bad_config", "device_unavailable", "internal", "crashed")
+#: Bumped whenever an event or the request changes incompatibly. The
+#: supervisor refuses a worker that says another version in its ``hello``.
+PROTOCOL_VERSION = 2
 
 STOP_LINE = "stop"
 
+_E = TypeVar("_E", bound="_Words")
 
-def encode(event: dict[str, Any]) -> str:
+
+class _Words(str, Enum):
+    """A str enum: compares equal to its value, prints as its value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    @classmethod
+    def parse(cls: type[_E], value: object, default: _E | None = None) -> _E:
+        """The member for ``value`` (or one of its older spellings); ``default`` if unknown."""
+        if isinstance(value, cls):
+            return value
+        text = str(value).strip().lower() if value is not None else ""
+        text = _OLD_SPELLINGS.get(text, text)
+        for member in cls:
+            if member.value == text:
+                return member
+        if default is not None:
+            return default
+        raise ValueError(f"{value!r} is not a {cls.__name__}")
+
+
+class RunStatus(_Words):
+    """How a whole run ended (or that it has not)."""
+
+    INCOMPLETE = "incomplete"
+    COMPLETE = "complete"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+class VariantStatus(_Words):
+    """Where one variant of a run stands."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+class Phase(_Words):
+    """What a variant is doing: built, compiled (first call), warmed up, measured."""
+
+    BUILD = "build"
+    COMPILE = "compile"
+    WARMUP = "warmup"
+    MEASURE = "measure"
+
+
+class ErrorKind(_Words):
+    """What kind of failure an ``error`` event reports."""
+
+    OOM = "oom"
+    COMPILE_FAILED = "compile_failed"
+    BAD_CONFIG = "bad_config"
+    DEVICE_UNAVAILABLE = "device_unavailable"
+    INTERNAL = "internal"
+    CRASHED = "crashed"
+    PROTOCOL = "protocol"
+
+
+#: Spellings written by earlier versions, read as today's.
+_OLD_SPELLINGS = {"completed": "complete"}
+
+#: Error kinds that mean the configuration itself cannot run (usage errors).
+CONFIG_ERROR_KINDS = (ErrorKind.BAD_CONFIG, ErrorKind.DEVICE_UNAVAILABLE)
+
+
+@dataclass
+class HelloEvent:
+    """First line of every worker: its protocol version and the machine it runs on."""
+
+    TYPE: ClassVar[str] = "hello"
+    protocol: int
+    app_version: str = ""
+    pid: int = 0
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PhaseEvent:
+    """A variant enters a phase; ``variant`` None is the run-level build phase."""
+
+    TYPE: ClassVar[str] = "phase"
+    variant: str | None
+    phase: Phase
+    iterations: int = 0
+    device: str | None = None
+    inductor_cache_dir: str | None = None
+
+
+@dataclass
+class SamplesEvent:
+    """Consecutive per-iteration timings of one variant and phase."""
+
+    TYPE: ClassVar[str] = "samples"
+    variant: str
+    phase: Phase
+    first_iteration: int
+    wall_ms: list[float]
+    device_ms: list[float | None] | None = None
+
+
+@dataclass
+class CompiledEvent:
+    """A compiled variant's first call: compile time and Dynamo's graph counts."""
+
+    TYPE: ClassVar[str] = "compiled"
+    variant: str
+    compile_s: float
+    first_call_ms: float
+    graphs: int = 0
+    graph_breaks: int = 0
+    break_reasons: list[str] = field(default_factory=list)
+    recompiles: int = 0
+
+
+@dataclass
+class VariantDoneEvent:
+    """A variant finished measuring: its diagnostics (the samples came before)."""
+
+    TYPE: ClassVar[str] = "variant_done"
+    variant: str
+    status: VariantStatus = VariantStatus.DONE
+    recompiles: int | None = None
+    recompiles_in_window: int | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    allclose: bool | None = None
+    tolerance: dict[str, float] = field(default_factory=dict)
+    peak_memory_bytes: int | None = None
+    memory_kind: str | None = None
+
+
+@dataclass
+class GpuStateEvent:
+    """NVML readings (columns of equal length), each tagged with the latest sample."""
+
+    TYPE: ClassVar[str] = "gpu_state"
+    gpu: int | None
+    t_s: list[float]
+    variant: list[str | None]
+    iteration: list[int | None]
+    sm_clock_mhz: list[float | None]
+    temperature_c: list[float | None]
+    power_w: list[float | None]
+
+
+@dataclass
+class WarningEvent:
+    """Something the user should know that does not stop the run."""
+
+    TYPE: ClassVar[str] = "warning"
+    message: str
+    variant: str | None = None
+
+
+@dataclass
+class ErrorEvent:
+    """A failure of one variant (``variant`` set) or of the whole run."""
+
+    TYPE: ClassVar[str] = "error"
+    kind: ErrorKind
+    message: str
+    variant: str | None = None
+    traceback: str | None = None
+    #: for a configuration the worker refused: ``[{"field": …, "message": …}]``
+    problems: list[dict[str, str]] | None = None
+
+    @property
+    def is_config_error(self) -> bool:
+        return self.variant is None and self.kind in CONFIG_ERROR_KINDS
+
+
+@dataclass
+class DoneEvent:
+    """Last line of a run: complete, stopped or failed."""
+
+    TYPE: ClassVar[str] = "done"
+    status: RunStatus
+    reason: str | None = None
+    forced: bool = False
+
+
+Event = (
+    HelloEvent
+    | PhaseEvent
+    | SamplesEvent
+    | CompiledEvent
+    | VariantDoneEvent
+    | GpuStateEvent
+    | WarningEvent
+    | ErrorEvent
+    | DoneEvent
+)
+
+EVENT_CLASSES: dict[str, type] = {
+    cls.TYPE: cls
+    for cls in (
+        HelloEvent,
+        PhaseEvent,
+        SamplesEvent,
+        CompiledEvent,
+        VariantDoneEvent,
+        GpuStateEvent,
+        WarningEvent,
+        ErrorEvent,
+        DoneEvent,
+    )
+}
+
+#: The wire names of the event types.
+HELLO, PHASE, SAMPLES, COMPILED, VARIANT_DONE, GPU_STATE, WARNING, ERROR, DONE = EVENT_CLASSES
+
+#: Fields read into an enum on decode.
+_ENUM_FIELDS: dict[str, type[_Words]] = {
+    "phase": Phase,
+    "kind": ErrorKind,
+}
+_STATUS_ENUMS: dict[type, type[_Words]] = {VariantDoneEvent: VariantStatus, DoneEvent: RunStatus}
+
+
+class ProtocolMismatch(RuntimeError):
+    """The worker speaks another protocol version than this app."""
+
+    def __init__(self, worker_version: object, where: str = "the worker"):
+        self.worker_version = worker_version
+        super().__init__(
+            f"{where} speaks protocol version {worker_version}, this app speaks version "
+            f"{PROTOCOL_VERSION}: run the same Compile Studio version on both sides"
+        )
+
+
+def check_hello(hello: HelloEvent, where: str = "the worker") -> HelloEvent:
+    """Return ``hello``, or raise :class:`ProtocolMismatch` when its version differs."""
+    if hello.protocol != PROTOCOL_VERSION:
+        raise ProtocolMismatch(hello.protocol, where)
+    return hello
+
+
+def to_dict(event: Event) -> dict[str, Any]:
+    """The event as a plain JSON-ready dict with its ``type``."""
+    data: dict[str, Any] = {"type": event.TYPE}
+    for f in dataclasses.fields(event):
+        data[f.name] = getattr(event, f.name)
+    return data
+
+
+def encode(event: Event) -> str:
     """One event as one line of JSON (no trailing newline)."""
-    return json.dumps(event, separators=(",", ":"), allow_nan=True)
+    return json.dumps(to_dict(event), separators=(",", ":"), allow_nan=True)
 
 
-def decode(line: str) -> dict[str, Any] | None:
+def from_dict(data: dict[str, Any]) -> Event | None:
+    """The typed event for a decoded dict; None when it is not a valid event.
+
+    Keys this version does not know are ignored; a missing required field or
+    an unknown enum value makes the line not an event.
+    """
+    cls = EVENT_CLASSES.get(data.get("type"))  # type: ignore[arg-type]
+    if cls is None:
+        return None
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        enum = _STATUS_ENUMS.get(cls) if f.name == "status" else _ENUM_FIELDS.get(f.name)
+        if enum is not None and value is not None:
+            try:
+                value = enum.parse(value)
+            except ValueError:
+                return None
+        kwargs[f.name] = value
+    try:
+        return cls(**kwargs)  # type: ignore[no-any-return]
+    except TypeError:
+        return None
+
+
+def decode(line: str) -> Event | None:
     """Parse one stdout line; None when it is not a protocol event."""
     line = line.strip()
     if not line.startswith("{"):
         return None
     try:
-        event = json.loads(line)
-    except json.JSONDecodeError:
+        data = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
         return None
-    if not isinstance(event, dict) or event.get("type") not in EVENT_TYPES:
+    if not isinstance(data, dict):
         return None
-    return event
+    return from_dict(data)

@@ -1,4 +1,9 @@
-"""Starts and supervises one worker process (no Qt): used by the CLI and the GUI thread."""
+"""Starts and supervises worker processes (no Qt, no torch).
+
+Every worker — a benchmark run or the environment probe — starts here, one
+way: a :class:`WorkerLauncher` says which command line starts it, and
+:class:`WorkerProcess` owns the process, its pipes and its end.
+"""
 
 from __future__ import annotations
 
@@ -9,43 +14,88 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import protocol
-from .worker import describe_exit
 
 #: A command put in front of the worker (e.g. ``ssh gpu-node``), split on spaces.
 WORKER_PREFIX_ENV = "COMPILE_STUDIO_WORKER_PREFIX"
 
 
+@dataclass(frozen=True)
+class WorkerLauncher:
+    """How a worker process is started: on this machine, with this Python.
+
+    ``command`` replaces the whole command line (a custom worker); ``prefix``
+    goes in front of it (e.g. ``ssh gpu-node``); ``env`` replaces the
+    environment the worker inherits.
+    """
+
+    python: str = field(default_factory=lambda: sys.executable)
+    prefix: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+
+    @classmethod
+    def local(cls, env: dict[str, str] | None = None) -> WorkerLauncher:
+        """This machine's worker, with the prefix from ``COMPILE_STUDIO_WORKER_PREFIX``."""
+        prefix = tuple((env or os.environ).get(WORKER_PREFIX_ENV, "").split())
+        return cls(prefix=prefix, env=env)
+
+    def argv(self, *args: str) -> list[str]:
+        """The command line that starts a worker (a frozen app re-runs itself)."""
+        if self.command:
+            cmd = [*self.command, *args]
+        elif getattr(sys, "frozen", False):
+            cmd = [sys.executable, "--worker", *args]
+        else:
+            cmd = [self.python, "-m", "compile_studio.worker", *args]
+        return [*self.prefix, *cmd]
+
+    def environment(self) -> dict[str, str]:
+        child_env = dict(os.environ if self.env is None else self.env)
+        child_env.setdefault("PYTHONUNBUFFERED", "1")
+        return child_env
+
+
 def worker_command(*args: str) -> list[str]:
-    """The command line that starts a worker (a frozen app re-runs itself)."""
-    if getattr(sys, "frozen", False):
-        cmd = [sys.executable, "--worker", *args]
-    else:
-        cmd = [sys.executable, "-m", "compile_studio.worker", *args]
-    prefix = os.environ.get(WORKER_PREFIX_ENV, "").split()
-    return [*prefix, *cmd]
+    """The command line of this machine's worker."""
+    return WorkerLauncher.local().argv(*args)
+
+
+def describe_exit(returncode: int | None) -> str:
+    """Words for how a worker process ended (``-9`` → killed by SIGKILL)."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        hint = " (out of memory killer?)" if -returncode == signal.SIGKILL else ""
+        return f"killed by {name}{hint}"
+    return f"exited with code {returncode}"
 
 
 class WorkerProcess:
     """One worker process: send a config, iterate its events, stop it.
 
     ``on_log`` receives each line the worker writes to stderr (from a reader
-    thread). Stopping sends ``stop``, then SIGTERM, then SIGKILL to the
-    worker's whole process group, and always reaps it.
+    thread) and each stdout line that is not a protocol event. Stopping sends
+    ``stop``, then SIGTERM, then SIGKILL to the worker's whole process group,
+    and always reaps it. Raises OSError when the process cannot start.
     """
 
     def __init__(
         self,
         on_log: Callable[[str], None] | None = None,
-        env: dict[str, str] | None = None,
+        launcher: WorkerLauncher | None = None,
         args: tuple[str, ...] = (),
     ):
-        child_env = dict(os.environ if env is None else env)
-        child_env.setdefault("PYTHONUNBUFFERED", "1")
+        launcher = launcher or WorkerLauncher.local()
         self.proc = subprocess.Popen(
-            worker_command(*args),
+            launcher.argv(*args),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -53,7 +103,7 @@ class WorkerProcess:
             encoding="utf-8",
             errors="replace",
             bufsize=1,
-            env=child_env,
+            env=launcher.environment(),
             start_new_session=True,
         )
         self.on_log = on_log
@@ -66,17 +116,24 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.proc.pid
 
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             line = line.rstrip("\n")
             self.stderr_tail.append(line)
             del self.stderr_tail[:-200]
-            if self.on_log is not None:
-                try:
-                    self.on_log(line)
-                except Exception:  # noqa: BLE001 - a log consumer must not kill the reader
-                    pass
+            self._log(line)
+
+    def _log(self, line: str) -> None:
+        if self.on_log is not None:
+            try:
+                self.on_log(line)
+            except Exception:  # noqa: BLE001 - a log consumer must not kill the reader
+                pass
 
     def send_config(self, config: dict[str, Any] | str) -> None:
         text = config if isinstance(config, str) else json.dumps(config)
@@ -91,14 +148,14 @@ class WorkerProcess:
         except (BrokenPipeError, OSError, ValueError):
             return False
 
-    def events(self) -> Iterator[dict[str, Any]]:
+    def events(self) -> Iterator[protocol.Event]:
         """Protocol events until the worker closes stdout; other lines go to the log."""
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             event = protocol.decode(line)
             if event is None:
-                if line.strip() and self.on_log is not None:
-                    self.on_log(line.rstrip("\n"))
+                if line.strip():
+                    self._log(line.rstrip("\n"))
                 continue
             yield event
 
@@ -124,6 +181,10 @@ class WorkerProcess:
             self._close_pipes()
             return self.proc.returncode
 
+    def kill(self) -> None:
+        """End the whole process group at once (no grace); returns without waiting."""
+        self._signal(signal.SIGKILL)
+
     def wait(self, timeout: float | None = None) -> int:
         rc = self.proc.wait(timeout)
         self._kill_leftovers()
@@ -146,15 +207,17 @@ class WorkerProcess:
             pass
 
     def _close_pipes(self) -> None:
-        for pipe in (self.proc.stdin,):
-            try:
-                if pipe is not None:
-                    pipe.close()
-            except (BrokenPipeError, OSError):
-                pass
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
 
     def exit_description(self) -> str:
-        return describe_exit(self.proc.returncode)
+        """How the process ended, with the last lines it wrote to stderr."""
+        text = describe_exit(self.proc.returncode)
+        tail = [ln for ln in self.stderr_tail[-3:] if ln.strip()]
+        return text + (": " + " | ".join(tail) if tail else "")
 
     def __enter__(self) -> WorkerProcess:
         return self
@@ -163,28 +226,43 @@ class WorkerProcess:
         self.stop()
 
 
-def hello_from_output(stdout: str, stderr: str, returncode: int | None) -> dict[str, Any]:
-    """The hello event in a ``worker --hello`` process's output.
+class ProbeFailed(RuntimeError):
+    """The environment probe got no usable ``hello``; the message says why."""
 
-    Raises RuntimeError saying how the worker ended, with the end of its stderr.
+
+def probe_environment(
+    launcher: WorkerLauncher | None = None,
+    timeout_s: float = 120.0,
+    on_start: Callable[[WorkerProcess], None] | None = None,
+) -> protocol.HelloEvent:
+    """Start a worker with ``--hello`` and return its version-checked hello.
+
+    ``on_start`` receives the process as soon as it runs (so another thread
+    can :meth:`WorkerProcess.kill` it). Raises :class:`ProbeFailed` (or
+    :class:`protocol.ProtocolMismatch`) saying what went wrong.
     """
-    for line in stdout.splitlines():
-        event = protocol.decode(line)
-        if event and event["type"] == protocol.HELLO:
-            return event
-    tail = " | ".join(stderr.strip().splitlines()[-5:])
-    raise RuntimeError(
-        f"the worker did not say hello ({describe_exit(returncode)})" + (f": {tail}" if tail else "")
-    )
+    try:
+        worker = WorkerProcess(launcher=launcher, args=("--hello",))
+    except OSError as exc:
+        raise ProbeFailed(f"cannot start the worker process: {exc}") from None
+    if on_start is not None:
+        on_start(worker)
+    timed_out = threading.Event()
 
+    def expire() -> None:
+        timed_out.set()
+        worker.kill()
 
-def probe_environment(timeout_s: float = 120.0) -> dict[str, Any]:
-    """Start a worker with ``--hello`` and return its hello event."""
-    proc = subprocess.run(
-        worker_command("--hello"),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        start_new_session=True,
-    )
-    return hello_from_output(proc.stdout, proc.stderr, proc.returncode)
+    timer = threading.Timer(timeout_s, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        for event in worker.events():
+            if isinstance(event, protocol.HelloEvent):
+                return protocol.check_hello(event)
+    finally:
+        timer.cancel()
+        worker.stop(grace_s=1.0, term_s=1.0)
+    if timed_out.is_set():
+        raise ProbeFailed(f"the worker did not answer within {timeout_s:.0f} s")
+    raise ProbeFailed(f"the worker did not say hello ({worker.exit_description()})")

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from typing import IO, Any
+from typing import IO
 
 from . import protocol
 from .config import BenchmarkConfig, ConfigError, EnvironmentInfo
@@ -37,7 +37,7 @@ class StreamSink(BatchingSink):
         super().__init__()
         self._out = out
 
-    def _write(self, event: dict[str, Any]) -> None:
+    def _write(self, event: protocol.Event) -> None:
         if self.closed:
             return
         try:
@@ -57,17 +57,16 @@ def _protocol_stdout() -> IO[str]:
     return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
 
 
-def hello_event() -> dict[str, Any]:
+def hello_event() -> protocol.HelloEvent:
     from . import __version__
     from .engine.environment import probe
 
-    return {
-        "type": protocol.HELLO,
-        "protocol": protocol.PROTOCOL_VERSION,
-        "app_version": __version__,
-        "pid": os.getpid(),
-        "environment": probe(),
-    }
+    return protocol.HelloEvent(
+        protocol=protocol.PROTOCOL_VERSION,
+        app_version=__version__,
+        pid=os.getpid(),
+        environment=probe(),
+    )
 
 
 def _apply_memory_limit() -> None:
@@ -100,35 +99,35 @@ def main(argv: list[str] | None = None) -> int:
         hello = hello_event()
     except Exception as exc:  # noqa: BLE001
         sink.event(
-            {
-                "type": protocol.ERROR,
-                "kind": "internal",
-                "message": f"the worker could not start torch: {exc}",
-                "traceback": traceback.format_exc(),
-            }
+            protocol.ErrorEvent(
+                kind=protocol.ErrorKind.INTERNAL,
+                message=f"the worker could not start torch: {exc}",
+                traceback=traceback.format_exc(),
+            )
         )
-        sink.finish("failed")
+        sink.finish(protocol.RunStatus.FAILED)
         return 3
     sink.event(hello)
 
     line = sys.stdin.readline()
     if not line.strip():
-        sink.finish("stopped", reason="no configuration received")
+        sink.finish(protocol.RunStatus.STOPPED, reason="no configuration received")
         return 0
-    env = EnvironmentInfo.from_hello(hello)
+    env = EnvironmentInfo.from_hello(hello.environment)
     try:
         config = BenchmarkConfig.from_json(line).validate(env)
     except ConfigError as exc:
         fields = {p.field for p in exc.problems}
         sink.event(
-            {
-                "type": protocol.ERROR,
-                "kind": "device_unavailable" if fields == {"device"} else "bad_config",
-                "message": "; ".join(str(p) for p in exc.problems),
-                "problems": [{"field": p.field, "message": p.message} for p in exc.problems],
-            }
+            protocol.ErrorEvent(
+                kind=protocol.ErrorKind.DEVICE_UNAVAILABLE
+                if fields == {"device"}
+                else protocol.ErrorKind.BAD_CONFIG,
+                message="; ".join(str(p) for p in exc.problems),
+                problems=[{"field": p.field, "message": p.message} for p in exc.problems],
+            )
         )
-        sink.finish("failed")
+        sink.finish(protocol.RunStatus.FAILED)
         return 2
 
     def read_stdin() -> None:
@@ -142,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         if finished.wait(STOP_GRACE_S):
             return
         # the loop is stuck in a long call (a compile): report and leave now
-        sink.finish("stopped", forced=True)
+        sink.finish(protocol.RunStatus.STOPPED, forced=True)
         os._exit(0)
 
     threading.Thread(target=read_stdin, name="stdin-reader", daemon=True).start()
@@ -157,19 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     from .engine.gpu_monitor import GpuMonitor
     from .engine.runner import BenchmarkRunner
 
-    status = "failed"
+    status = protocol.RunStatus.FAILED
     monitor = None
     try:
         runner = BenchmarkRunner(config, sink, stop)
         sink.event(
-            {
-                "type": protocol.PHASE,
-                "variant": None,
-                "phase": "build",
-                "iterations": 0,
-                "device": str(runner.device),
-                "inductor_cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
-            }
+            protocol.PhaseEvent(
+                variant=None,
+                phase=protocol.Phase.BUILD,
+                device=str(runner.device),
+                inductor_cache_dir=os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+            )
         )
         monitor = GpuMonitor.start(runner.device, sink)
         status = runner.run()
@@ -177,12 +174,11 @@ def main(argv: list[str] | None = None) -> int:
         from .engine.runner import classify_error
 
         sink.event(
-            {
-                "type": protocol.ERROR,
-                "kind": classify_error(exc),
-                "message": f"the benchmark could not run: {exc}"[:1000],
-                "traceback": traceback.format_exc()[-8000:],
-            }
+            protocol.ErrorEvent(
+                kind=classify_error(exc),
+                message=f"the benchmark could not run: {exc}"[:1000],
+                traceback=traceback.format_exc()[-8000:],
+            )
         )
     finally:
         if monitor is not None:
@@ -191,21 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         sink.finish(status)
         if cache_dir:
             shutil.rmtree(cache_dir, ignore_errors=True)
-    return 0 if status != "failed" else 3
-
-
-def describe_exit(returncode: int | None) -> str:
-    """Words for how a worker process ended (``-9`` → killed by SIGKILL)."""
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        hint = " (out of memory killer?)" if -returncode == signal.SIGKILL else ""
-        return f"killed by {name}{hint}"
-    return f"exited with code {returncode}"
+    return 0 if status != protocol.RunStatus.FAILED else 3
 
 
 if __name__ == "__main__":

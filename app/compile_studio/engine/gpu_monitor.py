@@ -79,16 +79,15 @@ class GpuMonitor:
             return
         t, variant, iteration, clock, temp, power = (list(c) for c in zip(*rows))
         self._sink.event(
-            {
-                "type": protocol.GPU_STATE,
-                "gpu": self._index,
-                "t_s": t,
-                "variant": variant,
-                "iteration": iteration,
-                "sm_clock_mhz": clock,
-                "temperature_c": temp,
-                "power_w": power,
-            }
+            protocol.GpuStateEvent(
+                gpu=self._index,
+                t_s=t,
+                variant=variant,
+                iteration=iteration,
+                sm_clock_mhz=clock,
+                temperature_c=temp,
+                power_w=power,
+            )
         )
 
     def stop(self) -> None:

@@ -31,7 +31,7 @@ TOLERANCES = {
 
 
 class EventSink(Protocol):
-    def event(self, event: dict[str, Any]) -> None: ...
+    def event(self, event: protocol.Event) -> None: ...
 
     def sample(
         self, variant: str, phase: str, iteration: int, wall_ms: float, device_ms: float | None
@@ -44,22 +44,22 @@ class Stopped(Exception):
     """Raised inside the loop when a stop was asked for."""
 
 
-def classify_error(exc: BaseException) -> str:
+def classify_error(exc: BaseException) -> protocol.ErrorKind:
     """Protocol error kind for an exception raised while running a variant."""
     if isinstance(exc, MemoryError) or "bad_alloc" in str(exc) or "MemoryError" in str(exc):
-        return "oom"
+        return protocol.ErrorKind.OOM
     oom_type = getattr(torch.cuda, "OutOfMemoryError", None)
     if oom_type is not None and isinstance(exc, oom_type):
-        return "oom"
+        return protocol.ErrorKind.OOM
     text = str(exc)
     if "out of memory" in text.lower() or "not enough memory" in text.lower() or (
         "can't allocate memory" in text.lower()
     ):
-        return "oom"
+        return protocol.ErrorKind.OOM
     mod = type(exc).__module__
     if mod.startswith(("torch._dynamo", "torch._inductor")) or "Compiler" in type(exc).__name__:
-        return "compile_failed"
-    return "internal"
+        return protocol.ErrorKind.COMPILE_FAILED
+    return protocol.ErrorKind.INTERNAL
 
 
 def _alloc_size(text: str) -> str | None:
@@ -143,8 +143,8 @@ class BenchmarkRunner:
         self._flush_buf: torch.Tensor | None = None
 
     # -- public -----------------------------------------------------------
-    def run(self) -> str:
-        """Run every variant; returns ``completed``, ``stopped`` or ``failed`` (nothing could run)."""
+    def run(self) -> protocol.RunStatus:
+        """Run every variant: ``complete``, ``stopped``, or ``failed`` (nothing could run)."""
         cfg = self.config
         self._set_precision()
         try:
@@ -153,7 +153,7 @@ class BenchmarkRunner:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             self._error(None, exc, "preparing the input and the fp64 reference")
-            return "failed"
+            return protocol.RunStatus.FAILED
         try:
             if cfg.interleave:
                 self._run_interleaved()
@@ -169,9 +169,9 @@ class BenchmarkRunner:
                         torch.cuda.empty_cache()
         except Stopped:
             self.sink.flush()
-            return "stopped"
+            return protocol.RunStatus.STOPPED
         self.sink.flush()
-        return "completed"
+        return protocol.RunStatus.COMPLETE
 
     # -- steps -------------------------------------------------------------
     def _prepare_inputs(self) -> None:
@@ -204,13 +204,13 @@ class BenchmarkRunner:
 
     def _phase(self, name: str, phase: str, planned: int) -> None:
         self.sink.event(
-            {"type": protocol.PHASE, "variant": name, "phase": phase, "iterations": planned}
+            protocol.PhaseEvent(variant=name, phase=protocol.Phase(phase), iterations=planned)
         )
 
     def _error(self, name: str | None, exc: BaseException, what: str) -> None:
         kind = classify_error(exc)
         msg = _first_line(exc)
-        if kind == "oom":
+        if kind == protocol.ErrorKind.OOM:
             size = _alloc_size(str(exc))
             est = format_bytes(self.config.estimated_memory_bytes())
             tried = f"tried to allocate {size}; " if size else ""
@@ -219,17 +219,16 @@ class BenchmarkRunner:
                 f"({tried}this model and batch need about {est}). "
                 "Use a smaller batch or model."
             )
-        elif kind == "compile_failed":
+        elif kind == protocol.ErrorKind.COMPILE_FAILED:
             msg = f"torch.compile failed for {name}: {msg}"
-        event = {
-            "type": protocol.ERROR,
-            "kind": kind,
-            "message": msg,
-            "traceback": "".join(traceback.format_exception(exc))[-8000:],
-        }
-        if name:
-            event["variant"] = name
-        self.sink.event(event)
+        self.sink.event(
+            protocol.ErrorEvent(
+                kind=kind,
+                message=msg,
+                variant=name or None,
+                traceback="".join(traceback.format_exception(exc))[-8000:],
+            )
+        )
 
     def _prepare(self, name: str) -> _Variant | None:
         """Build, compile (first call) and warm up one variant; None if it failed."""
@@ -279,16 +278,15 @@ class BenchmarkRunner:
                 if n - reasons_before.get(k, 0) > 0
             }
             self.sink.event(
-                {
-                    "type": protocol.COMPILED,
-                    "variant": name,
-                    "compile_s": first_ms / 1000.0,
-                    "first_call_ms": first_ms,
-                    "graphs": after["graphs"] - before["graphs"],
-                    "graph_breaks": after["breaks"] - before["breaks"],
-                    "break_reasons": [_short_reason(r) for r in reasons],
-                    "recompiles": 0,
-                }
+                protocol.CompiledEvent(
+                    variant=name,
+                    compile_s=first_ms / 1000.0,
+                    first_call_ms=first_ms,
+                    graphs=after["graphs"] - before["graphs"],
+                    graph_breaks=after["breaks"] - before["breaks"],
+                    break_reasons=[_short_reason(r) for r in reasons],
+                    recompiles=0,
+                )
             )
             v.compiled = True
         # warm-up: recorded, excluded from stats
@@ -392,26 +390,26 @@ class BenchmarkRunner:
         ok = bool(torch.allclose(out, ref, rtol=rtol, atol=atol)) and bool(
             torch.isfinite(out).all()
         )
-        event = {
-            "type": protocol.VARIANT_DONE,
-            "variant": v.name,
-            "status": "done",
-            "recompiles": total if v.compiled else None,
-            "recompiles_in_window": in_window if v.compiled else None,
-            "max_abs_error": max_abs if math.isfinite(max_abs) else None,
-            "max_rel_error": max_rel if math.isfinite(max_rel) else None,
-            "allclose": ok,
-            "tolerance": {"rtol": rtol, "atol": atol},
-        }
-        event.update(self._memory_report(v))
+        peak, memory_kind = self._memory_report(v)
+        event = protocol.VariantDoneEvent(
+            variant=v.name,
+            status=protocol.VariantStatus.DONE,
+            recompiles=total if v.compiled else None,
+            recompiles_in_window=in_window if v.compiled else None,
+            max_abs_error=max_abs if math.isfinite(max_abs) else None,
+            max_rel_error=max_rel if math.isfinite(max_rel) else None,
+            allclose=ok,
+            tolerance={"rtol": rtol, "atol": atol},
+            peak_memory_bytes=peak,
+            memory_kind=memory_kind,
+        )
         if v.compiled and in_window:
             self.sink.event(
-                {
-                    "type": protocol.WARNING,
-                    "variant": v.name,
-                    "message": f"{v.name} recompiled {in_window}x inside the timed window: "
+                protocol.WarningEvent(
+                    variant=v.name,
+                    message=f"{v.name} recompiled {in_window}x inside the timed window: "
                     "its samples are not steady state",
-                }
+                )
             )
         self.sink.event(event)
 
@@ -450,16 +448,11 @@ class BenchmarkRunner:
             return int(torch.cuda.memory_allocated(self.device))
         return _rss_peak_bytes()
 
-    def _memory_report(self, v: _Variant) -> dict[str, Any]:
+    def _memory_report(self, v: _Variant) -> tuple[int, str]:
+        """(peak bytes, what kind of peak it is) for one variant."""
         if self.is_cuda:
-            return {
-                "peak_memory_bytes": int(torch.cuda.max_memory_allocated(self.device)),
-                "memory_kind": "cuda_allocator_peak",
-            }
-        return {
-            "peak_memory_bytes": max(0, _rss_peak_bytes() - v.mem_before),
-            "memory_kind": "rss_peak_growth",
-        }
+            return int(torch.cuda.max_memory_allocated(self.device)), "cuda_allocator_peak"
+        return max(0, _rss_peak_bytes() - v.mem_before), "rss_peak_growth"
 
 
 def _short_reason(reason: str) -> str:

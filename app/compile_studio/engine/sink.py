@@ -23,16 +23,16 @@ class BatchingSink:
     def __init__(self, interval_s: float = BATCH_INTERVAL_S):
         self._interval = interval_s
         self._lock = threading.RLock()
-        self._batch: dict[str, Any] | None = None
+        self._batch: protocol.SamplesEvent | None = None
         self._last_flush = time.monotonic()
         self.closed = False
         #: (variant, iteration) of the latest sample, for tagging GPU state readings
         self.last_sample: tuple[str, int] | None = None
 
-    def _write(self, event: dict[str, Any]) -> None:
+    def _write(self, event: protocol.Event) -> None:
         raise NotImplementedError
 
-    def event(self, event: dict[str, Any]) -> None:
+    def event(self, event: protocol.Event) -> None:
         with self._lock:
             self._flush_batch()
             self._write(event)
@@ -45,21 +45,21 @@ class BatchingSink:
             b = self._batch
             if (
                 b is None
-                or b["variant"] != variant
-                or b["phase"] != phase
-                or b["first_iteration"] + len(b["wall_ms"]) != iteration
+                or b.variant != variant
+                or b.phase != phase
+                or b.first_iteration + len(b.wall_ms) != iteration
             ):
                 self._flush_batch()
-                b = self._batch = {
-                    "type": protocol.SAMPLES,
-                    "variant": variant,
-                    "phase": phase,
-                    "first_iteration": iteration,
-                    "wall_ms": [],
-                    "device_ms": [],
-                }
-            b["wall_ms"].append(wall_ms)
-            b["device_ms"].append(device_ms)
+                b = self._batch = protocol.SamplesEvent(
+                    variant=variant,
+                    phase=protocol.Phase(phase),
+                    first_iteration=iteration,
+                    wall_ms=[],
+                    device_ms=[],
+                )
+            b.wall_ms.append(wall_ms)
+            assert b.device_ms is not None
+            b.device_ms.append(device_ms)
             if time.monotonic() - self._last_flush >= self._interval:
                 self._flush_batch()
 
@@ -67,22 +67,22 @@ class BatchingSink:
         b = self._batch
         self._batch = None
         self._last_flush = time.monotonic()
-        if b and b["wall_ms"]:
-            if all(d is None for d in b["device_ms"]):
-                b["device_ms"] = None
+        if b and b.wall_ms:
+            if b.device_ms is not None and all(d is None for d in b.device_ms):
+                b.device_ms = None
             self._write(b)
 
     def flush(self) -> None:
         with self._lock:
             self._flush_batch()
 
-    def finish(self, status: str, **extra: Any) -> None:
+    def finish(self, status: protocol.RunStatus, **extra: Any) -> None:
         """Flush, send ``done`` once, and refuse anything after it."""
         with self._lock:
             if self.closed:
                 return
             self._flush_batch()
-            self._write({"type": protocol.DONE, "status": status, **extra})
+            self._write(protocol.DoneEvent(status=status, **extra))
             self.closed = True
 
 
@@ -91,7 +91,7 @@ class ListSink(BatchingSink):
 
     def __init__(self, interval_s: float = BATCH_INTERVAL_S):
         super().__init__(interval_s)
-        self.events: list[dict[str, Any]] = []
+        self.events: list[protocol.Event] = []
 
-    def _write(self, event: dict[str, Any]) -> None:
+    def _write(self, event: protocol.Event) -> None:
         self.events.append(event)

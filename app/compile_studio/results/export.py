@@ -79,7 +79,7 @@ def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
     lines.append("")
     lines.append("## Environment")
     lines.append("")
-    device = env.get("device") or cfg.get("device", "")
+    device = env.get("device") or (cfg.device if cfg is not None else "")
     dev_name = (env.get("device_names") or {}).get(device, "")
     for key, value in (
         ("torch", env.get("torch")),
@@ -97,7 +97,7 @@ def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
     lines += ["", "## Configuration", "", "```json"]
     import json
 
-    lines.append(json.dumps(cfg, indent=2, sort_keys=True))
+    lines.append(json.dumps(cfg.to_dict() if cfg is not None else {}, indent=2, sort_keys=True))
     lines += ["```", "", "## Results", ""]
     rows = summarize(run)
     lines.append(markdown_table(SUMMARY_HEADERS, [summary_cells(r) for r in rows]))

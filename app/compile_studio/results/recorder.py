@@ -7,137 +7,155 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, protocol
+from ..config import BenchmarkConfig
+from ..protocol import ErrorKind, RunStatus, VariantStatus
 from .run_result import RunResult, gpu_state_rows
 from .store import RunStore, RunWriter
+
+#: Run-level errors after which the run as a whole has failed.
+_RUN_FAILING_KINDS = (
+    ErrorKind.BAD_CONFIG,
+    ErrorKind.DEVICE_UNAVAILABLE,
+    ErrorKind.INTERNAL,
+    ErrorKind.OOM,
+    ErrorKind.PROTOCOL,
+)
 
 
 class RunRecorder:
     """Consumes protocol events, keeps the :class:`RunResult`, writes the run folder.
 
-    Used by the CLI and by the GUI's benchmark thread alike. ``folder`` None
+    Used by :class:`~compile_studio.session.RunSession`. ``folder`` None
     keeps the run in memory only.
     """
 
-    def __init__(self, config: dict[str, Any], folder: Path | None = None):
+    def __init__(self, config: BenchmarkConfig | dict[str, Any], folder: Path | None = None):
         now = datetime.now()
+        if not isinstance(config, BenchmarkConfig):
+            config = BenchmarkConfig.from_dict(config)
         self.run = RunResult(
             run_id=folder.name if folder else f"{now:%Y%m%d-%H%M%S}",
             created=now.isoformat(timespec="seconds"),
-            config=dict(config),
+            config=config,
             app_version=__version__,
         )
         self.writer = RunWriter(folder, self.run) if folder is not None else None
         self.finished = False
 
     @classmethod
-    def in_store(cls, store: RunStore, config: dict[str, Any], slug: str) -> RunRecorder:
-        return cls(config, store.new_run_folder(slug))
+    def in_store(
+        cls, store: RunStore, config: BenchmarkConfig | dict[str, Any], slug: str | None = None
+    ) -> RunRecorder:
+        """A recorder writing a new folder of ``store``, named after ``slug``."""
+        if not isinstance(config, BenchmarkConfig):
+            config = BenchmarkConfig.from_dict(config)
+        return cls(config, store.new_run_folder(slug or config.slug()))
 
     @property
     def folder(self) -> Path | None:
         return self.writer.folder if self.writer else None
 
-    def handle(self, event: dict[str, Any]) -> None:
+    def _save(self) -> None:
+        if self.writer:
+            self.writer.write_run_json()
+
+    def handle(self, event: protocol.Event) -> None:
         """Apply one event; writes files when the event changes them."""
-        kind = event.get("type")
         run = self.run
-        if kind == protocol.HELLO:
-            run.environment = dict(event.get("environment") or {})
-            if self.writer:
-                self.writer.write_run_json()
-        elif kind == protocol.PHASE:
-            if event.get("variant") is None:
-                for key in ("device", "inductor_cache_dir"):
-                    if event.get(key):
-                        run.environment[key] = event[key]
-                if self.writer:
-                    self.writer.write_run_json()
+        if isinstance(event, protocol.HelloEvent):
+            run.environment = dict(event.environment)
+            self._save()
+        elif isinstance(event, protocol.PhaseEvent):
+            if event.variant is None:
+                if event.device:
+                    run.environment["device"] = event.device
+                if event.inductor_cache_dir:
+                    run.environment["inductor_cache_dir"] = event.inductor_cache_dir
+                self._save()
                 return
-            v = run.variant(event["variant"])
-            if v.status == "pending":
-                v.status = "running"
-        elif kind == protocol.SAMPLES:
-            v = run.variant(event["variant"])
-            v.samples.extend(
-                int(event["first_iteration"]),
-                event["phase"],
-                event["wall_ms"],
-                event.get("device_ms"),
-            )
+            v = run.variant(event.variant)
+            if v.status == VariantStatus.PENDING:
+                v.status = VariantStatus.RUNNING
+        elif isinstance(event, protocol.SamplesEvent):
+            v = run.variant(event.variant)
+            v.samples.extend(event.first_iteration, event.phase, event.wall_ms, event.device_ms)
             if self.writer:
                 self.writer.append_samples(
-                    v.name,
-                    int(event["first_iteration"]),
-                    event["phase"],
-                    event["wall_ms"],
-                    event.get("device_ms"),
+                    v.name, event.first_iteration, event.phase, event.wall_ms, event.device_ms
                 )
-        elif kind == protocol.COMPILED:
-            run.variant(event["variant"]).apply_compiled(event)
-            if self.writer:
-                self.writer.write_run_json()
-        elif kind == protocol.VARIANT_DONE:
-            run.variant(event["variant"]).apply_done(event)
-            if self.writer:
-                self.writer.write_run_json()
-        elif kind == protocol.GPU_STATE:
+        elif isinstance(event, protocol.CompiledEvent):
+            run.variant(event.variant).apply_compiled(event)
+            self._save()
+        elif isinstance(event, protocol.VariantDoneEvent):
+            run.variant(event.variant).apply_done(event)
+            self._save()
+        elif isinstance(event, protocol.GpuStateEvent):
             rows = gpu_state_rows(event)
             run.gpu_state.extend(rows)
             if self.writer:
                 self.writer.append_gpu_state(rows)
-        elif kind == protocol.WARNING:
-            if event.get("variant"):
-                run.variant(event["variant"]).warnings.append(event.get("message", ""))
-        elif kind == protocol.ERROR:
-            name = event.get("variant")
-            if name:
-                v = run.variant(name)
-                v.status = "failed"
-                v.error = event.get("message")
-                v.error_kind = event.get("kind")
+        elif isinstance(event, protocol.WarningEvent):
+            if event.variant:
+                run.variant(event.variant).warnings.append(event.message)
+        elif isinstance(event, protocol.ErrorEvent):
+            if event.variant:
+                v = run.variant(event.variant)
+                v.status = VariantStatus.FAILED
+                v.error = event.message
+                v.error_kind = event.kind
             else:
-                run.message = event.get("message", "")
-                if event.get("kind") in ("bad_config", "device_unavailable", "internal", "oom"):
-                    run.status = "failed"
-            if self.writer:
-                self.writer.write_run_json()
-        elif kind == protocol.DONE:
-            status = event.get("status", "complete")
-            if run.status != "failed":
-                run.status = "stopped" if status == "stopped" else "complete"
+                run.message = event.message
+                if event.kind in _RUN_FAILING_KINDS:
+                    run.status = RunStatus.FAILED
+            self._save()
+        elif isinstance(event, protocol.DoneEvent):
+            if run.status != RunStatus.FAILED:
+                run.status = (
+                    RunStatus.STOPPED if event.status == RunStatus.STOPPED else RunStatus.COMPLETE
+                )
             self.finish()
+
+    def _end(self, status: RunStatus, message: str, variant_status: VariantStatus) -> None:
+        self.run.status = status
+        self.run.message = message
+        for v in self.run.variants.values():
+            if v.status in (VariantStatus.RUNNING, VariantStatus.PENDING):
+                v.status = variant_status
+                if variant_status == VariantStatus.FAILED:
+                    v.error = v.error or message
+                    v.error_kind = v.error_kind or ErrorKind.CRASHED
+        self.finish()
 
     def fail(self, message: str) -> None:
         """The worker ended without ``done`` (crash, killed): keep what arrived."""
-        if self.finished:
-            return
-        self.run.status = "failed"
-        self.run.message = message
-        for v in self.run.variants.values():
-            if v.status in ("running", "pending"):
-                v.status = "failed"
-                v.error = v.error or message
-                v.error_kind = v.error_kind or "crashed"
-        self.finish()
+        if not self.finished:
+            self._end(RunStatus.FAILED, message, VariantStatus.FAILED)
 
     def stop(self, message: str = "stopped by the user") -> None:
         """Mark a run that was stopped before the worker said ``done``."""
-        if self.finished:
+        if not self.finished:
+            self._end(RunStatus.STOPPED, message, VariantStatus.STOPPED)
+
+    def cut_short(self, message: str) -> None:
+        """A stopped run whose supervisor went away is ``incomplete``, saying why.
+
+        A run that completed or failed on its own before that keeps its status.
+        """
+        run = self.run
+        if run.status not in (RunStatus.STOPPED, RunStatus.INCOMPLETE):
             return
-        self.run.status = "stopped"
-        self.run.message = message
-        for v in self.run.variants.values():
-            if v.status in ("running", "pending"):
-                v.status = "stopped"
-        self.finish()
+        run.status = RunStatus.INCOMPLETE
+        run.message = message
+        if self.finished:
+            self._save()
 
     def finish(self) -> None:
         if self.finished:
             return
         self.finished = True
-        if self.run.status == "stopped":
+        if self.run.status == RunStatus.STOPPED:
             for v in self.run.variants.values():
-                if v.status == "running":
-                    v.status = "stopped"
+                if v.status == VariantStatus.RUNNING:
+                    v.status = VariantStatus.STOPPED
         if self.writer:
             self.writer.finish()

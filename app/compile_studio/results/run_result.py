@@ -8,29 +8,55 @@ from typing import Any
 
 import numpy as np
 
-from ..config import BenchmarkConfig
+from ..config import BenchmarkConfig, ConfigError
+from ..protocol import (
+    CompiledEvent,
+    GpuStateEvent,
+    RunStatus,
+    VariantDoneEvent,
+    VariantStatus,
+)
 from .stats import LatencyStats, bootstrap_speedup_interval, break_even_calls, latency_stats
 
+#: Version of the run files (run.json, samples.csv, summary.csv, gpu_state.csv).
+#: Whoever adds a field bumps it; the loader reads every older version.
 SCHEMA_VERSION = 1
 
 GPU_STATE_COLUMNS = ["t_s", "gpu", "variant", "iteration", "sm_clock_mhz", "temperature_c", "power_w"]
 
 
-def gpu_state_rows(event: dict[str, Any]) -> list[dict[str, Any]]:
+def gpu_state_rows(event: GpuStateEvent) -> list[dict[str, Any]]:
     """The readings of one ``gpu_state`` event, one dict per reading."""
-    n = len(event.get("t_s") or [])
+    n = len(event.t_s or [])
     rows = []
     for i in range(n):
-        row: dict[str, Any] = {"gpu": event.get("gpu")}
+        row: dict[str, Any] = {"gpu": event.gpu}
         for col in GPU_STATE_COLUMNS:
             if col != "gpu":
-                values = event.get(col) or [None] * n
+                values = getattr(event, col) or [None] * n
                 row[col] = values[i] if i < len(values) else None
         rows.append(row)
     return rows
 
-RUN_STATUSES = ("incomplete", "complete", "stopped", "failed")
-VARIANT_STATUSES = ("pending", "running", "done", "failed", "stopped")
+
+def config_from_saved(data: object) -> BenchmarkConfig | None:
+    """The config stored in a run file; fields that do not fit are left at their defaults.
+
+    An empty or missing config (a run read from a bare samples CSV) is None.
+    """
+    if not isinstance(data, dict) or not data:
+        return None
+    try:
+        return BenchmarkConfig.from_dict(data)
+    except ConfigError:
+        usable = {}
+        for key, value in data.items():
+            try:
+                BenchmarkConfig.from_dict({key: value})
+            except ConfigError:
+                continue
+            usable[key] = value
+        return BenchmarkConfig.from_dict(usable)
 
 
 @dataclass
@@ -76,7 +102,7 @@ class VariantResult:
     """One variant (eager, or one compile mode/backend) of a run."""
 
     name: str
-    status: str = "pending"
+    status: VariantStatus = VariantStatus.PENDING
     compile_s: float | None = None
     first_call_ms: float | None = None
     graphs: int | None = None
@@ -107,27 +133,23 @@ class VariantResult:
         d.pop("samples")
         return d
 
-    def apply_compiled(self, event: dict[str, Any]) -> None:
-        self.compile_s = event.get("compile_s")
-        self.first_call_ms = event.get("first_call_ms")
-        self.graphs = event.get("graphs")
-        self.graph_breaks = event.get("graph_breaks")
-        self.break_reasons = list(event.get("break_reasons") or [])
-        self.recompiles = event.get("recompiles")
+    def apply_compiled(self, event: CompiledEvent) -> None:
+        self.compile_s = event.compile_s
+        self.first_call_ms = event.first_call_ms
+        self.graphs = event.graphs
+        self.graph_breaks = event.graph_breaks
+        self.break_reasons = list(event.break_reasons)
+        self.recompiles = event.recompiles
 
-    def apply_done(self, event: dict[str, Any]) -> None:
-        for key in (
-            "recompiles",
-            "recompiles_in_window",
-            "peak_memory_bytes",
-            "memory_kind",
-            "max_abs_error",
-            "max_rel_error",
-            "allclose",
-        ):
-            if key in event:
-                setattr(self, key, event[key])
-        self.status = event.get("status", "done")
+    def apply_done(self, event: VariantDoneEvent) -> None:
+        self.recompiles = event.recompiles
+        self.recompiles_in_window = event.recompiles_in_window
+        self.peak_memory_bytes = event.peak_memory_bytes
+        self.memory_kind = event.memory_kind
+        self.max_abs_error = event.max_abs_error
+        self.max_rel_error = event.max_rel_error
+        self.allclose = event.allclose
+        self.status = event.status
 
 
 @dataclass
@@ -136,9 +158,10 @@ class RunResult:
 
     run_id: str
     created: str
-    config: dict[str, Any]
+    #: None for a run read from a bare samples CSV (its config is unknown)
+    config: BenchmarkConfig | None
     environment: dict[str, Any] = field(default_factory=dict)
-    status: str = "incomplete"
+    status: RunStatus = RunStatus.INCOMPLETE
     message: str = ""
     app_version: str = ""
     schema_version: int = SCHEMA_VERSION
@@ -169,11 +192,18 @@ class RunResult:
                 best = s if best is None else max(best, s)
         return best
 
+    @property
+    def label(self) -> str:
+        """The user's name for the run ('' when none)."""
+        return self.config.label.strip() if self.config is not None else ""
+
     def title(self) -> str:
         c = self.config
+        if c is None:
+            return f"samples only · {self.environment.get('device', '?')}"
         return (
-            f"MLP {c.get('layers', '?')} · batch {c.get('batch_size', '?')} · "
-            f"{c.get('dtype', '?')} · {self.environment.get('device', c.get('device', '?'))}"
+            f"MLP {c.layers} · batch {c.batch_size} · "
+            f"{c.dtype} · {self.environment.get('device', c.device)}"
         )
 
 
@@ -216,10 +246,12 @@ class SummaryRow:
         return asdict(self)
 
 
-def _flops_per_call(config: dict[str, Any]) -> int | None:
+def _flops_per_call(config: BenchmarkConfig | None) -> int | None:
+    if config is None:
+        return None
     try:
-        return BenchmarkConfig.from_dict(config).flops_per_call()
-    except (ValueError, TypeError):
+        return config.flops_per_call()
+    except ValueError:
         return None
 
 
@@ -228,7 +260,7 @@ def summarize(run: RunResult) -> list[SummaryRow]:
     base = run.baseline
     base_ms = base.samples.measured_wall_ms() if base is not None else np.array([])
     base_stats = latency_stats(base_ms) if base_ms.size else None
-    batch = run.config.get("batch_size")
+    batch = run.config.batch_size if run.config is not None else None
     flops = _flops_per_call(run.config)
     rows = []
     for v in run.variants.values():

@@ -21,12 +21,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..protocol import RunStatus, VariantStatus
 from .run_result import (
     GPU_STATE_COLUMNS,
     SCHEMA_VERSION,
     RunResult,
     SummaryRow,
     VariantResult,
+    config_from_saved,
     summarize,
 )
 
@@ -102,7 +104,7 @@ def run_to_json(run: RunResult) -> str:
         "created": run.created,
         "status": run.status,
         "message": run.message,
-        "config": run.config,
+        "config": run.config.to_dict() if run.config is not None else {},
         "environment": run.environment,
         "variants": variants,
         "summary": [r.to_dict() for r in summarize(run)],
@@ -304,9 +306,9 @@ def load_run(path: str | Path) -> RunResult:
         run = RunResult(
             run_id=str(doc.get("run_id", folder.name)),
             created=str(doc.get("created", "")),
-            config=dict(doc["config"]),
+            config=config_from_saved(doc["config"]),
             environment=dict(doc.get("environment") or {}),
-            status=str(doc.get("status", "incomplete")),
+            status=RunStatus.parse(doc.get("status"), RunStatus.INCOMPLETE),
             message=str(doc.get("message", "")),
             app_version=str(doc.get("app_version", "")),
             schema_version=int(doc.get("schema_version", SCHEMA_VERSION)),
@@ -314,7 +316,9 @@ def load_run(path: str | Path) -> RunResult:
         for name, meta in dict(doc["variants"]).items():
             v = run.variant(name)
             for key, value in dict(meta).items():
-                if key in _VARIANT_FIELDS:
+                if key == "status":
+                    v.status = VariantStatus.parse(value, VariantStatus.FAILED)
+                elif key in _VARIANT_FIELDS:
                     setattr(v, key, value)
     except (TypeError, ValueError, AttributeError) as exc:
         raise RunDamaged(f"{run_json.name} has unexpected content ({exc})") from None
@@ -334,13 +338,13 @@ def _load_bare_samples(path: Path) -> RunResult:
     run = RunResult(
         run_id=path.stem if path.name != SAMPLES_CSV else path.parent.name,
         created=datetime.fromtimestamp(path.stat().st_mtime).isoformat(timespec="seconds"),
-        config={},
-        status="complete",
+        config=None,
+        status=RunStatus.COMPLETE,
         message=f"samples only, from {path.name}",
     )
     read_samples_csv(path, run)
     for v in run.variants.values():
-        v.status = "done"
+        v.status = VariantStatus.DONE
     if not run.variants:
         raise RunDamaged(f"{path.name} holds no samples")
     return run

@@ -1,0 +1,257 @@
+"""One benchmark run, supervised: the worker, the recorder, progress and the outcome.
+
+:class:`RunSession` is the one place a run is driven from, for the window
+(through ``gui.benchmark_thread``, which relays its events as Qt signals) and
+the CLI alike. It has no Qt and no torch: it starts the worker through a
+:class:`~compile_studio.supervisor.WorkerLauncher`, checks its protocol
+version, feeds every event to a :class:`~compile_studio.results.recorder.RunRecorder`
+(the run folder) and to :class:`Progress`, and decides how the run ended.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import protocol
+from .config import BenchmarkConfig, ConfigProblem
+from .protocol import ErrorKind, RunStatus, VariantStatus
+from .results.recorder import RunRecorder
+from .results.run_result import RunResult
+from .results.store import RunStore
+from .supervisor import WorkerLauncher, WorkerProcess
+
+STOPPED_BY_USER = "stopped by the user"
+
+
+class Progress:
+    """How far a run is: calls done of those planned, the phase, and an ETA.
+
+    Updated from the session's thread, read from any (plain attributes).
+    Compile time is excluded from the rate the ETA is based on: a compile is
+    shown as elapsed seconds instead.
+    """
+
+    def __init__(self, config: BenchmarkConfig, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self.total = len(config.variants) * (config.iterations + config.warmup)
+        self.done = 0
+        self.variant = ""
+        self.phase = "starting"
+        self.started = clock()
+        self.phase_started = self.started
+        self.compile_spent_s = 0.0
+        self.compiling_since: float | None = None
+
+    def update(self, event: protocol.Event) -> None:
+        now = self._clock()
+        if isinstance(event, protocol.PhaseEvent) and event.variant:
+            if self.compiling_since is not None:
+                self.compile_spent_s += now - self.compiling_since
+                self.compiling_since = None
+            self.variant = event.variant
+            self.phase = str(event.phase)
+            self.phase_started = now
+            if event.phase == protocol.Phase.COMPILE:
+                self.compiling_since = now
+        elif isinstance(event, protocol.SamplesEvent):
+            self.done += len(event.wall_ms)
+
+    def fraction(self) -> float:
+        return min(1.0, self.done / self.total) if self.total else 0.0
+
+    def compile_elapsed_s(self) -> float | None:
+        """Seconds into the compile going on now; None when not compiling."""
+        since = self.compiling_since
+        return None if since is None else self._clock() - since
+
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate of the calls so far (compiles excluded); None if unknown."""
+        if self.done <= 0:
+            return None
+        now = self._clock()
+        elapsed = now - self.started - self.compile_spent_s
+        since = self.compiling_since
+        if since is not None:
+            elapsed -= now - since
+        rate = self.done / max(elapsed, 1e-6)
+        return max(0, self.total - self.done) / rate
+
+
+@dataclass
+class RunOutcome:
+    """How a session ended and what it kept."""
+
+    run: RunResult
+    folder: Path | None
+    #: the worker refused the configuration: what is wrong with it
+    config_problems: list[ConfigProblem] | None = None
+    #: the last lines the worker wrote to stderr (shown after a crash)
+    stderr_tail: list[str] = field(default_factory=list)
+    stop_requested: bool = False
+
+    @property
+    def status(self) -> RunStatus:
+        return RunStatus.parse(self.run.status, RunStatus.INCOMPLETE)
+
+    @property
+    def any_failed(self) -> bool:
+        return self.status == RunStatus.FAILED or any(
+            v.status == VariantStatus.FAILED for v in self.run.variants.values()
+        )
+
+
+class RunSession:
+    """Drives one benchmark run from start to outcome (no Qt, no torch).
+
+    ``on_event`` receives every protocol event, in order, from the thread
+    that calls :meth:`run` — and the session's own ``error`` events (a crashed
+    worker, a protocol mismatch, an unwritable folder). ``on_log`` receives
+    the worker's stderr lines from a reader thread. The run folder is created
+    at construction (so its name is the run id from the start); that raises
+    OSError when the store cannot be written.
+    """
+
+    def __init__(
+        self,
+        config: BenchmarkConfig,
+        store: RunStore | None = None,
+        launcher: WorkerLauncher | None = None,
+        on_event: Callable[[protocol.Event], None] | None = None,
+        on_log: Callable[[str], None] | None = None,
+    ):
+        self.config = config
+        self.folder: Path | None = (
+            store.new_run_folder(config.slug()) if store is not None else None
+        )
+        self.run_id = self.folder.name if self.folder is not None else ""
+        self.launcher = launcher or WorkerLauncher.local()
+        self.progress = Progress(config)
+        self.on_event = on_event
+        self.on_log = on_log
+        self.recorder: RunRecorder | None = None
+        self.outcome: RunOutcome | None = None
+        self.worker_pid: int | None = None
+        self._worker: WorkerProcess | None = None
+        self._worker_ready = threading.Event()
+        self._stop_requested = threading.Event()
+        self._stop_message = STOPPED_BY_USER
+        self._cut_short_message: str | None = None
+        self._stopper: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    # -- control (any thread) ---------------------------------------------------------------
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested.is_set()
+
+    def request_stop(self, message: str = STOPPED_BY_USER) -> None:
+        """Stop the run (recorded as ``stopped`` with ``message``); returns at once.
+
+        The worker gets ``stop``, then SIGTERM, then SIGKILL of its process
+        group, from a background thread; it is always reaped.
+        """
+        with self._lock:
+            if self._stop_requested.is_set():
+                return
+            self._stop_message = message
+            self._stop_requested.set()
+            worker = self._worker if self._worker_ready.is_set() else None
+        if worker is not None:
+            self._start_stopper(worker)
+
+    def cut_short(self, message: str) -> None:
+        """End the run because its supervisor goes away: left ``incomplete``, saying why."""
+        self._cut_short_message = message
+        self.request_stop(message)
+
+    def _start_stopper(self, worker: WorkerProcess) -> None:
+        self._stopper = threading.Thread(target=worker.stop, name="compile-studio-stop", daemon=True)
+        self._stopper.start()
+
+    # -- the run ---------------------------------------------------------------------------
+    def _emit(self, event: protocol.Event) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _session_error(self, kind: ErrorKind, message: str) -> None:
+        self._emit(protocol.ErrorEvent(kind=kind, message=message))
+
+    def run(self) -> RunOutcome:
+        """Run the benchmark to its end (blocking) and return how it ended."""
+        try:
+            recorder = RunRecorder(self.config, self.folder)
+        except OSError as exc:
+            recorder = RunRecorder(self.config, None)
+            self._session_error(ErrorKind.INTERNAL, f"cannot write the run folder: {exc}")
+        if self.run_id:
+            recorder.run.run_id = self.run_id
+        self.recorder = recorder
+        problems: list[ConfigProblem] | None = None
+        worker: WorkerProcess | None = None
+        saw_done = False
+        refused = False
+        try:
+            worker = WorkerProcess(on_log=self.on_log, launcher=self.launcher)
+            self.worker_pid = worker.pid
+            with self._lock:
+                self._worker = worker
+                self._worker_ready.set()
+                stop_now = self._stop_requested.is_set()
+            if stop_now:
+                self._start_stopper(worker)
+            else:
+                worker.send_config(self.config.to_dict())
+            for event in worker.events():
+                if isinstance(event, protocol.HelloEvent):
+                    try:
+                        protocol.check_hello(event)
+                    except protocol.ProtocolMismatch as exc:
+                        refused = True
+                        self._session_error(ErrorKind.PROTOCOL, str(exc))
+                        recorder.fail(str(exc))
+                        break
+                elif isinstance(event, protocol.DoneEvent):
+                    saw_done = True
+                elif isinstance(event, protocol.ErrorEvent) and event.is_config_error:
+                    problems = [
+                        ConfigProblem(p.get("field", "config"), p.get("message", ""))
+                        for p in event.problems or []
+                    ] or [ConfigProblem("config", event.message)]
+                recorder.handle(event)
+                self.progress.update(event)
+                self._emit(event)
+        except OSError as exc:
+            message = f"cannot start the worker process: {exc}"
+            self._session_error(ErrorKind.INTERNAL, message)
+            recorder.fail(message)
+        except Exception as exc:  # noqa: BLE001 - reported; the run keeps what it has
+            message = f"{type(exc).__name__}: {exc}"
+            self._session_error(ErrorKind.INTERNAL, message)
+            recorder.fail(message)
+        finally:
+            if worker is not None:
+                if self._stopper is not None:
+                    self._stopper.join()
+                worker.stop()
+                if not saw_done and not refused:
+                    if self._stop_requested.is_set():
+                        recorder.stop(self._stop_message)
+                    else:
+                        message = f"the worker process died ({worker.exit_description()})"
+                        self._session_error(ErrorKind.CRASHED, message)
+                        recorder.fail(message)
+            if self._cut_short_message is not None:
+                recorder.cut_short(self._cut_short_message)
+            recorder.finish()
+        self.outcome = RunOutcome(
+            run=recorder.run,
+            folder=recorder.folder,
+            config_problems=problems,
+            stderr_tail=list(worker.stderr_tail[-10:]) if worker is not None else [],
+            stop_requested=self._stop_requested.is_set(),
+        )
+        return self.outcome

@@ -1,0 +1,165 @@
+"""The run session: one way to drive a run, for the CLI and the window alike."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from compile_studio import cli, protocol
+from compile_studio.config import BenchmarkConfig
+from compile_studio.results import RunStore
+from compile_studio.session import Progress, RunSession
+from compile_studio.supervisor import ProbeFailed, WorkerLauncher, probe_environment
+
+
+def fake_worker(tmp_path: Path, version: int) -> WorkerLauncher:
+    """A worker stand-in that says hello with ``version`` and then waits for stdin."""
+    script = tmp_path / "other_worker.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import json, sys
+            print(json.dumps({{"type": "hello", "protocol": {version}, "app_version": "9.9",
+                              "pid": 1, "environment": {{"devices": ["cpu"]}}}}), flush=True)
+            for line in sys.stdin:
+                if line.strip() == "stop":
+                    break
+            """
+        )
+    )
+    return WorkerLauncher(command=(sys.executable, str(script)))
+
+
+def test_a_worker_of_another_protocol_version_is_refused(tmp_path, tiny_config):
+    launcher = fake_worker(tmp_path, protocol.PROTOCOL_VERSION + 7)
+    errors: list[protocol.ErrorEvent] = []
+    session = RunSession(
+        BenchmarkConfig.from_dict(tiny_config),
+        RunStore(tmp_path / "runs"),
+        launcher=launcher,
+        on_event=lambda e: errors.append(e) if isinstance(e, protocol.ErrorEvent) else None,
+    )
+    outcome = session.run()
+    assert outcome.status == protocol.RunStatus.FAILED
+    words = f"protocol version {protocol.PROTOCOL_VERSION + 7}"
+    ours = f"version {protocol.PROTOCOL_VERSION}"
+    assert words in outcome.run.message and ours in outcome.run.message
+    assert [e.kind for e in errors] == [protocol.ErrorKind.PROTOCOL]
+    # the folder says so too
+    doc = json.loads((outcome.folder / "run.json").read_text())
+    assert doc["status"] == "failed" and words in doc["message"]
+    # and the environment probe refuses it the same way
+    with pytest.raises(protocol.ProtocolMismatch, match=words):
+        probe_environment(launcher, timeout_s=30)
+
+
+def test_a_worker_that_says_nothing_fails_the_probe_with_how_it_ended(tmp_path):
+    script = tmp_path / "silent.py"
+    script.write_text("import sys\nsys.stderr.write('no torch here\\n')\nsys.exit(4)\n")
+    with pytest.raises(ProbeFailed, match="exited with code 4: no torch here"):
+        probe_environment(WorkerLauncher(command=(sys.executable, str(script))), timeout_s=30)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_progress_eta_leaves_compile_time_out():
+    clock = FakeClock()
+    config = BenchmarkConfig(variants=["eager", "default"], iterations=90, warmup=10)
+    p = Progress(config, clock=clock)
+    assert p.total == 200 and p.eta_s() is None
+    p.update(protocol.PhaseEvent(variant="eager", phase=protocol.Phase.MEASURE, iterations=90))
+    clock.t += 10
+    p.update(protocol.SamplesEvent("eager", protocol.Phase.MEASURE, 0, [1.0] * 100))
+    assert p.fraction() == 0.5
+    assert p.eta_s() == pytest.approx(10.0)
+    p.update(protocol.PhaseEvent(variant="default", phase=protocol.Phase.COMPILE, iterations=1))
+    clock.t += 30  # a 30 s compile does not slow the estimated rate
+    assert p.compile_elapsed_s() == pytest.approx(30.0)
+    assert p.eta_s() == pytest.approx(10.0)
+    p.update(protocol.PhaseEvent(variant="default", phase=protocol.Phase.WARMUP, iterations=10))
+    assert p.compile_elapsed_s() is None and p.compile_spent_s == pytest.approx(30.0)
+    assert p.eta_s() == pytest.approx(10.0)
+
+
+# -- the same run through the CLI and through the window -----------------------------------
+
+#: run.json keys and summary columns that hold timings, ids or the machine's state
+_TIMING_KEYS = {
+    "created", "run_id", "stats", "compile_s", "first_call_ms", "peak_memory_bytes",
+    "max_abs_error", "max_rel_error", "median_ms", "mean_ms", "p5_ms", "p95_ms", "iqr_pct",
+    "speedup", "speedup_lo", "speedup_hi", "break_even_calls", "throughput_per_s", "tflops",
+    "noisy", "pid", "inductor_cache_dir", "device_memory",
+}
+
+
+def _without_timings(value):
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if k not in _TIMING_KEYS}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+def _folder_shape(folder: Path) -> dict:
+    """What a run folder holds, timings and ids left out."""
+    doc = json.loads((folder / "run.json").read_text())
+    with open(folder / "samples.csv", newline="") as fh:
+        samples = [(r["variant"], r["iteration"], r["phase"]) for r in csv.DictReader(fh)]
+    with open(folder / "summary.csv", newline="") as fh:
+        reader = csv.DictReader(fh)
+        summary = [_without_timings(dict(r)) for r in reader]
+    return {
+        "files": sorted(p.name for p in folder.iterdir()),
+        "run.json": _without_timings(doc),
+        "samples": samples,
+        "summary": summary,
+    }
+
+
+def test_cli_and_window_drive_the_same_session_and_write_the_same_folder(
+    qtbot, tmp_path, tiny_config, monkeypatch
+):
+    from compile_studio.gui.benchmark_thread import BenchmarkThread
+
+    sessions: list[RunSession] = []
+    original = RunSession.run
+
+    def spy(self: RunSession):
+        sessions.append(self)
+        return original(self)
+
+    monkeypatch.setattr(RunSession, "run", spy)
+    tiny_config["label"] = "same run"
+    config = BenchmarkConfig.from_dict(tiny_config)
+
+    cli_store = tmp_path / "cli"
+    args = ["run", "--out", str(cli_store), "--quiet", "--config", str(tmp_path / "c.json")]
+    (tmp_path / "c.json").write_text(config.to_json())
+    assert cli.main(args) == cli.EXIT_OK
+
+    thread = BenchmarkThread(config, RunStore(tmp_path / "gui"))
+    with qtbot.waitSignal(thread.finished_run, timeout=120_000):
+        thread.start()
+    assert thread.wait(10_000)
+
+    assert len(sessions) == 2 and all(type(s) is RunSession for s in sessions)
+    cli_folder = next(cli_store.iterdir())
+    gui_folder = thread.folder
+    assert cli_folder != gui_folder
+    cli_shape, gui_shape = _folder_shape(cli_folder), _folder_shape(gui_folder)
+    assert cli_shape["run.json"]["status"] == "complete"
+    assert len(cli_shape["samples"]) == 2 * (tiny_config["iterations"] + tiny_config["warmup"])
+    for key in cli_shape["run.json"].keys() | gui_shape["run.json"].keys():
+        assert cli_shape["run.json"].get(key) == gui_shape["run.json"].get(key), key
+    assert cli_shape == gui_shape
