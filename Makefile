@@ -49,8 +49,15 @@ run: setup
 test: setup
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
+# ruff (style, imports), lint-imports (the layer contracts in pyproject.toml), mypy (types):
+# all three run, and lint fails if any of them does.
+LINT_PATHS := app tests bench docs packaging/render_icons.py packaging/compile_studio_launcher.py
 lint: setup
-	$(BIN)/ruff check app tests bench docs packaging/render_icons.py packaging/compile_studio_launcher.py
+	@status=0; \
+	echo "== ruff"; $(BIN)/ruff check $(LINT_PATHS) || status=1; \
+	echo "== lint-imports"; PYTHONPATH=app $(BIN)/lint-imports --no-logo || status=1; \
+	echo "== mypy"; $(BIN)/mypy || status=1; \
+	exit $$status
 
 self-test: setup
 	$(BIN)/python -m compile_studio --self-test

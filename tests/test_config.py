@@ -73,6 +73,31 @@ def test_negative_warmup():
     assert "negative" in problems_of(warmup=-1)["warmup"]
 
 
+def test_rounds_and_seed_bounds_are_those_the_form_offers():
+    assert problems_of(rounds=0)["rounds"] == "must be at least 1"
+    assert problems_of(rounds=1001, iterations=5000)["rounds"] == "must be at most 1,000"
+    assert problems_of(rounds=300, iterations=200)["rounds"] == "at most one round per iteration (200)"
+    assert problems_of(seed=-1)["seed"] == "cannot be negative"
+    assert problems_of(seed=2**31)["seed"] == "must be at most 2,147,483,647"
+
+
+def test_choice_messages():
+    p = problems_of(activation="swish", timer="stopwatch", compile_cache="lukewarm")
+    assert p["activation"] == "must be one of gelu, relu, silu, tanh, none"
+    assert p["timer"] == "must be one of auto, host, cuda_events"
+    assert p["compile_cache"] == "must be warm or cold"
+    assert problems_of(device="gpu0")["device"] == "must be auto, cpu, mps, cuda or cuda:N"
+
+
+def test_wrongly_typed_values_are_problems_not_crashes():
+    p = problems_of(CPU_ONLY, batch_size="256", warmup=None, variants="eager")
+    assert p == {
+        "batch_size": "must be a whole number, got '256'",
+        "warmup": "must be a whole number, got None",
+        "variants": "must be a list of names, got 'eager'",
+    }
+
+
 def test_reduce_overhead_needs_warmup():
     msg = problems_of(variants=["eager", "reduce-overhead"], warmup=1)["warmup"]
     assert "reduce-overhead" in msg and "3" in msg

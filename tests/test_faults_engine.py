@@ -64,7 +64,7 @@ def test_oom_in_one_variant_keeps_the_others(tmp_path, tiny_config):
     Each model is 128 MiB (4096² fp32, two layers); the limit leaves room for
     two of them (and for the fp64 reference, built and freed before).
     """
-    tiny_config.update(layers="4096,4096,4096", batch_size=8, interleave=True,
+    tiny_config.update(layers="4096,4096,4096", batch_size=8, rounds=2,
                        variants=["eager", "aot_eager", "default"], iterations=6, warmup=1)
     env = dict(os.environ, COMPILE_STUDIO_WORKER_MEMORY_LIMIT=str(420 << 20))
     outcome, errors = run_config(tiny_config, RunStore(tmp_path), env)

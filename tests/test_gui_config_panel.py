@@ -77,8 +77,7 @@ def test_config_round_trips_through_the_form(qtbot):
         iterations=1234,
         warmup=7,
         timer="host",
-        interleave=True,
-        interleave_block=5,
+        rounds=7,
         seed=42,
         compile_cache="cold",
         cold_l2=True,
@@ -161,3 +160,24 @@ def test_spin_boxes_carry_units(qtbot):
     assert panel.batch_spin.suffix().strip() == "samples"
     assert panel.iterations_spin.suffix().strip() == "calls"
     assert panel.warmup_spin.suffix().strip() == "calls"
+
+
+def test_unreadable_presets_offer_just_the_default_and_say_so(qtbot, monkeypatch, caplog):
+    from compile_studio import resources_path
+
+    def missing():
+        raise resources_path.ResourceMissing("missing resource: presets.json")
+
+    monkeypatch.setattr(resources_path, "load_presets", missing)
+    panel = ConfigPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    names = [panel.preset_combo.itemText(i) for i in range(panel.preset_combo.count())]
+    assert names == ["Custom", "Default"]
+    assert panel.presets[0]["config"] == BenchmarkConfig().to_dict()
+    assert panel.preset_combo.currentText() == "Default"
+    assert "presets could not be read" in panel.preset_problem
+    note = panel.error_labels["preset"]
+    assert note.isVisible() and "missing resource: presets.json" in note.text()
+    assert "presets could not be read" in caplog.text
+    assert panel.is_valid()  # a note about the presets does not block a run

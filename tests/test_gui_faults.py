@@ -24,7 +24,14 @@ from compile_studio.gui.settings import AppSettings
 from compile_studio.results import load_run
 from compile_studio.results.recorder import RunRecorder
 from compile_studio.supervisor import probe_environment
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
+from gui_helpers import (
+    RUN_TIMEOUT_MS,
+    is_series_failed,
+    live_key,
+    open_window,
+    run_and_wait,
+    series_data,
+)
 
 LONG = {"iterations": 200_000, "variants": ["eager"]}
 
@@ -34,9 +41,9 @@ LONG = {"iterations": 200_000, "variants": ["eager"]}
 
 
 def wait_for_points(qtbot, window: MainWindow, variant: str, n: int) -> str:
-    key = f"{window._live_run_id}/{variant}"
+    key = live_key(window, variant)
     qtbot.waitUntil(
-        lambda: key in window.plots.series_keys() and len(window.plots.series_data(key)[0]) >= n,
+        lambda: key in window.plots.series_keys() and len(series_data(window.plots, key)[0]) >= n,
         timeout=RUN_TIMEOUT_MS,
     )
     return key
@@ -56,7 +63,7 @@ def worker_children() -> list[psutil.Process]:
 def assert_curves_are_the_saved_samples(window: MainWindow, run_id: str, variants: list[str]) -> None:
     saved = load_run(runs_dir() / run_id)
     for name in variants:
-        its, ms = window.plots.series_data(f"{run_id}/{name}")
+        its, ms = series_data(window.plots, f"{run_id}/{name}")
         s = saved.variants[name].samples
         assert len(s) > 0, name
         np.testing.assert_array_equal(ms, np.asarray(s.wall_ms), err_msg=name)
@@ -82,12 +89,12 @@ def test_compiler_failure_names_the_variant_and_keeps_the_others(qtbot, tiny_con
     assert failed.status == "failed"
     assert window.table_model.cell_text(i, "status").startswith("failed: ")
     assert "C++ compiler" in window.table_model.cell_text(i, "status")
-    assert window.plots.is_series_failed(f"{run.run_id}/default")
+    assert is_series_failed(window.plots, f"{run.run_id}/default")
     for name in ("eager", "aot_eager"):
         i, row = rows[name]
         assert row.status == "done" and row.median_ms and row.median_ms > 0
         assert window.table_model.cell_text(i, "median ms") not in ("", "–")
-        its, _ = window.plots.series_data(f"{run.run_id}/{name}")
+        its, _ = series_data(window.plots, f"{run.run_id}/{name}")
         assert len(its) == config.iterations + config.warmup
     assert_curves_are_the_saved_samples(window, run.run_id, ["eager", "aot_eager"])
     assert window.run_button.isEnabled()
@@ -97,7 +104,7 @@ def test_out_of_memory_says_so_with_the_size_and_keeps_the_others(qtbot, tiny_co
     monkeypatch.setenv("COMPILE_STUDIO_WORKER_MEMORY_LIMIT", str(420 << 20))
     window = open_window(qtbot)
     config = BenchmarkConfig(
-        **{**tiny_config, "layers": "4096,4096,4096", "batch_size": 8, "interleave": True,
+        **{**tiny_config, "layers": "4096,4096,4096", "batch_size": 8, "rounds": 2,
            "variants": ["eager", "aot_eager", "default"], "iterations": 6, "warmup": 1}
     )
     run = run_and_wait(qtbot, window, config)
@@ -115,7 +122,7 @@ def test_out_of_memory_says_so_with_the_size_and_keeps_the_others(qtbot, tiny_co
 def test_worker_killed_keeps_every_sample_and_the_next_run_works(qtbot, tiny_config):
     window = open_window(qtbot)
     window.start_run(BenchmarkConfig(**{**tiny_config, **LONG}))
-    thread = window._thread
+    thread = window.live.thread
     run_id = thread.run_id
     wait_for_points(qtbot, window, "eager", 30)
     with qtbot.waitSignal(window.run_finished, timeout=10_000) as blocker:
@@ -123,7 +130,7 @@ def test_worker_killed_keeps_every_sample_and_the_next_run_works(qtbot, tiny_con
     run = blocker.args[0]
     assert "the worker process died (killed by SIGKILL" in window.error_text
     # every sample that reached the window is on screen and on disk
-    assert len(window.plots.series_data(f"{run_id}/eager")[0]) == len(run.variants["eager"].samples)
+    assert len(series_data(window.plots, f"{run_id}/eager")[0]) == len(run.variants["eager"].samples)
     assert_curves_are_the_saved_samples(window, run_id, ["eager"])
     assert window.run_button.isEnabled()
 
@@ -216,7 +223,7 @@ def recorded_run(store: Path, name: str) -> Path:
         {"type": protocol.VARIANT_DONE, "variant": "eager", "status": "done"},
         {"type": protocol.DONE, "status": "completed"},
     ):
-        recorder.handle(event)
+        recorder.handle(protocol.from_dict(event))
     assert recorder.run.status == "complete"
     return store / name
 
@@ -253,7 +260,7 @@ def test_damaged_runs_are_listed_with_the_reason_and_the_others_load(qtbot):
 
     # the good run still loads and overlays
     window.history.set_checked(entries[good.name].run.run_id, True)
-    its, ms = window.plots.series_data(f"{good.name}/eager")
+    its, ms = series_data(window.plots, f"{good.name}/eager")
     assert len(ms) == 40
     assert window.table_model.rowCount() == 1
     assert not window.error_banner.isVisible()
@@ -261,7 +268,7 @@ def test_damaged_runs_are_listed_with_the_reason_and_the_others_load(qtbot):
 
 # -- stopping at any moment -------------------------------------------------------------------
 def stop_and_check(qtbot, window: MainWindow, measured: list[str]) -> None:
-    thread = window._thread
+    thread = window.live.thread
     run_id, pid = thread.run_id, thread.worker_pid
     t0 = time.monotonic()
     with qtbot.waitSignal(window.run_finished, timeout=3000):
@@ -286,7 +293,7 @@ def test_stop_during_a_cold_compile(qtbot, tiny_config):
             **{**tiny_config, "layers": "48,40,8", "variants": ["eager", "default"], "compile_cache": "cold"}
         )
     )
-    qtbot.waitUntil(lambda: window._compile_started is not None, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.live.compile_elapsed_s() is not None, timeout=RUN_TIMEOUT_MS)
     assert "default: compiling" in window.phase_label.text()
     stop_and_check(qtbot, window, ["eager"])
     assert window.table_model.rows()[1].row.status in ("stopped", "failed")
@@ -304,7 +311,7 @@ def test_stop_during_warm_up(qtbot, tiny_config):
 
 def test_stop_while_measuring_a_compiled_variant(qtbot, tiny_config):
     window = open_window(qtbot)
-    window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "interleave": True}))
+    window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "rounds": 2}))
     wait_for_points(qtbot, window, "aot_eager", 50)
     stop_and_check(qtbot, window, ["eager", "aot_eager"])
 

@@ -99,7 +99,8 @@ _TIMING_KEYS = {
     "created", "run_id", "stats", "compile_s", "first_call_ms", "peak_memory_bytes",
     "max_abs_error", "max_rel_error", "median_ms", "mean_ms", "p5_ms", "p95_ms", "iqr_pct",
     "speedup", "speedup_lo", "speedup_hi", "break_even_calls", "throughput_per_s", "tflops",
-    "noisy", "pid", "inductor_cache_dir", "device_memory",
+    "noisy", "pid", "inductor_cache_dir", "device_memory", "harness_floor_ms", "pipelined_ms",
+    "clock",
 }
 
 
@@ -111,14 +112,24 @@ def _without_timings(value):
     return value
 
 
+#: summary columns that do not depend on how fast the calls were
+_STABLE_SUMMARY = (
+    "name", "status", "n", "allclose", "graphs", "graph_breaks", "recompiles",
+    "recompiles_in_window", "rounds", "error",
+)
+
+
 def _folder_shape(folder: Path) -> dict:
     """What a run folder holds, timings and ids left out."""
     doc = json.loads((folder / "run.json").read_text())
+    stored_summary = doc.pop("summary")
     with open(folder / "samples.csv", newline="") as fh:
-        samples = [(r["variant"], r["iteration"], r["phase"]) for r in csv.DictReader(fh)]
+        samples = [
+            (r["variant"], r["iteration"], r["phase"], r["round"]) for r in csv.DictReader(fh)
+        ]
     with open(folder / "summary.csv", newline="") as fh:
-        reader = csv.DictReader(fh)
-        summary = [_without_timings(dict(r)) for r in reader]
+        summary = [{k: r[k] for k in _STABLE_SUMMARY if k in r} for r in csv.DictReader(fh)]
+    assert [r["name"] for r in stored_summary] == [r["name"] for r in summary]
     return {
         "files": sorted(p.name for p in folder.iterdir()),
         "run.json": _without_timings(doc),

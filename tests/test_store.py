@@ -157,7 +157,7 @@ def test_export_to_missing_or_unwritable_folder_leaves_nothing(tmp_path):
 def test_run_json_is_strict_json(tmp_path):
     rec = record(tmp_path, fake_events())
     doc = json.loads((rec.folder / "run.json").read_text())
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert set(doc["variants"]["default"]["stats"]) >= {"median", "p95", "iqr", "mad"}
 
 
@@ -218,3 +218,27 @@ def test_best_speedup_is_the_fastest_compiled_variant(tmp_path):
     rows = {r.name: r.speedup for r in summarize(rec.run)}
     assert rec.run.best_speedup() == pytest.approx(max(rows["default"], rows["aot_eager"]))
     assert rec.run.best_speedup() == pytest.approx(3.0, rel=0.02)
+
+
+def test_schema_1_run_folder_still_loads(tmp_path):
+    """A folder written before rounds: no round column, interleave settings, 'complete'."""
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({
+        "schema_version": 1, "app_version": "0.1.0", "run_id": "old", "created": "2026-01-01T00:00:00",
+        "status": "complete", "message": "",
+        "config": {"layers": "8,8", "batch_size": 2, "iterations": 4, "warmup": 0,
+                   "variants": ["eager", "default"], "interleave": True, "interleave_block": 2},
+        "environment": {"device": "cpu"},
+        "variants": {"eager": {"status": "done"}, "default": {"status": "done", "compile_s": 1.0}},
+    }))
+    rows = ["variant,iteration,phase,wall_ms,device_ms"]
+    rows += [f"eager,{i},measure,2.0," for i in range(4)] + [f"default,{i},measure,1.0," for i in range(4)]
+    (folder / "samples.csv").write_text("\n".join(rows) + "\n")
+    run = load_run(folder)
+    assert run.status == "complete" and run.schema_version == 1
+    assert run.config.rounds == 2  # interleaved in blocks of 2: two rounds
+    assert run.variants["default"].samples.round == [None] * 4
+    assert [len(r) for r in run.variants["eager"].samples.measured_rounds()] == [4]
+    default = next(r for r in summarize(run) if r.name == "default")
+    assert default.speedup == pytest.approx(2.0)

@@ -50,6 +50,7 @@ def inductor_run(tmp_path_factory):
         "device": "cpu",
         "iterations": 40,
         "warmup": 6,
+        "warmup_min_ms": 0,
         "variants": ["eager", "aot_eager", "default"],
     }
     store = RunStore(tmp_path_factory.mktemp("store"))
@@ -75,6 +76,7 @@ def test_run_produces_planned_samples(inductor_run):
     for name in ("aot_eager", "default"):
         v = run.variants[name]
         assert v.compile_s is not None and v.compile_s > 0
+        assert v.compile_timing == "isolated"  # timed in a fresh process
         assert v.graphs == 1 and v.graph_breaks == 0
         assert v.recompiles_in_window == 0
     assert worker.proc.returncode == 0
@@ -250,7 +252,7 @@ def test_stray_prints_do_not_break_the_protocol(tiny_config):
 
 
 def test_interleaved_blocks_alternate_and_count_no_false_recompiles(tmp_path, tiny_config):
-    tiny_config.update(interleave=True, interleave_block=5, iterations=20)
+    tiny_config.update(rounds=4, iterations=20)
     recorder, events, _ = run_through_worker(tiny_config, RunStore(tmp_path))
     measure = [e["variant"] for e in events if e["type"] == "samples" and e["phase"] == "measure"]
     # blocks alternate: eager, aot_eager, eager, ...

@@ -35,7 +35,7 @@ def _flush_std() -> None:
 def _fresh_main_module(filename: str) -> types.ModuleType:
     module = types.ModuleType("__main__")
     module.__file__ = filename
-    module.__builtins__ = __builtins__
+    module.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = module
     return module
 

@@ -5,6 +5,11 @@ configuration as the user types. Checks that need to know the machine (which
 devices exist, which compile modes the installed torch offers, how much memory
 a device has) take an :class:`EnvironmentInfo` built from the worker's
 ``hello`` event.
+
+Each field is declared once, with :func:`setting`: its default and the
+metadata (label, help, unit, bounds, choices) from which the generic checks,
+the command-line flags and the form's widgets are made. :func:`config_fields`
+reads it back as :class:`FieldSpec` objects.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +26,12 @@ WORKLOADS = ("inference", "training")
 ACTIVATIONS = ("gelu", "relu", "silu", "tanh", "none")
 TIMERS = ("auto", "host", "cuda_events")
 CACHE_MODES = ("warm", "cold")
+COMPILE_SCOPES = ("model", "step")
+COMPILE_TIMINGS = ("isolated", "in_run")
+#: A second, independent copy of eager: its speedup measures this machine's noise floor.
+AA_CONTROL = "eager-aa"
+#: Variants that run without torch.compile.
+EAGER_VARIANTS = ("eager", AA_CONTROL)
 
 #: Widest layer accepted. 65 536 x 65 536 weights are already 16 GiB in fp32.
 MAX_LAYER_WIDTH = 65_536
@@ -27,6 +39,9 @@ MAX_LAYERS = 64
 MAX_BATCH = 1_048_576
 MAX_ITERATIONS = 1_000_000
 MAX_WARMUP = 100_000
+MAX_ROUNDS = 1_000
+MAX_WARMUP_MS = 600_000
+MAX_SEED = 2**31 - 1
 #: CUDA-graph based modes record on the first calls after warm-up starts; they
 #: need a few warm-up calls before the timed window is steady state.
 CUDAGRAPH_MIN_WARMUP = 3
@@ -37,6 +52,9 @@ BYTES_PER_ELEMENT = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 DEFAULT_LAYERS = "1024,1024,512,10"
 
 _DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda)(?::(\d+))?$")
+
+#: Field kinds, read from the default value: the generic checks and widgets per kind.
+KINDS = ("bool", "int", "text", "choice", "list")
 
 
 class ConfigError(ValueError):
@@ -138,28 +156,224 @@ class EnvironmentInfo:
         return device
 
 
+@dataclass(frozen=True)
+class FieldSpec:
+    """One configuration field as the checks, the CLI and the form see it.
+
+    ``kind`` (one of :data:`KINDS`) follows from the default. ``minimum`` and
+    ``maximum`` bound an int; a text value must be one of ``choices`` or match
+    ``pattern`` (``invalid`` is the message otherwise). ``unit`` and
+    ``placeholder`` show in the form, ``caption`` beside a check box; ``widget``
+    names a special form widget (``""``: the generic one for the kind).
+    ``check`` checks the value alone, returning a message or None.
+    """
+
+    name: str
+    kind: str
+    default: Any
+    label: str
+    help: str = ""
+    unit: str = ""
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    pattern: str | None = None
+    invalid: str = ""
+    placeholder: str = ""
+    caption: str = ""
+    widget: str = ""
+    check: Callable[[Any], str | None] | None = None
+    metavar: str = ""
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag: ``--batch-size`` for ``batch_size``."""
+        return "--" + self.name.replace("_", "-")
+
+    def type_problem(self, value: object) -> str | None:
+        """Why ``value`` has the wrong type for this field, or None."""
+        if self.kind == "bool":
+            ok = isinstance(value, bool)
+        elif self.kind == "int":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif self.kind == "list":
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        else:
+            ok = isinstance(value, str)
+        return None if ok else f"must be {_KIND_WORDS.get(self.kind, 'text')}, got {value!r:.40}"
+
+    def problem(self, value: object) -> str | None:
+        """What is wrong with ``value`` by this field's metadata, or None."""
+        wrong_type = self.type_problem(value)
+        if wrong_type:
+            return wrong_type
+        if isinstance(value, int):
+            if self.minimum is not None and value < self.minimum:
+                return "cannot be negative" if self.minimum == 0 else f"must be at least {self.minimum:,}"
+            if self.maximum is not None and value > self.maximum:
+                return f"must be at most {self.maximum:,}"
+        if isinstance(value, str):
+            if self.choices and value not in self.choices:
+                return self.invalid or f"must be one of {', '.join(self.choices)}"
+            if self.pattern is not None and not re.fullmatch(self.pattern, value):
+                return self.invalid or f"does not match {self.pattern}"
+        return self.check(value) if self.check is not None else None
+
+
+_METADATA_KEYS = tuple(f.name for f in dataclasses.fields(FieldSpec))[3:]
+
+
+def setting(default: Any, **metadata: Any) -> Any:
+    """A dataclass field: ``default`` plus metadata named as :class:`FieldSpec`'s attributes.
+
+    E.g. ``setting(256, label="Batch", unit="samples", minimum=1, maximum=4096)``.
+    A list default is copied for every instance.
+    """
+    unknown = sorted(set(metadata) - set(_METADATA_KEYS))
+    if unknown:
+        raise TypeError(f"setting() knows no metadata {', '.join(unknown)}")
+    if "choices" in metadata:
+        metadata["choices"] = tuple(metadata["choices"])
+    if isinstance(default, list):
+        items = list(default)
+        return field(default_factory=lambda: list(items), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+_SPECS: dict[type, tuple[FieldSpec, ...]] = {}
+
+
+def _fields_of(cls: type) -> tuple[FieldSpec, ...]:
+    if cls in _SPECS:
+        return _SPECS[cls]
+    specs = []
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            raise TypeError(f"{cls.__name__}.{f.name} needs a default")
+        meta = {k: f.metadata[k] for k in _METADATA_KEYS if k in f.metadata}
+        if meta.get("label") is None:
+            meta["label"] = f.name.replace("_", " ").capitalize()
+        specs.append(FieldSpec(name=f.name, kind=_kind_of(default, meta), default=default, **meta))
+    _SPECS[cls] = tuple(specs)
+    return _SPECS[cls]
+
+
+def _kind_of(default: object, meta: dict[str, Any]) -> str:
+    for kind, types in (("bool", bool), ("int", int), ("list", list), ("text", str)):
+        if isinstance(default, types):
+            return "choice" if kind == "text" and meta.get("choices") else kind
+    raise TypeError(f"configuration fields are bool, int, str or list of str, not {default!r:.40}")
+
+
+def _layers_problem(value: str) -> str | None:
+    try:
+        parse_layer_spec(value)
+    except LayerSpecError as exc:
+        return str(exc)
+    return None
+
+
+def _variants_problem(value: list[str]) -> str | None:
+    if not value:
+        return "choose at least one variant"
+    if len(set(value)) != len(value):
+        return "lists a variant twice"
+    if any(v != "eager" for v in value) and "eager" not in value:
+        return "include eager: speedup is measured against it"
+    return None
+
+
 @dataclass
 class BenchmarkConfig:
     """Everything that defines one benchmark run (an MLP, how to run and time it)."""
 
-    layers: str = DEFAULT_LAYERS
-    activation: str = "gelu"
-    batch_size: int = 256
-    dtype: str = "fp32"
-    device: str = "auto"
-    workload: str = "inference"
-    variants: list[str] = field(default_factory=lambda: ["eager", "default"])
-    fullgraph: bool = False
-    dynamic: bool = False
-    iterations: int = 200
-    warmup: int = 20
-    timer: str = "auto"
-    interleave: bool = False
-    interleave_block: int = 10
-    seed: int = 0
-    compile_cache: str = "warm"
-    cold_l2: bool = False
-    label: str = ""
+    layers: str = setting(
+        DEFAULT_LAYERS, label="Layer sizes", check=_layers_problem, metavar="W,W,...",
+        help="the MLP: the input width, then the output width of each Linear layer",
+        placeholder="input width, then each layer's width: 1024,1024,512,10",
+    )
+    activation: str = setting(
+        "gelu", label="Activation", choices=ACTIVATIONS, help="activation after each hidden layer"
+    )
+    batch_size: int = setting(
+        256, label="Batch", unit="samples", minimum=1, maximum=MAX_BATCH, help="rows per call"
+    )
+    dtype: str = setting(
+        "fp32", label="Data type", choices=DTYPES,
+        help="element type of weights and inputs; tf32 is fp32 with TensorFloat-32 matmuls",
+    )
+    device: str = setting(
+        "auto", label="Device", widget="device", help="where to run: auto, cpu, cuda, cuda:N or mps",
+        pattern=_DEVICE_RE.pattern, invalid="must be auto, cpu, mps, cuda or cuda:N",
+    )
+    workload: str = setting(
+        "inference", label="Workload", choices=WORKLOADS,
+        help="inference: forward only; training: forward, backward and an optimizer step",
+    )
+    variants: list[str] = setting(
+        ["eager", "default"], label="Variants", widget="variants", check=_variants_problem,
+        metavar="A,B", help="eager, the baseline, plus torch.compile modes or backends; "
+        "`compile-studio-cli env` lists them",
+    )
+    fullgraph: bool = setting(
+        False, label="Compile", caption="fullgraph (fail on graph breaks)",
+        help="compile with fullgraph=True: a graph break is an error",
+    )
+    dynamic: bool = setting(
+        False, label="", caption="dynamic shapes", help="compile with dynamic=True: shape-generic code"
+    )
+    iterations: int = setting(
+        200, label="Iterations", unit="calls", minimum=1, maximum=MAX_ITERATIONS,
+        help="timed iterations per variant",
+    )
+    warmup: int = setting(
+        20, label="Warm-up", unit="calls", minimum=0, maximum=MAX_WARMUP,
+        help="warm-up iterations per variant, recorded but not in the stats",
+    )
+    timer: str = setting(
+        "auto", label="Timer", choices=TIMERS,
+        help="auto: CUDA events on a GPU, the host clock elsewhere",
+    )
+    warmup_min_ms: int = setting(
+        200, label="Warm-up time", unit="ms", minimum=0, maximum=MAX_WARMUP_MS,
+        help="warm-up lasts at least this long as well (clocks ramp up after an idle compile)",
+    )
+    rounds: int = setting(
+        5, label="Rounds", unit="rounds", minimum=1, maximum=MAX_ROUNDS,
+        help="the timed calls split into rounds run in alternating order (A B A B …): drift "
+        "and load changes hit every variant alike and show as spread; 1 = one variant after another",
+    )
+    seed: int = setting(0, label="Seed", minimum=0, maximum=MAX_SEED, help="seed for weights and inputs")
+    compile_cache: str = setting(
+        "warm", label="Compile cache", choices=CACHE_MODES, invalid="must be warm or cold",
+        help="warm: the usual Inductor cache; cold: a fresh cache for this run, for an honest compile time",
+    )
+    cold_l2: bool = setting(
+        False, label="Cache", caption="flush L2 between calls", help="flush the cache between iterations"
+    )
+    compile_scope: str = setting(
+        "model", label="Compile scope", choices=COMPILE_SCOPES,
+        help="training: compile the model alone, or the whole step (forward, loss, backward, "
+        "optimizer step)",
+    )
+    compile_timing: str = setting(
+        "isolated", label="Compile time", choices=COMPILE_TIMINGS,
+        help="isolated: each variant's first call timed in a fresh process (what a new program "
+        "pays, whatever ran before); in_run: the first call within this run",
+    )
+    backend_modules: list[str] = setting(
+        [], label="Backend modules", metavar="MODULE,FILE.py",
+        placeholder="modules or .py files that register Dynamo backends",
+        help="modules (package.module) or Python files the worker imports first; the Dynamo "
+        "backends they register can be chosen as variants",
+    )
+    label: str = setting(
+        "", label="Label", placeholder="optional name for this run", help="a name for this run"
+    )
 
     # -- serialisation -----------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -174,28 +388,19 @@ class BenchmarkConfig:
         if not isinstance(data, dict):
             raise ConfigError([ConfigProblem("config", "must be a JSON object")])
         problems: list[ConfigProblem] = []
-        known = {f.name: f for f in dataclasses.fields(cls)}
+        known = {spec.name: spec for spec in config_fields(cls)}
         kwargs: dict[str, Any] = {}
-        defaults = cls()
+        data = _read_legacy(data)
         for key, value in data.items():
-            if key not in known:
+            spec = known.get(key)
+            if spec is None:
                 problems.append(ConfigProblem(key, "is not a configuration field"))
                 continue
-            expected = type(getattr(defaults, key))
-            if expected is bool:
-                ok = isinstance(value, bool)
-            elif expected is int:
-                ok = isinstance(value, int) and not isinstance(value, bool)
-            elif expected is list:
-                ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-            else:
-                ok = isinstance(value, expected)
-            if not ok:
-                problems.append(
-                    ConfigProblem(key, f"must be {_type_word(expected)}, got {value!r:.40}")
-                )
+            wrong_type = spec.type_problem(value)
+            if wrong_type:
+                problems.append(ConfigProblem(key, wrong_type))
                 continue
-            kwargs[key] = list(value) if expected is list else value
+            kwargs[key] = list(value) if spec.kind == "list" else value
         if problems:
             raise ConfigError(problems)
         return cls(**kwargs)
@@ -215,7 +420,7 @@ class BenchmarkConfig:
         return parse_layer_spec(self.layers)
 
     def compiled_variants(self) -> list[str]:
-        return [v for v in self.variants if v != "eager"]
+        return [v for v in self.variants if v not in EAGER_VARIANTS]
 
     def parameter_count(self) -> int:
         sizes = self.layer_sizes()
@@ -232,7 +437,7 @@ class BenchmarkConfig:
 
         Weights (plus fp64 reference copy on the same device), activations for
         every layer, and for training gradients and two Adam-free SGD buffers.
-        Several variants live at once in interleaved mode.
+        Several variants live at once when measured in rounds.
         """
         sizes = self.layer_sizes()
         elem = BYTES_PER_ELEMENT.get(self.dtype, 4)
@@ -242,7 +447,7 @@ class BenchmarkConfig:
         if self.workload == "training":
             per_variant += 2 * params * elem  # gradients + momentum
         reference = (params + activations * 2) * 8
-        live_variants = len(self.variants) if self.interleave else 1
+        live_variants = len(self.variants) if self.rounds > 1 else 1
         return per_variant * max(1, live_variants) + reference
 
     def slug(self) -> str:
@@ -265,64 +470,39 @@ class BenchmarkConfig:
         Without ``env`` only checks that need no knowledge of the machine run.
         """
         out: list[ConfigProblem] = []
-        add = out.append
-        sizes_ok = True
-        try:
-            parse_layer_spec(self.layers)
-        except LayerSpecError as exc:
-            add(ConfigProblem("layers", str(exc)))
-            sizes_ok = False
-        if self.activation not in ACTIVATIONS:
-            add(ConfigProblem("activation", f"must be one of {', '.join(ACTIVATIONS)}"))
-        if self.batch_size < 1:
-            add(ConfigProblem("batch_size", "must be at least 1"))
-        elif self.batch_size > MAX_BATCH:
-            add(ConfigProblem("batch_size", f"must be at most {MAX_BATCH:,}"))
-        if self.dtype not in DTYPES:
-            add(ConfigProblem("dtype", f"must be one of {', '.join(DTYPES)}"))
-        if not _DEVICE_RE.match(self.device):
-            add(ConfigProblem("device", "must be auto, cpu, mps, cuda or cuda:N"))
-        if self.workload not in WORKLOADS:
-            add(ConfigProblem("workload", f"must be one of {', '.join(WORKLOADS)}"))
-        if self.iterations < 1:
-            add(ConfigProblem("iterations", "must be at least 1"))
-        elif self.iterations > MAX_ITERATIONS:
-            add(ConfigProblem("iterations", f"must be at most {MAX_ITERATIONS:,}"))
-        if self.warmup < 0:
-            add(ConfigProblem("warmup", "cannot be negative"))
-        elif self.warmup > MAX_WARMUP:
-            add(ConfigProblem("warmup", f"must be at most {MAX_WARMUP:,}"))
-        if self.timer not in TIMERS:
-            add(ConfigProblem("timer", f"must be one of {', '.join(TIMERS)}"))
-        if self.compile_cache not in CACHE_MODES:
-            add(ConfigProblem("compile_cache", "must be warm or cold"))
-        if self.interleave_block < 1:
-            add(ConfigProblem("interleave_block", "must be at least 1"))
-        if not self.variants:
-            add(ConfigProblem("variants", "choose at least one variant"))
-        elif len(set(self.variants)) != len(self.variants):
-            add(ConfigProblem("variants", "lists a variant twice"))
-        elif self.compiled_variants() and "eager" not in self.variants:
-            add(ConfigProblem("variants", "include eager: speedup is measured against it"))
+        typed = True
+        for spec in config_fields(type(self)):
+            value = getattr(self, spec.name)
+            message = spec.problem(value)
+            if message:
+                out.append(ConfigProblem(spec.name, message))
+                typed = typed and spec.type_problem(value) is None
+        if not typed:
+            return out
         cudagraph = [v for v in self.variants if v in CUDAGRAPH_VARIANTS]
         if cudagraph and self.warmup < CUDAGRAPH_MIN_WARMUP:
-            add(
+            out.append(
                 ConfigProblem(
                     "warmup",
                     f"{cudagraph[0]} records CUDA graphs during warm-up: "
                     f"use at least {CUDAGRAPH_MIN_WARMUP} warm-up iterations",
                 )
             )
+        if self.rounds > self.iterations:
+            out.append(
+                ConfigProblem("rounds", f"at most one round per iteration ({self.iterations:,})")
+            )
         if env is not None:
+            sizes_ok = not any(p.field == "layers" for p in out)
             out.extend(self._environment_problems(env, sizes_ok))
         return out
 
     def _environment_problems(self, env: EnvironmentInfo, sizes_ok: bool) -> list[ConfigProblem]:
         out: list[ConfigProblem] = []
-        known = set(env.compile_modes) | set(env.compile_backends) | {"eager"}
+        known = set(env.compile_modes) | set(env.compile_backends) | set(EAGER_VARIANTS)
         for v in self.variants:
             if v not in known:
-                choices = ", ".join(["eager", *env.compile_modes, *env.compile_backends])
+                choices = ", ".join([*EAGER_VARIANTS, *env.compile_modes, *env.compile_backends])
                 out.append(
                     ConfigProblem(
                         "variants",
@@ -369,6 +549,28 @@ class BenchmarkConfig:
         return self
 
 
+def _read_legacy(data: dict[str, Any]) -> dict[str, Any]:
+    """Configs saved before rounds: ``interleave``/``interleave_block`` become ``rounds``."""
+    if "interleave" not in data and "interleave_block" not in data:
+        return data
+    data = dict(data)
+    interleave = data.pop("interleave", False)
+    block = data.pop("interleave_block", 10)
+    if "rounds" not in data:
+        if interleave is True and isinstance(block, int) and block > 0:
+            iterations = data.get("iterations", 200)
+            iterations = iterations if isinstance(iterations, int) and iterations > 0 else 200
+            data["rounds"] = max(2, min(MAX_ROUNDS, iterations // block))
+        else:
+            data["rounds"] = 1
+    return data
+
+
+def config_fields(cls: type[BenchmarkConfig] = BenchmarkConfig) -> list[FieldSpec]:
+    """The fields of ``cls`` with their metadata, in declaration order."""
+    return list(_fields_of(cls))
+
+
 def format_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
@@ -377,7 +579,4 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} TiB"  # pragma: no cover
 
 
-def _type_word(t: type) -> str:
-    return {bool: "true or false", int: "a whole number", str: "text", list: "a list of names"}.get(
-        t, t.__name__
-    )
+_KIND_WORDS = {"bool": "true or false", "int": "a whole number", "list": "a list of names"}

@@ -128,6 +128,8 @@ class SamplesEvent:
     first_iteration: int
     wall_ms: list[float]
     device_ms: list[float | None] | None = None
+    #: the measurement round these samples belong to (None: warm-up)
+    round: int | None = None
 
 
 @dataclass
@@ -142,6 +144,8 @@ class CompiledEvent:
     graph_breaks: int = 0
     break_reasons: list[str] = field(default_factory=list)
     recompiles: int = 0
+    #: ``isolated``: compile_s is a fresh process's first call; ``in_run``: this run's
+    compile_timing: str = "in_run"
 
 
 @dataclass
@@ -159,6 +163,31 @@ class VariantDoneEvent:
     tolerance: dict[str, float] = field(default_factory=dict)
     peak_memory_bytes: int | None = None
     memory_kind: str | None = None
+    #: the correctness checks: rule, deviations, problems (see engine.checks)
+    checks: dict[str, Any] = field(default_factory=dict)
+    #: CUDA-graph variants: ``used``, ``skipped: why`` or ``not used: why``
+    cudagraphs: str | None = None
+    cudagraph_skips: list[str] = field(default_factory=list)
+    cudagraph_record_ms: float | None = None
+    #: ms per call of back-to-back calls with one synchronisation
+    pipelined_ms: float | None = None
+    #: clock readings at the edges of the timed windows
+    clock: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunInfoEvent:
+    """How this run measures: the harness floor, the timer, and what the checks use."""
+
+    TYPE: ClassVar[str] = "run_info"
+    harness_floor_ms: float
+    harness_floor_device_ms: float | None = None
+    timer: str = "host"
+    memory_kind: str = ""
+    clock_source: str = ""
+    torch_threads: int | None = None
+    cache_flush_bytes: int | None = None
+    correctness_rule: str = ""
 
 
 @dataclass
@@ -217,6 +246,7 @@ Event = (
     | SamplesEvent
     | CompiledEvent
     | VariantDoneEvent
+    | RunInfoEvent
     | GpuStateEvent
     | WarningEvent
     | ErrorEvent
@@ -235,11 +265,14 @@ EVENT_CLASSES: dict[str, type] = {
         WarningEvent,
         ErrorEvent,
         DoneEvent,
+        RunInfoEvent,
     )
 }
 
 #: The wire names of the event types.
-HELLO, PHASE, SAMPLES, COMPILED, VARIANT_DONE, GPU_STATE, WARNING, ERROR, DONE = EVENT_CLASSES
+HELLO, PHASE, SAMPLES, COMPILED, VARIANT_DONE, GPU_STATE, WARNING, ERROR, DONE, RUN_INFO = (
+    EVENT_CLASSES
+)
 
 #: Fields read into an enum on decode.
 _ENUM_FIELDS: dict[str, type[_Words]] = {

@@ -11,6 +11,7 @@ saying ``stopped``. Anything else printed (compiler logs) goes to stderr.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -21,7 +22,7 @@ import traceback
 from typing import IO
 
 from . import protocol
-from .config import BenchmarkConfig, ConfigError, EnvironmentInfo
+from .config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
 from .engine.sink import BatchingSink
 
 #: How long a stop waits for the timed loop to return before the worker
@@ -82,6 +83,107 @@ def _apply_memory_limit() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def cold_cache_environment(folder: str) -> dict[str, str]:
+    """Every compiler cache pointed into ``folder`` (a fresh, empty one)."""
+    return {
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(folder, "inductor"),
+        "TRITON_CACHE_DIR": os.path.join(folder, "triton"),
+    }
+
+
+def _with_backend_modules(env: EnvironmentInfo, modules: list[str]) -> EnvironmentInfo:
+    """``env`` with the backends that ``modules`` register; ConfigError if one fails."""
+    from .engine.backends import BackendModuleError, load_backend_modules
+
+    try:
+        added = load_backend_modules(modules)
+    except BackendModuleError as exc:
+        raise ConfigError([ConfigProblem("backend_modules", str(exc))]) from None
+    return dataclasses.replace(
+        env, compile_backends=tuple(sorted({*env.compile_backends, *added}))
+    )
+
+
+class IsolatedCompile:
+    """Times a variant's first call in a fresh worker process (``--isolated-compile``).
+
+    That is what a new program pays for this variant in the chosen cache mode:
+    Inductor's imports, its compile workers and every cache start as they
+    would for the user, whatever variants ran before. In cold mode each
+    process gets empty caches of its own.
+    """
+
+    def __init__(self, config: BenchmarkConfig, stop: threading.Event, timeout_s: float = 3600.0):
+        self.config = config
+        self.stop = stop
+        self.timeout_s = timeout_s
+
+    def __call__(self, variant: str) -> float:
+        import subprocess
+        import time
+
+        if getattr(sys, "frozen", False):
+            cmd = [sys.executable, "--worker", "--isolated-compile", variant]
+        else:
+            cmd = [sys.executable, "-m", "compile_studio.worker", "--isolated-compile", variant]
+        env = dict(os.environ)
+        folder = None
+        if self.config.compile_cache == "cold":
+            folder = tempfile.mkdtemp(prefix="compile-studio-cold-")
+            env.update(cold_cache_environment(folder))
+        try:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
+                text=True, env=env, start_new_session=True,
+            )
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(self.config.to_json() + "\n")
+            proc.stdin.close()
+            deadline = time.monotonic() + self.timeout_s
+            while proc.poll() is None:
+                if self.stop.is_set() or time.monotonic() > deadline:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    raise RuntimeError(f"the isolated compile of {variant} was stopped")
+                time.sleep(0.02)
+            for line in proc.stdout.read().splitlines():
+                event = protocol.decode(line)
+                if isinstance(event, protocol.CompiledEvent):
+                    return event.compile_s
+                if isinstance(event, protocol.ErrorEvent):
+                    raise RuntimeError(event.message)
+            raise RuntimeError(f"the isolated compile of {variant} reported nothing")
+        finally:
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _isolated_compile_main(variant: str, sink: StreamSink) -> int:
+    """``--isolated-compile VARIANT``: time that variant's first call, print it, exit."""
+    from .engine.runner import first_call_ms
+
+    try:
+        config = BenchmarkConfig.from_json(sys.stdin.readline())
+        if config.backend_modules:
+            from .engine.backends import load_backend_modules
+
+            load_backend_modules(config.backend_modules)
+        ms = first_call_ms(config, variant)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent worker
+        sink.event(
+            protocol.ErrorEvent(
+                kind=protocol.ErrorKind.COMPILE_FAILED, message=str(exc)[:1000], variant=variant
+            )
+        )
+        return 3
+    sink.event(
+        protocol.CompiledEvent(
+            variant=variant, compile_s=ms / 1000.0, first_call_ms=ms, compile_timing="isolated"
+        )
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     out = _protocol_stdout()
@@ -89,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     if "--hello" in argv:
         sink.event(hello_event())
         return 0
+    if "--isolated-compile" in argv:
+        return _isolated_compile_main(argv[argv.index("--isolated-compile") + 1], sink)
 
     stop = threading.Event()
     finished = threading.Event()
@@ -113,9 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     if not line.strip():
         sink.finish(protocol.RunStatus.STOPPED, reason="no configuration received")
         return 0
-    env = EnvironmentInfo.from_hello(hello.environment)
     try:
-        config = BenchmarkConfig.from_json(line).validate(env)
+        config = BenchmarkConfig.from_json(line)
+        env = EnvironmentInfo.from_hello(hello.environment)
+        if config.backend_modules:
+            env = _with_backend_modules(env, config.backend_modules)
+        config.validate(env)
     except ConfigError as exc:
         fields = {p.field for p in exc.problems}
         sink.event(
@@ -149,8 +256,8 @@ def main(argv: list[str] | None = None) -> int:
 
     cache_dir = None
     if config.compile_cache == "cold":
-        cache_dir = tempfile.mkdtemp(prefix="compile-studio-inductor-")
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
+        cache_dir = tempfile.mkdtemp(prefix="compile-studio-cold-")
+        os.environ.update(cold_cache_environment(cache_dir))
     _apply_memory_limit()
 
     from .engine.gpu_monitor import GpuMonitor
@@ -159,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     status = protocol.RunStatus.FAILED
     monitor = None
     try:
-        runner = BenchmarkRunner(config, sink, stop)
+        isolated = IsolatedCompile(config, stop) if config.compile_timing == "isolated" else None
+        runner = BenchmarkRunner(config, sink, stop, isolated_compile=isolated)
         sink.event(
             protocol.PhaseEvent(
                 variant=None,

@@ -15,6 +15,43 @@ SEND_INTERVAL_S = 0.5
 _Reading = tuple[float, "str | None", "int | None", "int | None", "int | None", "float | None"]
 
 
+def nvml_handle(device: Any) -> tuple[Any, Any, str] | None:
+    """(pynvml, handle, UUID) of the GPU torch calls ``device``; None without NVML.
+
+    NVML numbers GPUs by PCI bus and ignores ``CUDA_VISIBLE_DEVICES``: the
+    handle is looked up by the device's UUID (then its PCI bus id), never by
+    torch's index alone.
+    """
+    if getattr(device, "type", None) != "cuda":
+        return None
+    try:
+        import pynvml
+        import torch
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    from .clocks import normalise_uuid
+
+    props = torch.cuda.get_device_properties(device.index or 0)
+    uuid = normalise_uuid(getattr(props, "uuid", "") or "")
+    if uuid:
+        try:
+            return pynvml, pynvml.nvmlDeviceGetHandleByUUID("GPU-" + uuid), uuid
+        except Exception:
+            pass
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is not None:
+        domain = getattr(props, "pci_domain_id", 0) or 0
+        dev = getattr(props, "pci_device_id", 0) or 0
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByPciBusId(f"{domain:08x}:{bus:02x}:{dev:02x}.0")
+            return pynvml, handle, uuid
+        except Exception:
+            pass
+    return None
+
+
 class GpuMonitor:
     """Background thread that samples NVML and sends ``gpu_state`` events.
 
@@ -34,17 +71,11 @@ class GpuMonitor:
     @classmethod
     def start(cls, device: Any, sink: Any) -> GpuMonitor | None:
         """A running monitor for a CUDA device, or None (CPU, or no nvidia-ml-py)."""
-        if getattr(device, "type", None) != "cuda":
+        found = nvml_handle(device)
+        if found is None:
             return None
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            index = device.index or 0
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        except Exception:
-            return None
-        mon = cls(handle, pynvml, sink, index)
+        pynvml, handle, _ = found
+        mon = cls(handle, pynvml, sink, device.index or 0)
         mon._thread.start()
         return mon
 

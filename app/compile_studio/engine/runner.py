@@ -1,4 +1,13 @@
-"""The timed loop: builds each variant, compiles it, warms it up, measures it.
+"""The timed loop: builds each variant, compiles it, warms it up, measures it in rounds.
+
+Measurement runs in rounds: with R rounds every variant's timed calls are
+split into R blocks run in alternating order (A B A B …), so drift and load
+changes hit every variant alike and show as spread between rounds. Before
+the rounds: the fp64 reference, the harness floor, each variant's first call
+(compile time, reported on its own) and its warm-up (a number of calls and a
+minimum time). After them, outside any timed window: a steady-state call
+checked against the first, the correctness verdict, a pipelined throughput
+figure, and the variant's own peak memory.
 
 Reports everything through an :class:`EventSink` (protocol events); holds no
 state a supervisor needs after the fact. Pure torch, no Qt.
@@ -6,35 +15,43 @@ state a supervisor needs after the fact. Pure torch, no Qt.
 
 from __future__ import annotations
 
-import math
+import contextlib
+import gc
 import re
-import resource
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import torch
 
 from .. import protocol
-from ..config import CUDAGRAPH_VARIANTS, BenchmarkConfig, format_bytes
-from .model import MLP, TORCH_DTYPES, build_model
+from ..config import BenchmarkConfig, format_bytes
+from . import checks
+from .cache_flush import CacheFlush
+from .clocks import CLOCK_CHANGE_WARN, ClockProbe, clock_change
+from .cudagraphs import CudagraphSkipLog
+from .memory import PeakMeter
+from .model import TORCH_DTYPES, build_model
+from .timing import CallTimer
+from .variant import Variant, build_variant, is_eager, reference_grads
 
-#: allclose tolerances against the fp64 reference, per dtype
-TOLERANCES = {
-    "fp32": (1e-4, 1e-4),
-    "tf32": (2e-2, 2e-2),
-    "bf16": (5e-2, 5e-2),
-    "fp16": (1e-2, 1e-2),
-}
+#: Back-to-back calls timed with one synchronisation for the pipelined figure.
+PIPELINED_CALLS = 50
 
 
 class EventSink(Protocol):
     def event(self, event: protocol.Event) -> None: ...
 
     def sample(
-        self, variant: str, phase: str, iteration: int, wall_ms: float, device_ms: float | None
+        self,
+        variant: str,
+        phase: str,
+        iteration: int,
+        wall_ms: float,
+        device_ms: float | None,
+        round_index: int | None = None,
     ) -> None: ...
 
     def flush(self) -> None: ...
@@ -82,23 +99,6 @@ def _first_line(exc: BaseException, limit: int = 600) -> str:
     return msg[:limit]
 
 
-@dataclass
-class _Variant:
-    name: str
-    model: MLP
-    call: Any
-    optimizer: torch.optim.Optimizer | None = None
-    iteration: int = 0
-    compiled: bool = False
-    #: frames Dynamo compiled during this variant's own calls after the first
-    recompiles: int = 0
-    #: ... of which inside the timed window
-    recompiles_in_window: int = 0
-    first_output: torch.Tensor | None = None
-    mem_before: int = 0
-    failed: bool = False
-
-
 def _dynamo_counts() -> dict[str, int]:
     from torch._dynamo.utils import counters
 
@@ -115,8 +115,68 @@ def _break_reasons() -> dict[str, int]:
     return dict(counters["graph_break"])
 
 
-def _rss_peak_bytes() -> int:
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+def _short_reason(reason: str) -> str:
+    lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
+    head = lines[0] if lines else reason
+    expl = next((ln for ln in lines if ln.startswith("Explanation:")), "")
+    return f"{head} — {expl[len('Explanation:'):].strip()}" if expl else head
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        if torch.cuda.is_available():
+            return "cuda:0"
+        mps = getattr(torch.backends, "mps", None)
+        return "mps" if mps is not None and mps.is_available() else "cpu"
+    return "cuda:0" if device == "cuda" else device
+
+
+def make_input(config: BenchmarkConfig) -> torch.Tensor:
+    """The input batch (fp32, on the CPU) drawn from the config's seed."""
+    torch.manual_seed(config.seed)
+    gen = torch.Generator().manual_seed(config.seed + 1)
+    return torch.randn(config.batch_size, config.layer_sizes()[0], generator=gen)
+
+
+def first_call_ms(config: BenchmarkConfig, name: str) -> float:
+    """Milliseconds of variant ``name``'s first call (its compile), CUDA-graph recording included."""
+    from .environment import compile_modes
+
+    device = torch.device(resolve_device(config.device))
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    BenchmarkRunner._apply_precision(config.dtype)
+    x = make_input(config).to(device, TORCH_DTYPES[config.dtype])
+    v = build_variant(config, name, device, TORCH_DTYPES[config.dtype], compile_modes())
+    timer = CallTimer(device)
+    grad = contextlib.nullcontext() if config.workload == "training" else torch.inference_mode()
+    with grad:
+        timer.sync()
+        t0 = time.perf_counter_ns()
+        v.step(x)
+        if v.uses_cudagraphs:
+            v.step(x)
+        timer.sync()
+    return (time.perf_counter_ns() - t0) / 1e6
+
+
+def round_blocks(iterations: int, rounds: int) -> list[int]:
+    """Timed calls per round: ``iterations`` split as evenly as possible."""
+    rounds = max(1, min(rounds, iterations))
+    base, extra = divmod(iterations, rounds)
+    return [base + (1 if r < extra else 0) for r in range(rounds)]
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Python's garbage collector off during a timed block (as ``timeit`` does)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class BenchmarkRunner:
@@ -128,19 +188,32 @@ class BenchmarkRunner:
         sink: EventSink,
         stop: threading.Event | None = None,
         device: str | None = None,
+        clock_probe: ClockProbe | None = None,
+        isolated_compile: Callable[[str], float] | None = None,
     ):
         self.config = config
         self.sink = sink
         self.stop = stop or threading.Event()
-        self.device = torch.device(device or _resolve_device(config.device))
+        self.device = torch.device(device or resolve_device(config.device))
         self.is_cuda = self.device.type == "cuda"
         if self.is_cuda:
             # CUDA events and streams belong to the current device
             torch.cuda.set_device(self.device)
         self.dtype = TORCH_DTYPES[config.dtype]
-        self.use_events = self.is_cuda and config.timer in ("auto", "cuda_events")
         self.training = config.workload == "training"
-        self._flush_buf: torch.Tensor | None = None
+        self.timer = CallTimer(
+            self.device, use_events=self.is_cuda and config.timer in ("auto", "cuda_events")
+        )
+        self.clock = clock_probe or ClockProbe.for_device(self.device)
+        self.memory = PeakMeter(self.device)
+        self.flush: CacheFlush | None = None
+        self.skip_log = CudagraphSkipLog()
+        self.eager_output_dev: checks.Deviation | None = None
+        self.eager_grads_dev: checks.Deviation | None = None
+        self.eager_final_params: list[torch.Tensor] | None = None
+        self.eager_steps = 0
+        #: times a variant's first call in a fresh process (the reported compile time)
+        self.isolated_compile = isolated_compile
 
     # -- public -----------------------------------------------------------
     def run(self) -> protocol.RunStatus:
@@ -149,20 +222,21 @@ class BenchmarkRunner:
         self._set_precision()
         try:
             self._prepare_inputs()
+            self._report_run_info()
         except BaseException as exc:  # noqa: BLE001 - reported; nothing was measured yet
             if isinstance(exc, KeyboardInterrupt):
                 raise
             self._error(None, exc, "preparing the input and the fp64 reference")
             return protocol.RunStatus.FAILED
         try:
-            if cfg.interleave:
-                self._run_interleaved()
+            if cfg.rounds > 1:
+                self._run_rounds()
             else:
                 for name in cfg.variants:
                     v = self._prepare(name)
                     if v is None:
                         continue
-                    self._measure(v, cfg.iterations)
+                    self._calls(v, protocol.Phase.MEASURE, cfg.iterations, measure=True)
                     self._finish(v)
                     del v
                     if self.is_cuda:
@@ -170,30 +244,52 @@ class BenchmarkRunner:
         except Stopped:
             self.sink.flush()
             return protocol.RunStatus.STOPPED
+        finally:
+            self.skip_log.close()
         self.sink.flush()
         return protocol.RunStatus.COMPLETE
 
     # -- steps -------------------------------------------------------------
     def _prepare_inputs(self) -> None:
-        """The input batch, and the fp64 reference output every variant is checked against."""
+        """The input batch, and the fp64 reference every variant is checked against."""
         cfg = self.config
         sizes = cfg.layer_sizes()
-        torch.manual_seed(cfg.seed)
-        gen = torch.Generator().manual_seed(cfg.seed + 1)
-        x_cpu = torch.randn(cfg.batch_size, sizes[0], generator=gen)
+        x_cpu = make_input(cfg)
         self.x = x_cpu.to(self.device, self.dtype)
-        self._sync()
-        reference = build_model(sizes, cfg.activation, cfg.seed).double()
-        with torch.no_grad():
-            self.reference = reference(x_cpu.double())
+        reference = build_model(sizes, cfg.activation, cfg.seed)
+        self.reference_grads: list[torch.Tensor] | None = None
+        if self.training:
+            self.reference, self.reference_grads = reference_grads(reference, x_cpu)
+        else:
+            with torch.no_grad():
+                self.reference = reference.double()(x_cpu.double())
         del reference
         if cfg.cold_l2:
-            self._flush_buf = torch.empty(
-                _l2_flush_elems(self.device), dtype=torch.int8, device=self.device
+            self.flush = CacheFlush.for_device(self.device)
+        self.timer.sync()
+
+    def _report_run_info(self) -> None:
+        floor_host, floor_device = self.timer.floor()
+        self.sink.event(
+            protocol.RunInfoEvent(
+                harness_floor_ms=floor_host,
+                harness_floor_device_ms=floor_device,
+                timer="cuda_events" if self.timer.use_events else "host",
+                memory_kind=self.memory.kind,
+                clock_source=self.clock.source,
+                torch_threads=torch.get_num_threads(),
+                cache_flush_bytes=self.flush.nbytes if self.flush else None,
+                correctness_rule=checks.rule_text(self.config.dtype),
             )
+        )
 
     def _set_precision(self) -> None:
-        tf32 = self.config.dtype == "tf32"
+        self._apply_precision(self.config.dtype)
+
+    @staticmethod
+    def _apply_precision(dtype: str) -> None:
+        """The same TF32 setting for every variant (and the isolated compiles)."""
+        tf32 = dtype == "tf32"
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
         torch.set_float32_matmul_precision("high" if tf32 else "highest")
@@ -202,10 +298,8 @@ class BenchmarkRunner:
         if self.stop.is_set():
             raise Stopped
 
-    def _phase(self, name: str, phase: str, planned: int) -> None:
-        self.sink.event(
-            protocol.PhaseEvent(variant=name, phase=protocol.Phase(phase), iterations=planned)
-        )
+    def _phase(self, name: str, phase: protocol.Phase, planned: int) -> None:
+        self.sink.event(protocol.PhaseEvent(variant=name, phase=phase, iterations=planned))
 
     def _error(self, name: str | None, exc: BaseException, what: str) -> None:
         kind = classify_error(exc)
@@ -230,48 +324,66 @@ class BenchmarkRunner:
             )
         )
 
-    def _prepare(self, name: str) -> _Variant | None:
+    def _warn(self, name: str, message: str) -> None:
+        self.sink.event(protocol.WarningEvent(message=message, variant=name))
+
+    def _no_grad(self) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext() if self.training else torch.inference_mode()
+
+    def _prepare(self, name: str) -> Variant | None:
         """Build, compile (first call) and warm up one variant; None if it failed."""
+        from .environment import compile_modes
+
         cfg = self.config
         self._check_stop()
-        self._phase(name, "build", 0)
-        mem_before = self._memory_mark()
+        self._phase(name, protocol.Phase.BUILD, 0)
         try:
-            model = build_model(cfg.layer_sizes(), cfg.activation, cfg.seed, name)
-            model = model.to(self.device, self.dtype)
-            model.train(self.training)
-            optimizer = (
-                torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
-                if self.training
-                else None
-            )
-            call: Any = model
-            if name != "eager":
-                call = self._compile(model, name)
-            v = _Variant(name, model, call, optimizer, mem_before=mem_before)
+            v = build_variant(cfg, name, self.device, self.dtype, compile_modes())
         except Stopped:
             raise
         except BaseException as exc:  # noqa: BLE001 - reported, others go on
             self._error(name, exc, "building the model")
             return None
-        # first call: compile time for compiled variants, reported on its own
-        if name != "eager":
-            self._phase(name, "compile", 1)
+        if self.training:
+            v.initial_params = v.params_cpu()
+        compile_s: float | None = None
+        if v.compiled:
+            self._phase(name, protocol.Phase.COMPILE, 1)
+            if self.isolated_compile is not None:
+                try:
+                    compile_s = self.isolated_compile(name)
+                except Stopped:
+                    raise
+                except BaseException as exc:  # noqa: BLE001
+                    self._check_stop()
+                    self._error(name, exc, "compiling in a fresh process")
+                    return None
         before = _dynamo_counts()
         reasons_before = _break_reasons()
+        skips_before = self.skip_log.count()
         try:
-            t0 = time.perf_counter_ns()
-            out = self._step(v)
-            self._sync()
-            first_ms = (time.perf_counter_ns() - t0) / 1e6
+            with self._no_grad():
+                t0 = time.perf_counter_ns()
+                out = v.step(self.x)
+                self.timer.sync()
+                first_ms = (time.perf_counter_ns() - t0) / 1e6
+                v.first_output = out.detach().to("cpu", torch.float64)
+                if self.training:
+                    v.first_grads = v.grads_cpu()
+                if v.uses_cudagraphs:
+                    # the second call records the CUDA graph: a one-off cost like the compile
+                    t0 = time.perf_counter_ns()
+                    v.step(self.x)
+                    self.timer.sync()
+                    v.cudagraph_record_ms = (time.perf_counter_ns() - t0) / 1e6
         except Stopped:
             raise
         except BaseException as exc:  # noqa: BLE001
-            self._error(name, exc, "compiling" if name != "eager" else "running the first call")
+            self._error(name, exc, "compiling" if v.compiled else "running the first call")
             return None
         after = _dynamo_counts()
-        v.first_output = out.detach().to("cpu", torch.float64)
-        if name != "eager":
+        v.cudagraph_skips = self.skip_log.since(skips_before)
+        if v.compiled:
             reasons = {
                 k: n - reasons_before.get(k, 0)
                 for k, n in _break_reasons().items()
@@ -280,7 +392,10 @@ class BenchmarkRunner:
             self.sink.event(
                 protocol.CompiledEvent(
                     variant=name,
-                    compile_s=first_ms / 1000.0,
+                    compile_s=compile_s
+                    if compile_s is not None
+                    else (first_ms + (v.cudagraph_record_ms or 0.0)) / 1000.0,
+                    compile_timing="isolated" if compile_s is not None else "in_run",
                     first_call_ms=first_ms,
                     graphs=after["graphs"] - before["graphs"],
                     graph_breaks=after["breaks"] - before["breaks"],
@@ -288,192 +403,249 @@ class BenchmarkRunner:
                     recompiles=0,
                 )
             )
-            v.compiled = True
-        # warm-up: recorded, excluded from stats
-        if cfg.warmup:
-            self._phase(name, "warmup", cfg.warmup)
-            try:
-                self._calls(v, "warmup", cfg.warmup)
-            except Stopped:
-                raise
-            except BaseException as exc:  # noqa: BLE001
-                self._error(name, exc, "warming up")
-                return None
+        try:
+            self._warm_up(v)
+        except Stopped:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            self._error(name, exc, "warming up")
+            return None
         return v
 
-    def _calls(self, v: _Variant, phase: str, count: int) -> None:
+    def _warm_up(self, v: Variant) -> None:
+        """``warmup`` calls, then more until ``warmup_min_ms`` has passed (clocks ramp up)."""
+        cfg = self.config
+        if cfg.warmup <= 0 and cfg.warmup_min_ms <= 0:
+            return
+        self._phase(v.name, protocol.Phase.WARMUP, cfg.warmup)
+        deadline = time.monotonic() + cfg.warmup_min_ms / 1000.0
+        self._calls(v, protocol.Phase.WARMUP, cfg.warmup)
+        while time.monotonic() < deadline:
+            self._calls(v, protocol.Phase.WARMUP, max(1, cfg.warmup // 4 or 1))
+
+    def _calls(
+        self,
+        v: Variant,
+        phase: protocol.Phase,
+        count: int,
+        measure: bool = False,
+        round_index: int | None = None,
+    ) -> None:
         """``count`` timed calls of one variant; recompiles they caused are its own.
 
         Variants never run concurrently, so the change of Dynamo's global frame
         counter around a group of one variant's calls belongs to that variant
-        (also in interleaved mode, where another variant may compile in between).
+        (also in rounds, where another variant may compile in between).
         """
         before = _dynamo_counts()["frames"]
+        step, x, sink, time_call = v.step, self.x, self.sink, self.timer.time
+        flush = self.flush
+        name = v.name
+
+        def call() -> Any:
+            return step(x)
+
+        if measure:
+            start = self.clock.read()
+            self.memory.start()
         try:
-            for _ in range(count):
-                self._timed(v, phase)
+            with self._no_grad(), _no_gc():
+                for _ in range(count):
+                    if self.stop.is_set():
+                        raise Stopped
+                    if flush is not None:
+                        flush.evict()
+                        self.timer.sync()
+                    wall, device_ms = time_call(call)
+                    sink.sample(name, phase, v.iteration, wall, device_ms, round_index)
+                    v.iteration += 1
         finally:
             new = _dynamo_counts()["frames"] - before
             v.recompiles += new
-            if phase == "measure":
+            if measure:
                 v.recompiles_in_window += new
+                self.memory.stop(name)
+                end = self.clock.read()
+                if v.clock_start is None:
+                    v.clock_start = start.to_dict()
+                v.clock_end = end.to_dict()
+                change = clock_change(start, end)
+                if change is not None and (
+                    v.clock_max_change is None or abs(change) > abs(v.clock_max_change)
+                ):
+                    v.clock_max_change = change
 
-    def _compile(self, model: MLP, name: str) -> Any:
-        from ..engine.environment import compile_modes
-
-        kwargs: dict[str, Any] = {"fullgraph": self.config.fullgraph}
-        if self.config.dynamic:
-            kwargs["dynamic"] = True
-        if name in compile_modes():
-            kwargs["backend"] = "inductor"
-            if name != "default":
-                kwargs["mode"] = name
-        else:
-            kwargs["backend"] = name
-        return torch.compile(model, **kwargs)
-
-    def _step(self, v: _Variant) -> torch.Tensor:
-        cudagraphs = v.name in CUDAGRAPH_VARIANTS and self.is_cuda
-        if cudagraphs:
-            torch.compiler.cudagraph_mark_step_begin()
-        if not self.training:
-            with torch.inference_mode():
-                out = v.call(self.x)
-            return out.clone() if cudagraphs else out
-        assert v.optimizer is not None
-        v.optimizer.zero_grad(set_to_none=True)
-        out = v.call(self.x)
-        loss = out.float().square().mean()
-        loss.backward()
-        v.optimizer.step()
-        return out.detach().clone() if cudagraphs else out.detach()
-
-    def _timed(self, v: _Variant, phase: str) -> None:
-        self._check_stop()
-        if self._flush_buf is not None:
-            self._flush_buf.zero_()
-            self._sync()
-        if self.use_events:
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            t0 = time.perf_counter_ns()
-            start.record()
-            self._step(v)
-            end.record()
-            torch.cuda.synchronize(self.device)
-            wall = (time.perf_counter_ns() - t0) / 1e6
-            device_ms: float | None = float(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter_ns()
-            self._step(v)
-            self._sync()
-            wall = (time.perf_counter_ns() - t0) / 1e6
-            device_ms = None
-        self.sink.sample(v.name, phase, v.iteration, wall, device_ms)
-        v.iteration += 1
-
-    def _measure(self, v: _Variant, count: int) -> None:
-        self._phase(v.name, "measure", self.config.iterations)
-        self._calls(v, "measure", count)
-
-    def _finish(self, v: _Variant) -> None:
-        in_window = v.recompiles_in_window
-        total = v.recompiles
-        rtol, atol = TOLERANCES[self.config.dtype]
-        out = v.first_output
-        assert out is not None
-        ref = self.reference
-        diff = (out - ref).abs()
-        max_abs = float(diff.max()) if diff.numel() else 0.0
-        scale = float(ref.abs().max()) if ref.numel() else 0.0
-        max_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else math.inf)
-        ok = bool(torch.allclose(out, ref, rtol=rtol, atol=atol)) and bool(
-            torch.isfinite(out).all()
-        )
-        peak, memory_kind = self._memory_report(v)
-        event = protocol.VariantDoneEvent(
-            variant=v.name,
-            status=protocol.VariantStatus.DONE,
-            recompiles=total if v.compiled else None,
-            recompiles_in_window=in_window if v.compiled else None,
-            max_abs_error=max_abs if math.isfinite(max_abs) else None,
-            max_rel_error=max_rel if math.isfinite(max_rel) else None,
-            allclose=ok,
-            tolerance={"rtol": rtol, "atol": atol},
-            peak_memory_bytes=peak,
-            memory_kind=memory_kind,
-        )
-        if v.compiled and in_window:
-            self.sink.event(
-                protocol.WarningEvent(
-                    variant=v.name,
-                    message=f"{v.name} recompiled {in_window}x inside the timed window: "
-                    "its samples are not steady state",
-                )
-            )
-        self.sink.event(event)
-
-    def _run_interleaved(self) -> None:
+    def _run_rounds(self) -> None:
         cfg = self.config
         live = [v for v in (self._prepare(n) for n in cfg.variants) if v is not None]
+        blocks = round_blocks(cfg.iterations, cfg.rounds)
         for v in live:
-            self._phase(v.name, "measure", cfg.iterations)
-        done = 0
-        while done < cfg.iterations and live:
-            block = min(cfg.interleave_block, cfg.iterations - done)
+            self._phase(v.name, protocol.Phase.MEASURE, cfg.iterations)
+        gc.collect()
+        for r, block in enumerate(blocks):
             for v in list(live):
                 try:
-                    self._calls(v, "measure", block)
+                    self._calls(v, protocol.Phase.MEASURE, block, measure=True, round_index=r)
                 except Stopped:
                     raise
                 except BaseException as exc:  # noqa: BLE001
                     self._error(v.name, exc, "measuring")
                     live.remove(v)
-            done += block
         for v in live:
             self._finish(v)
 
-    # -- helpers -----------------------------------------------------------
-    def _sync(self) -> None:
-        """Wait for the device: host timings then cover the work, not its launch."""
-        if self.is_cuda:
-            torch.cuda.synchronize(self.device)
-        elif self.device.type == "mps":
-            torch.mps.synchronize()
+    # -- after the timed window ---------------------------------------------------
+    def _finish(self, v: Variant) -> None:
+        """Checks outside the timed window, then ``variant_done``."""
+        dtype = self.config.dtype
+        try:
+            late = self._steady_state_output(v)
+            v.pipelined_ms = self._pipelined(v)
+        except Stopped:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            self._error(v.name, exc, "checking the steady-state output")
+            return
+        assert v.first_output is not None
+        out_dev = checks.deviation(v.first_output, self.reference)
+        problems: list[str] = []
+        eager_like = is_eager(v.name)
+        if v.name == "eager":
+            self.eager_output_dev = out_dev
+        ok, why = checks.judge(dtype, out_dev, None if v.name == "eager" else self.eager_output_dev)
+        if not ok:
+            problems.append(f"first call: {why}")
+        replay_diff: float | None = None
+        if late is not None:
+            replay_diff = float((late - v.first_output).abs().max()) if late.numel() else 0.0
+            late_ok, late_why = checks.judge(
+                dtype, checks.deviation(late, self.reference),
+                None if v.name == "eager" else self.eager_output_dev,
+            )
+            if not late_ok:
+                problems.append(f"steady state: {late_why}")
+            elif replay_diff != 0.0:
+                self._warn(
+                    v.name,
+                    f"{v.name}: a steady-state call differs from the first call by up to "
+                    f"{replay_diff:.3g} (not bit-identical, but within the correctness rule)",
+                )
+        grads_dev: checks.Deviation | None = None
+        params_drift: float | None = None
+        if self.training and v.first_grads is not None and self.reference_grads is not None:
+            grads_dev = checks.deviation(v.first_grads, self.reference_grads)
+            if v.name == "eager":
+                self.eager_grads_dev = grads_dev
+            g_ok, g_why = checks.judge(
+                dtype, grads_dev, None if v.name == "eager" else self.eager_grads_dev
+            )
+            if not g_ok:
+                problems.append(f"gradients: {g_why}")
+            params_drift = self._params_drift(v)
+        correct = not problems
+        if not correct:
+            self._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
+        self._cudagraph_report(v)
+        clock = self._clock_report(v)
+        in_window = v.recompiles_in_window
+        if v.compiled and in_window:
+            self._warn(
+                v.name,
+                f"{v.name} recompiled {in_window}x inside the timed window: "
+                "its samples are not steady state",
+            )
+        self.sink.event(
+            protocol.VariantDoneEvent(
+                variant=v.name,
+                status=protocol.VariantStatus.DONE,
+                recompiles=v.recompiles if v.compiled else None,
+                recompiles_in_window=in_window if v.compiled else None,
+                max_abs_error=float((v.first_output - self.reference).abs().max())
+                if self.reference.numel()
+                else 0.0,
+                max_rel_error=out_dev.error if out_dev.finite else None,
+                allclose=correct,
+                peak_memory_bytes=self.memory.peak(v.name),
+                memory_kind=self.memory.kind,
+                checks={
+                    "rule": checks.rule_text(dtype),
+                    "output": out_dev.to_dict(),
+                    "eager_output": self.eager_output_dev.to_dict()
+                    if self.eager_output_dev and not eager_like
+                    else None,
+                    "gradients": grads_dev.to_dict() if grads_dev else None,
+                    "params_drift": params_drift,
+                    "replay_max_diff": replay_diff,
+                    "problems": problems,
+                },
+                cudagraphs=self._cudagraph_state(v),
+                cudagraph_skips=list(v.cudagraph_skips),
+                cudagraph_record_ms=v.cudagraph_record_ms,
+                pipelined_ms=v.pipelined_ms,
+                clock=clock,
+            )
+        )
 
-    def _memory_mark(self) -> int:
-        if self.is_cuda:
-            self._sync()
-            torch.cuda.reset_peak_memory_stats(self.device)
-            return int(torch.cuda.memory_allocated(self.device))
-        return _rss_peak_bytes()
+    def _steady_state_output(self, v: Variant) -> torch.Tensor | None:
+        """Inference: one more call after the window, to compare with the first."""
+        if self.training:
+            return None
+        with torch.inference_mode():
+            out = v.step(self.x)
+            late = out.detach().to("cpu", torch.float64)
+        self.timer.sync()
+        return late
 
-    def _memory_report(self, v: _Variant) -> tuple[int, str]:
-        """(peak bytes, what kind of peak it is) for one variant."""
-        if self.is_cuda:
-            return int(torch.cuda.max_memory_allocated(self.device)), "cuda_allocator_peak"
-        return max(0, _rss_peak_bytes() - v.mem_before), "rss_peak_growth"
+    def _pipelined(self, v: Variant) -> float:
+        calls = max(1, min(PIPELINED_CALLS, self.config.iterations))
+        with self._no_grad():
+            return self.timer.pipelined(lambda: v.step(self.x), calls)
 
+    def _params_drift(self, v: Variant) -> float | None:
+        """‖p − p_eager‖ / ‖p_eager − p₀‖ after the same steps; None where it means nothing."""
+        params = v.params_cpu()
+        steps = v.iteration
+        if v.name == "eager":
+            self.eager_final_params = params
+            self.eager_steps = steps
+            return None
+        if self.eager_final_params is None or self.eager_steps != steps or not v.initial_params:
+            return None
+        moved = sum(
+            float((e - p0).square().sum()) for e, p0 in zip(self.eager_final_params, v.initial_params)
+        )
+        if moved == 0.0:
+            return None  # the updates are below the dtype's resolution: nothing to compare
+        apart = sum(float((p - e).square().sum()) for p, e in zip(params, self.eager_final_params))
+        return (apart / moved) ** 0.5
 
-def _short_reason(reason: str) -> str:
-    lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
-    head = lines[0] if lines else reason
-    expl = next((ln for ln in lines if ln.startswith("Explanation:")), "")
-    return f"{head} — {expl[len('Explanation:'):].strip()}" if expl else head
+    def _cudagraph_state(self, v: Variant) -> str | None:
+        from ..config import CUDAGRAPH_VARIANTS
 
+        if v.name not in CUDAGRAPH_VARIANTS:
+            return None
+        if not self.is_cuda:
+            return f"not used: there are no CUDA graphs on {self.device.type}"
+        if v.cudagraph_skips:
+            return "skipped: " + v.cudagraph_skips[0]
+        return "used"
 
-def _resolve_device(device: str) -> str:
-    if device == "auto":
-        if torch.cuda.is_available():
-            return "cuda:0"
-        mps = getattr(torch.backends, "mps", None)
-        return "mps" if mps is not None and mps.is_available() else "cpu"
-    return "cuda:0" if device == "cuda" else device
+    def _cudagraph_report(self, v: Variant) -> None:
+        state = self._cudagraph_state(v)
+        if state and state != "used":
+            self._warn(v.name, f"{v.name}: CUDA graphs {state}; it ran without them")
 
-
-def _l2_flush_elems(device: torch.device) -> int:
-    if device.type == "cuda":
-        props = torch.cuda.get_device_properties(device)
-        l2 = int(getattr(props, "L2_cache_size", 0) or 0)
-        return max(2 * l2, 64 << 20)
-    return 64 << 20
+    def _clock_report(self, v: Variant) -> dict[str, Any]:
+        change = v.clock_max_change
+        if change is not None and abs(change) > CLOCK_CHANGE_WARN:
+            self._warn(
+                v.name,
+                f"{v.name}: the {self.clock.source.replace('_', ' ')} changed by "
+                f"{change * 100:+.0f} % inside a timed window",
+            )
+        return {
+            "source": self.clock.source,
+            "start": v.clock_start,
+            "end": v.clock_end,
+            "max_change": change,
+        }

@@ -38,7 +38,13 @@ class BatchingSink:
             self._write(event)
 
     def sample(
-        self, variant: str, phase: str, iteration: int, wall_ms: float, device_ms: float | None
+        self,
+        variant: str,
+        phase: str,
+        iteration: int,
+        wall_ms: float,
+        device_ms: float | None,
+        round_index: int | None = None,
     ) -> None:
         with self._lock:
             self.last_sample = (variant, iteration)
@@ -47,6 +53,7 @@ class BatchingSink:
                 b is None
                 or b.variant != variant
                 or b.phase != phase
+                or b.round != round_index
                 or b.first_iteration + len(b.wall_ms) != iteration
             ):
                 self._flush_batch()
@@ -56,6 +63,7 @@ class BatchingSink:
                     first_iteration=iteration,
                     wall_ms=[],
                     device_ms=[],
+                    round=round_index,
                 )
             b.wall_ms.append(wall_ms)
             assert b.device_ms is not None

@@ -7,7 +7,7 @@ import sys
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
-from .settings import APPLICATION, ORGANIZATION
+from ..app_info import APPLICATION, ORGANIZATION
 
 
 def application_icon() -> QIcon | None:

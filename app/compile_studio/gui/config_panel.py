@@ -1,7 +1,17 @@
-"""The configuration form: every BenchmarkConfig field, validated as the user types."""
+"""The configuration form: one widget per config field, made from the field's metadata.
+
+A field's kind picks its widget (choices: a combo box, int: a spin box with
+the field's bounds and unit, bool: a check box, text: a line edit); a field
+whose metadata names a ``widget`` gets that special one (``variants``: a
+checklist, ``device``: the devices the worker found). Every edit is validated
+at once and each problem shows under its field.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -18,33 +28,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..config import (
-    ACTIVATIONS,
-    CACHE_MODES,
-    DTYPES,
-    MAX_BATCH,
-    MAX_ITERATIONS,
-    MAX_WARMUP,
-    TIMERS,
-    WORKLOADS,
-    BenchmarkConfig,
-    ConfigProblem,
-    EnvironmentInfo,
-)
+from ..config import BenchmarkConfig, ConfigProblem, EnvironmentInfo, FieldSpec, config_fields
 
-#: Presets used when the shipped ``presets.json`` cannot be read.
-BUILTIN_PRESETS: list[dict[str, Any]] = [
-    {
-        "name": "Seed MLP (1024,1024,512,10, batch 256)",
-        "config": {"layers": "1024,1024,512,10", "batch_size": 256},
-    },
-    {"name": "Tiny (64,64,10)", "config": {"layers": "64,64,10", "batch_size": 32}},
-    {"name": "Wide (4096,4096,4096)", "config": {"layers": "4096,4096,4096", "batch_size": 256}},
-    {
-        "name": "Deep (6 × 1024)",
-        "config": {"layers": "1024,1024,1024,1024,1024,1024,10", "batch_size": 256},
-    },
-]
+log = logging.getLogger(__name__)
 
 CUSTOM_PRESET = "Custom"
 
@@ -52,36 +38,103 @@ CUSTOM_PRESET = "Custom"
 FALLBACK_VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "aot_eager")
 
 _ERROR_STYLE = "color: #B00020;"
+_SPIN_LIMITS = (-(2**31), 2**31 - 1)
 
 
-def load_presets() -> list[dict[str, Any]]:
-    """The shipped presets, or the built-in ones when none can be read."""
+def load_presets(
+    config_cls: type[BenchmarkConfig] = BenchmarkConfig,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The shipped presets and None, or just the default config and why the file was unreadable."""
     try:
         from ..resources_path import load_presets as load_shipped
 
         presets = load_shipped()
-    except (ImportError, OSError, ValueError, KeyError, TypeError):
-        return [dict(p) for p in BUILTIN_PRESETS]
-    return presets or [dict(p) for p in BUILTIN_PRESETS]
+        if not presets:
+            raise ValueError("presets.json lists no presets")
+    except (ImportError, OSError, ValueError, KeyError, TypeError) as exc:
+        problem = f"the shipped presets could not be read ({exc}); only the default is offered"
+        log.warning(problem)
+        default = {"name": "Default", "description": "", "default": True}
+        return [{**default, "config": config_cls().to_dict()}], problem
+    return presets, None
+
+
+@dataclass
+class FieldEditor:
+    """The widget showing one field, how to read and write its value, and its environment hook."""
+
+    widget: QWidget
+    get: Callable[[], Any]
+    set: Callable[[Any], None]
+    set_environment: Callable[[EnvironmentInfo], None] | None = None
+
+
+class VariantChecklist(QListWidget):
+    """A check box per variant: eager and the compile modes and backends on offer."""
+
+    def choices(self) -> list[str]:
+        return [self.item(i).text() for i in range(self.count())]
+
+    def checked(self) -> list[str]:
+        return [
+            self.item(i).text()
+            for i in range(self.count())
+            if self.item(i).checkState() == Qt.CheckState.Checked
+        ]
+
+    def set_choices(self, names: list[str], checked: list[str] | None = None) -> None:
+        """Offer eager, ``names`` and any checked name not among them; tick ``checked``."""
+        if checked is None:
+            checked = self.checked()
+        blocked = self.blockSignals(True)
+        self.clear()
+        for name in dict.fromkeys(["eager", *names, *checked]):
+            item = QListWidgetItem(name)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if name in checked else Qt.CheckState.Unchecked)
+            self.addItem(item)
+        self.blockSignals(blocked)
+
+    def set_checked(self, name: str, checked: bool) -> None:
+        for i in range(self.count()):
+            if self.item(i).text() == name:
+                state = Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked
+                self.item(i).setCheckState(state)
+                return
+        raise KeyError(name)
 
 
 class ConfigPanel(QWidget):
-    """A form for one :class:`BenchmarkConfig` with an inline message under each bad field.
+    """A form for one :class:`BenchmarkConfig` (or subclass) with an inline message under each bad field.
 
     ``changed`` fires on every edit. :meth:`problems` lists what keeps the
     configuration from running (checked against the machine once
-    :meth:`set_environment` has been called).
+    :meth:`set_environment` has been called). :meth:`widget_for` finds a
+    field's widget by the field's name.
     """
 
     changed = Signal()
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        config_cls: type[BenchmarkConfig] = BenchmarkConfig,
+    ):
         super().__init__(parent)
+        self._config_cls = config_cls
         self._env: EnvironmentInfo | None = None
         self._updating = False
         self._problems: list[ConfigProblem] = []
-        self.presets = load_presets()
-        defaults = BenchmarkConfig()
+        self.presets, self.preset_problem = load_presets(config_cls)
+        self._factories: dict[str, Callable[[FieldSpec], FieldEditor]] = {
+            "bool": self._bool_editor,
+            "int": self._int_editor,
+            "choice": self._choice_editor,
+            "text": self._text_editor,
+            "list": self._list_editor,
+            "device": self._device_editor,
+            "variants": self._variants_editor,
+        }
 
         self.preset_combo = QComboBox()
         self.preset_combo.addItem(CUSTOM_PRESET)
@@ -91,74 +144,103 @@ class ConfigPanel(QWidget):
                 self.preset_combo.setItemData(
                     self.preset_combo.count() - 1, preset["description"], Qt.ItemDataRole.ToolTipRole
                 )
-        self.layers_edit = QLineEdit()
-        self.layers_edit.setPlaceholderText("input width, then each layer's width: 1024,1024,512,10")
-        self.layers_edit.setToolTip(
-            "The MLP: the input width, then the output width of each Linear layer."
-        )
-        self.activation_combo = _combo(ACTIVATIONS)
-        self.batch_spin = _spin(1, MAX_BATCH, " samples")
-        self.dtype_combo = _combo(DTYPES)
-        self.device_combo = _combo(("auto",))
-        self.device_combo.setToolTip("Devices the worker found (filled in once it has answered).")
-        self.workload_combo = _combo(WORKLOADS)
-        self.variants_list = QListWidget()
-        self.variants_list.setToolTip(
-            "eager is the baseline; each other entry is a torch.compile mode or backend."
-        )
-        self.variants_list.setMaximumHeight(150)
-        self.fullgraph_check = QCheckBox("fullgraph (fail on graph breaks)")
-        self.dynamic_check = QCheckBox("dynamic shapes")
-        self.iterations_spin = _spin(1, MAX_ITERATIONS, " calls")
-        self.warmup_spin = _spin(0, MAX_WARMUP, " calls")
-        self.timer_combo = _combo(TIMERS)
-        self.interleave_check = QCheckBox("interleave variants in blocks")
-        self.interleave_block_spin = _spin(1, 100_000, " calls")
-        self.seed_spin = _spin(0, 2**31 - 1, "")
-        self.cache_combo = _combo(CACHE_MODES)
-        self.cache_combo.setToolTip(
-            "warm: the normal Inductor cache; cold: a fresh cache for this run (honest compile time)."
-        )
-        self.cold_l2_check = QCheckBox("flush L2 between calls")
-        self.label_edit = QLineEdit()
-        self.label_edit.setPlaceholderText("optional name for this run")
-
         self.error_labels: dict[str, QLabel] = {}
+        self._editors: dict[str, FieldEditor] = {}
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        rows: list[tuple[str, str, QWidget]] = [
-            ("Preset", "preset", self.preset_combo),
-            ("Layer sizes", "layers", self.layers_edit),
-            ("Activation", "activation", self.activation_combo),
-            ("Batch", "batch_size", self.batch_spin),
-            ("Data type", "dtype", self.dtype_combo),
-            ("Device", "device", self.device_combo),
-            ("Workload", "workload", self.workload_combo),
-            ("Variants", "variants", self.variants_list),
-            ("Compile", "fullgraph", self.fullgraph_check),
-            ("", "dynamic", self.dynamic_check),
-            ("Iterations", "iterations", self.iterations_spin),
-            ("Warm-up", "warmup", self.warmup_spin),
-            ("Timer", "timer", self.timer_combo),
-            ("Interleave", "interleave", self.interleave_check),
-            ("Block", "interleave_block", self.interleave_block_spin),
-            ("Seed", "seed", self.seed_spin),
-            ("Compile cache", "compile_cache", self.cache_combo),
-            ("Cache", "cold_l2", self.cold_l2_check),
-            ("Label", "label", self.label_edit),
-        ]
-        for text, field_name, widget in rows:
-            form.addRow(text, self._with_error_label(field_name, widget))
+        form.addRow("Preset", self._with_error_label("preset", self.preset_combo))
+        for spec in config_fields(config_cls):
+            editor = self._factories[spec.widget or spec.kind](spec)
+            editor.widget.setObjectName(f"field_{spec.name}")
+            tip = _sentence(spec.help)
+            editor.widget.setToolTip(tip)
+            label = QLabel(spec.label)
+            label.setToolTip(tip)
+            label.setBuddy(editor.widget)
+            form.addRow(label, self._with_error_label(spec.name, editor.widget))
+            self._editors[spec.name] = editor
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addLayout(form)
         outer.addStretch(1)
 
-        self._set_variant_choices(list(FALLBACK_VARIANTS))
-        self.set_config(defaults)
-        self._connect()
+        self.preset_combo.currentIndexChanged.connect(self._preset_chosen)
+        self.set_config(config_cls())
 
-    # -- building -------------------------------------------------------------
+    # -- one factory per widget kind ----------------------------------------------------
+    def _bool_editor(self, spec: FieldSpec) -> FieldEditor:
+        check = QCheckBox(spec.caption)
+        check.toggled.connect(self._edited)
+        return FieldEditor(check, check.isChecked, lambda v: check.setChecked(bool(v)))
+
+    def _int_editor(self, spec: FieldSpec) -> FieldEditor:
+        spin = QSpinBox()
+        low = _SPIN_LIMITS[0] if spec.minimum is None else max(_SPIN_LIMITS[0], spec.minimum)
+        high = _SPIN_LIMITS[1] if spec.maximum is None else min(_SPIN_LIMITS[1], spec.maximum)
+        spin.setRange(low, high)
+        spin.setSuffix(f" {spec.unit}" if spec.unit else "")
+        spin.setGroupSeparatorShown(True)
+        spin.setAccelerated(True)
+        spin.valueChanged.connect(self._edited)
+
+        def set_value(value: Any) -> None:
+            spin.setValue(max(spin.minimum(), min(spin.maximum(), int(value))))
+
+        return FieldEditor(spin, spin.value, set_value)
+
+    def _choice_editor(self, spec: FieldSpec) -> FieldEditor:
+        combo = QComboBox()
+        combo.addItems(list(spec.choices))
+        combo.currentIndexChanged.connect(self._edited)
+        return FieldEditor(combo, combo.currentText, lambda v: _set_combo(combo, str(v)))
+
+    def _text_editor(self, spec: FieldSpec) -> FieldEditor:
+        edit = QLineEdit()
+        edit.setPlaceholderText(spec.placeholder)
+        edit.textChanged.connect(self._edited)
+        return FieldEditor(edit, lambda: edit.text().strip(), lambda v: edit.setText(str(v)))
+
+    def _list_editor(self, spec: FieldSpec) -> FieldEditor:
+        edit = QLineEdit()
+        edit.setPlaceholderText(spec.placeholder or "comma-separated names")
+        edit.textChanged.connect(self._edited)
+        return FieldEditor(
+            edit,
+            lambda: [v.strip() for v in edit.text().split(",") if v.strip()],
+            lambda v: edit.setText(", ".join(v)),
+        )
+
+    def _device_editor(self, spec: FieldSpec) -> FieldEditor:
+        combo = QComboBox()
+        combo.addItem("auto")
+        combo.currentIndexChanged.connect(self._edited)
+
+        def offer(env: EnvironmentInfo) -> None:
+            current = combo.currentText()
+            blocked = combo.blockSignals(True)
+            combo.clear()
+            combo.addItems(list(dict.fromkeys(["auto", *env.devices])))
+            _set_combo(combo, current)
+            combo.blockSignals(blocked)
+
+        return FieldEditor(combo, combo.currentText, lambda v: _set_combo(combo, str(v)), offer)
+
+    def _variants_editor(self, spec: FieldSpec) -> FieldEditor:
+        checklist = VariantChecklist()
+        checklist.setMaximumHeight(150)
+        checklist.set_choices(list(FALLBACK_VARIANTS), checked=list(spec.default))
+        checklist.itemChanged.connect(self._edited)
+
+        def offer(env: EnvironmentInfo) -> None:
+            checklist.set_choices(["eager", *env.compile_modes, *env.compile_backends])
+
+        return FieldEditor(
+            checklist,
+            checklist.checked,
+            lambda v: checklist.set_choices(checklist.choices(), checked=list(v)),
+            offer,
+        )
+
     def _with_error_label(self, field_name: str, widget: QWidget) -> QWidget:
         box = QWidget()
         lay = QVBoxLayout(box)
@@ -174,68 +256,15 @@ class ConfigPanel(QWidget):
         self.error_labels[field_name] = label
         return box
 
-    def _connect(self) -> None:
-        self.preset_combo.currentIndexChanged.connect(self._preset_chosen)
-        self.layers_edit.textChanged.connect(self._edited)
-        self.batch_spin.valueChanged.connect(self._edited)
-        for combo in (
-            self.activation_combo,
-            self.dtype_combo,
-            self.device_combo,
-            self.workload_combo,
-            self.timer_combo,
-            self.cache_combo,
-        ):
-            combo.currentIndexChanged.connect(self._edited)
-        for spin in (
-            self.iterations_spin,
-            self.warmup_spin,
-            self.interleave_block_spin,
-            self.seed_spin,
-        ):
-            spin.valueChanged.connect(self._edited)
-        for check in (
-            self.fullgraph_check,
-            self.dynamic_check,
-            self.interleave_check,
-            self.cold_l2_check,
-        ):
-            check.toggled.connect(self._edited)
-        self.variants_list.itemChanged.connect(self._edited)
-        self.label_edit.textChanged.connect(self._edited)
-
-    def _set_variant_choices(self, names: list[str], checked: list[str] | None = None) -> None:
-        if checked is None:
-            checked = self._checked_variants()
-        ordered = list(dict.fromkeys(["eager", *names, *checked]))
-        blocked = self.variants_list.blockSignals(True)
-        self.variants_list.clear()
-        for name in ordered:
-            item = QListWidgetItem(name)
-            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setCheckState(Qt.CheckState.Checked if name in checked else Qt.CheckState.Unchecked)
-            self.variants_list.addItem(item)
-        self.variants_list.blockSignals(blocked)
-
-    def _checked_variants(self) -> list[str]:
-        out = []
-        for i in range(self.variants_list.count()):
-            item = self.variants_list.item(i)
-            if item.checkState() == Qt.CheckState.Checked:
-                out.append(item.text())
-        return out
-
     # -- events -------------------------------------------------------------------
     def _preset_chosen(self, index: int) -> None:
         if self._updating or index <= 0:
             return
         preset = self.presets[index - 1]
         current = self.config().to_dict()
-        current.update(
-            {k: v for k, v in preset["config"].items() if k in current}
-        )
+        current.update({k: v for k, v in preset["config"].items() if k in current})
         try:
-            config = BenchmarkConfig.from_dict(current)
+            config = self._config_cls.from_dict(current)
         except ValueError:
             return
         self.set_config(config)
@@ -262,6 +291,8 @@ class ConfigPanel(QWidget):
     def _revalidate(self) -> None:
         self._problems = self.config().problems(self._env)
         by_field: dict[str, list[str]] = {}
+        if self.preset_problem:
+            by_field["preset"] = [self.preset_problem]
         for p in self._problems:
             by_field.setdefault(p.field, []).append(p.message)
         for field_name, label in self.error_labels.items():
@@ -272,62 +303,28 @@ class ConfigPanel(QWidget):
             else:
                 label.clear()
                 label.hide()
-        # a problem with a field that has no widget of its own still shows
+        # a problem with a field that has no widget of its own shows under the last field
         orphan = [p for p in self._problems if p.field not in self.error_labels]
         if orphan:
-            label = self.error_labels["label"]
-            label.setText("\n".join(str(p) for p in orphan))
+            label = self.error_labels[next(reversed(self._editors))]
+            label.setText("\n".join(filter(None, [label.text(), *(str(p) for p in orphan)])))
             label.show()
 
     # -- public API ------------------------------------------------------------------
+    def widget_for(self, field_name: str) -> QWidget:
+        """The widget that edits the field ``field_name`` (KeyError when there is none)."""
+        return self._editors[field_name].widget
+
     def config(self) -> BenchmarkConfig:
         """The configuration the form shows now (may have problems)."""
-        return BenchmarkConfig(
-            layers=self.layers_edit.text().strip(),
-            activation=self.activation_combo.currentText(),
-            batch_size=self.batch_spin.value(),
-            dtype=self.dtype_combo.currentText(),
-            device=self.device_combo.currentText(),
-            workload=self.workload_combo.currentText(),
-            variants=self._checked_variants(),
-            fullgraph=self.fullgraph_check.isChecked(),
-            dynamic=self.dynamic_check.isChecked(),
-            iterations=self.iterations_spin.value(),
-            warmup=self.warmup_spin.value(),
-            timer=self.timer_combo.currentText(),
-            interleave=self.interleave_check.isChecked(),
-            interleave_block=self.interleave_block_spin.value(),
-            seed=self.seed_spin.value(),
-            compile_cache=self.cache_combo.currentText(),
-            cold_l2=self.cold_l2_check.isChecked(),
-            label=self.label_edit.text().strip(),
-        )
+        return self._config_cls(**{name: e.get() for name, e in self._editors.items()})
 
     def set_config(self, config: BenchmarkConfig) -> None:
         """Show ``config`` in the form (values the form cannot offer are added as choices)."""
         self._updating = True
         try:
-            self.layers_edit.setText(config.layers)
-            _set_combo(self.activation_combo, config.activation)
-            self.batch_spin.setValue(_clamp(config.batch_size, self.batch_spin))
-            _set_combo(self.dtype_combo, config.dtype)
-            _set_combo(self.device_combo, config.device)
-            _set_combo(self.workload_combo, config.workload)
-            names = [self.variants_list.item(i).text() for i in range(self.variants_list.count())]
-            self._set_variant_choices(names, checked=list(config.variants))
-            self.fullgraph_check.setChecked(config.fullgraph)
-            self.dynamic_check.setChecked(config.dynamic)
-            self.iterations_spin.setValue(_clamp(config.iterations, self.iterations_spin))
-            self.warmup_spin.setValue(_clamp(config.warmup, self.warmup_spin))
-            _set_combo(self.timer_combo, config.timer)
-            self.interleave_check.setChecked(config.interleave)
-            self.interleave_block_spin.setValue(
-                _clamp(config.interleave_block, self.interleave_block_spin)
-            )
-            self.seed_spin.setValue(_clamp(config.seed, self.seed_spin))
-            _set_combo(self.cache_combo, config.compile_cache)
-            self.cold_l2_check.setChecked(config.cold_l2)
-            self.label_edit.setText(config.label)
+            for name, editor in self._editors.items():
+                editor.set(getattr(config, name))
         finally:
             self._updating = False
         self._sync_preset()
@@ -337,17 +334,11 @@ class ConfigPanel(QWidget):
     def set_environment(self, env: EnvironmentInfo) -> None:
         """Offer the devices and compile variants the worker reported; validate against them."""
         self._env = env
-        current = self.config()
         self._updating = True
         try:
-            blocked = self.device_combo.blockSignals(True)
-            self.device_combo.clear()
-            self.device_combo.addItems(list(dict.fromkeys(["auto", *env.devices])))
-            _set_combo(self.device_combo, current.device)
-            self.device_combo.blockSignals(blocked)
-            self._set_variant_choices(
-                ["eager", *env.compile_modes, *env.compile_backends], checked=current.variants
-            )
+            for editor in self._editors.values():
+                if editor.set_environment is not None:
+                    editor.set_environment(env)
         finally:
             self._updating = False
         self._revalidate()
@@ -365,34 +356,39 @@ class ConfigPanel(QWidget):
         return not self._problems
 
     def variant_choices(self) -> list[str]:
-        return [self.variants_list.item(i).text() for i in range(self.variants_list.count())]
+        return self.variants_list.choices()
 
     def set_variant_checked(self, name: str, checked: bool) -> None:
-        for i in range(self.variants_list.count()):
-            item = self.variants_list.item(i)
-            if item.text() == name:
-                item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
-                return
-        raise KeyError(name)
+        self.variants_list.set_checked(name, checked)
+
+    # -- the widgets other code reaches by name -----------------------------------------
+    @property
+    def variants_list(self) -> VariantChecklist:
+        return self.widget_for("variants")  # type: ignore[return-value]
+
+    @property
+    def layers_edit(self) -> QLineEdit:
+        return self.widget_for("layers")  # type: ignore[return-value]
+
+    @property
+    def device_combo(self) -> QComboBox:
+        return self.widget_for("device")  # type: ignore[return-value]
+
+    @property
+    def batch_spin(self) -> QSpinBox:
+        return self.widget_for("batch_size")  # type: ignore[return-value]
+
+    @property
+    def iterations_spin(self) -> QSpinBox:
+        return self.widget_for("iterations")  # type: ignore[return-value]
+
+    @property
+    def warmup_spin(self) -> QSpinBox:
+        return self.widget_for("warmup")  # type: ignore[return-value]
 
 
-def _combo(items: tuple[str, ...] | list[str]) -> QComboBox:
-    combo = QComboBox()
-    combo.addItems(list(items))
-    return combo
-
-
-def _spin(low: int, high: int, suffix: str) -> QSpinBox:
-    spin = QSpinBox()
-    spin.setRange(low, high)
-    spin.setSuffix(suffix)
-    spin.setGroupSeparatorShown(True)
-    spin.setAccelerated(True)
-    return spin
-
-
-def _clamp(value: int, spin: QSpinBox) -> int:
-    return max(spin.minimum(), min(spin.maximum(), int(value)))
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("." if text and not text.endswith(".") else "")
 
 
 def _set_combo(combo: QComboBox, value: str) -> None:

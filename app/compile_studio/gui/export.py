@@ -49,7 +49,8 @@ def encode_png(image: QImage) -> bytes:
     data = QByteArray()
     buf = QBuffer(data)
     buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    ok = image.save(buf, "PNG")
+    # PySide6's stub asks for bytes, but only str is accepted at run time
+    ok = image.save(buf, "PNG")  # type: ignore[call-overload]
     buf.close()
     if not ok:
         raise ExportError("cannot encode the image as PNG")
@@ -143,7 +144,7 @@ def _transparent_render(widget: QWidget, size: QSize) -> QImage:
     out = np.empty(on_black.shape[:2] + (4,), dtype=np.uint8)
     out[..., :3] = np.minimum(on_black, alpha[..., None])  # premultiplied colour = over black
     out[..., 3] = alpha
-    h, w = out.shape[:2]
+    h, w = on_black.shape[0], on_black.shape[1]
     image = QImage(out.data, w, h, 4 * w, QImage.Format.Format_RGBA8888_Premultiplied)
     return image.copy()  # detach from the numpy buffer
 
@@ -170,7 +171,7 @@ def save_widget_png(
 def save_plot_png(
     plot_widget: pg.GraphicsView,
     path: str | os.PathLike[str],
-    scale: int = 1,
+    scale: float = 1,
     transparent: bool = False,
 ) -> Path:
     """Save a plot as a PNG of exactly its size × ``scale``, white or transparent behind."""

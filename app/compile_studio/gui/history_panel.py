@@ -48,7 +48,7 @@ class HistoryEntry:
 
 def run_display_name(run: RunResult) -> str:
     """A short name for a run in legends and the table: its label, else its date and time."""
-    label = str(run.config.get("label") or "").strip()
+    label = run.config.label.strip() if run.config is not None else ""
     if label:
         return label
     try:
@@ -58,7 +58,8 @@ def run_display_name(run: RunResult) -> str:
 
 
 def run_device(run: RunResult) -> str:
-    device = str(run.config.get("device") or run.environment.get("device") or "?")
+    configured = run.config.device if run.config is not None else ""
+    device = str(configured or run.environment.get("device") or "?")
     if device == "auto" and run.environment:
         device = EnvironmentInfo.from_hello(run.environment).resolve_device("auto")
     name = (run.environment.get("device_names") or {}).get(device)
@@ -180,15 +181,15 @@ class HistoryPanel(QWidget):
             speedup = run.best_speedup()
             config = run.config
             model = (
-                f"MLP {config.get('layers', '?')} · b{config.get('batch_size', '?')} · "
-                f"{config.get('dtype', '?')}"
-                if config
+                f"MLP {config.layers} · b{config.batch_size} · {config.dtype}"
+                if config is not None
                 else run.message or "samples only"
             )
+            label = config.label if config is not None else ""
             texts = [
                 _date_text(run.created),
-                (f"{config['label']}: " if config.get("label") else "") + model,
-                run_device(run) if config else "",
+                (f"{label}: " if label else "") + model,
+                run_device(run) if config is not None else "",
                 ", ".join(run.variants),
                 run.status + (" (opened)" if entry.external else ""),
                 f"{speedup:.2f}×" if speedup is not None else "–",
@@ -246,7 +247,7 @@ class HistoryPanel(QWidget):
         key = self._key(entry)
         for i in range(self.tree.topLevelItemCount()):
             item = self.tree.topLevelItem(i)
-            if item.data(0, _ROLE) == key:
+            if item is not None and item.data(0, _ROLE) == key:
                 item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
                 return
         raise KeyError(key)
@@ -297,7 +298,8 @@ class HistoryPanel(QWidget):
         key = self._key(entry)
         for i in range(self.tree.topLevelItemCount()):
             item = self.tree.topLevelItem(i)
-            item.setSelected(item.data(0, _ROLE) == key)
+            if item is not None:
+                item.setSelected(item.data(0, _ROLE) == key)
 
     def _update_buttons(self) -> None:
         self.delete_button.setEnabled(self._selected_entry() is not None)

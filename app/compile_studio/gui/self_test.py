@@ -191,7 +191,7 @@ def _run_once(app: Any, store_root: Path, variants: list[str], t_start: float) -
     )
     if run is not None:
         env = run.environment or {}
-        device = env.get("device") or run.config.get("device", "?")
+        device = env.get("device") or (run.config.device if run.config is not None else "?")
         _say(f"torch {env.get('torch', '?')} on {device}; run status {run.status}")
         for row in summarize(run):
             median = f"{row.median_ms:.4f} ms" if row.median_ms else "-"

@@ -7,15 +7,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from ..app_info import APPLICATION, ORGANIZATION
 from ..config import BenchmarkConfig, ConfigError
 from .paths import settings_file
 
-ORGANIZATION = "CompileStudio"
-APPLICATION = "Compile Studio"
-
 _CONFIG_KEY = "run/last_config"
 _GEOMETRY_KEY = "window/geometry"
-_STATE_KEY = "window/state"
 _SPLITTER_PREFIX = "window/splitter/"
 _EXPORT_KEY = "export/folder"
 
@@ -103,12 +100,6 @@ class AppSettings:
 
     def set_geometry(self, data: QByteArray) -> None:
         self._qs.setValue(_GEOMETRY_KEY, data)
-
-    def window_state(self) -> QByteArray | None:
-        return self._bytes(_STATE_KEY)
-
-    def set_window_state(self, data: QByteArray) -> None:
-        self._qs.setValue(_STATE_KEY, data)
 
     def splitter_state(self, name: str) -> QByteArray | None:
         return self._bytes(_SPLITTER_PREFIX + name)

@@ -32,7 +32,8 @@ class SummaryTableModel(QAbstractTableModel):
 
     Noisy variants (IQR/median > 10 % or a recompile in the timed window) are
     tinted yellow, wrong outputs orange, failed variants red with the error
-    as text and tooltip.
+    as text and tooltip. The verdict column shows the verdict's kind and its
+    sentence as tooltip; "cannot tell" and failed checks are tinted yellow.
     """
 
     def __init__(self, parent: QWidget | None = None):
@@ -49,10 +50,6 @@ class SummaryTableModel(QAbstractTableModel):
         self._rows = [TableRow(name, row) for name, rows in runs for row in rows]
         self._cells = [self._row_cells(r) for r in self._rows]
         self.endResetModel()
-
-    def set_rows(self, rows: list[SummaryRow], run_name: str = "") -> None:
-        """Show the rows of a single run."""
-        self.set_runs([(run_name, rows)])
 
     def clear(self) -> None:
         self.set_runs([])
@@ -105,6 +102,10 @@ class SummaryTableModel(QAbstractTableModel):
                 return QBrush(_WRONG)
             if (row.noisy or row.recompiles_in_window) and column in ("status", "IQR %", "variant"):
                 return QBrush(_NOISY)
+            if row.verdict == "cannot tell" and column == "verdict":
+                return QBrush(_NOISY)
+            if row.checks and column == "checks":
+                return QBrush(_NOISY)
             return None
         if role == Qt.ItemDataRole.ForegroundRole:
             if row.status == "failed" and column == "status":
@@ -113,12 +114,23 @@ class SummaryTableModel(QAbstractTableModel):
                 return QBrush(_ERROR_TEXT)
             return None
         if role == Qt.ItemDataRole.TextAlignmentRole:
-            if column in ("run", "variant", "status"):
+            if column in ("run", "variant", "status", "verdict", "checks"):
                 return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
     def _tooltip(self, row: SummaryRow, column: str) -> str | None:
+        if column == "verdict" and row.verdict:
+            return row.verdict_text
+        if column == "checks" and row.n:
+            return (row.checks + "\n\n" if row.checks else "") + (
+                "Checks of this variant's timed calls: drift (its per-round medians move by more "
+                "than 10 % across the run), two levels (the calls fall into a fast and a slow "
+                "group), heavy tail (p99 more than twice the median). Drift and two levels "
+                "make a verdict impossible; a heavy tail is only reported."
+            )
+        if column == "round spread %" and row.round_spread_pct is not None:
+            return "How far this variant's per-round medians lie apart: max / min − 1."
         notes = []
         if row.error:
             notes.append(f"{row.status}: {row.error}")
@@ -138,7 +150,10 @@ class SummaryTableModel(QAbstractTableModel):
                 f"(max abs {row.max_abs_error}, max rel {row.max_rel_error})."
             )
         if column == "speedup [95% CI]" and row.speedup is not None:
-            notes.append("eager median / this variant's median, with a 95 % bootstrap interval.")
+            notes.append(
+                "eager median / this variant's median, round by round, with a 95 % interval "
+                "from the spread of the per-round ratios."
+            )
         if column == "break-even calls":
             notes.append("Calls after which the compile time has paid for itself.")
         return "\n".join(notes) if notes else None

@@ -102,12 +102,27 @@ def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
     rows = summarize(run)
     lines.append(markdown_table(SUMMARY_HEADERS, [summary_cells(r) for r in rows]))
     lines.append("")
+    in_rounds = any(r.interval_method == "rounds" for r in rows)
+    method = (
+        "The variants were measured in rounds run in alternating order (A B A B …); "
+        "speedup = eager's median / the variant's, per round, with a 95 % interval "
+        "from the spread of those per-round ratios. "
+        if in_rounds
+        else "The variants were measured one after the other (one round); speedup = eager's "
+        "median / the variant's, with a 95 % block-bootstrap interval over runs of consecutive calls. "
+    )
     lines.append(
         "Latencies are per call (median of the timed iterations, warm-up excluded). "
-        "Speedup = eager median / variant median, with a 95 % bootstrap interval. "
-        "Break-even = compile seconds / time saved per call."
+        + method
+        + "Break-even = compile seconds / time saved per call, given only for a variant found faster."
     )
-    problems = [r for r in rows if r.error or r.noisy or r.allclose is False or r.graph_breaks]
+    judged = [r for r in rows if r.verdict and r.name != "eager"]
+    if judged:
+        lines += ["", "### Verdict", ""]
+        lines.extend(f"- **{r.name}**: {r.verdict_text}" for r in judged)
+    problems = [
+        r for r in rows if r.error or r.noisy or r.allclose is False or r.graph_breaks or r.checks
+    ]
     if problems:
         lines += ["", "### Notes", ""]
         for r in problems:
@@ -115,6 +130,8 @@ def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
                 lines.append(f"- **{r.name}** failed: {r.error}")
             if r.noisy:
                 lines.append(f"- {r.name}: noisy (IQR {r.iqr_pct:.0f} % of the median)")
+            if r.checks:
+                lines.append(f"- {r.name}: {r.checks}")
             if r.allclose is False:
                 lines.append(f"- {r.name}: output differs from the fp64 reference beyond tolerance")
             if r.graph_breaks:

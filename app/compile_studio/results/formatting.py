@@ -14,7 +14,11 @@ SUMMARY_HEADERS = [
     "median ms",
     "p95 ms",
     "IQR %",
+    "round spread %",
     "speedup [95% CI]",
+    "device speedup",
+    "verdict",
+    "checks",
     "break-even calls",
     "max rel err",
     "correct",
@@ -47,12 +51,44 @@ def fmt_speedup(row: SummaryRow) -> str:
     return text
 
 
+def fmt_device_speedup(row: SummaryRow) -> str:
+    if row.device_speedup is None:
+        return "–"
+    text = f"{row.device_speedup:.2f}×"
+    if row.name != "eager" and row.device_speedup_lo is not None and row.device_speedup_hi is not None:
+        text += f" [{row.device_speedup_lo:.2f}–{row.device_speedup_hi:.2f}]"
+    return text
+
+
 def fmt_break_even(row: SummaryRow) -> str:
+    """Calls to pay off the compile; shown only for a variant found faster ("never" when slower)."""
     if row.name == "eager" or row.compile_s is None:
         return "–"
-    if row.break_even_calls is None:
+    if row.verdict == "slower":
         return "never"
+    if row.verdict != "faster" or row.break_even_calls is None:
+        return "–"
     return f"{math.ceil(row.break_even_calls):,}"
+
+
+def fmt_percent(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1f}"
+
+
+def fmt_verdict(row: SummaryRow) -> str:
+    return row.verdict or "–"
+
+
+def fmt_checks(row: SummaryRow) -> str:
+    """The failed checks by name (details in ``row.checks``); ``ok`` when all passed."""
+    if not row.n:
+        return "–"
+    failed = [
+        name
+        for name, flag in (("drift", row.drift), ("two levels", row.two_level), ("heavy tail", row.heavy_tail))
+        if flag
+    ]
+    return ", ".join(failed) or "ok"
 
 
 def fmt_error(v: float | None) -> str:
@@ -86,8 +122,12 @@ def summary_cells(row: SummaryRow) -> list[str]:
         fmt_seconds(row.compile_s),
         fmt_ms(row.median_ms),
         fmt_ms(row.p95_ms),
-        "–" if row.iqr_pct is None else f"{row.iqr_pct:.1f}",
+        fmt_percent(row.iqr_pct),
+        fmt_percent(row.round_spread_pct),
         fmt_speedup(row),
+        fmt_device_speedup(row),
+        fmt_verdict(row),
+        fmt_checks(row),
         fmt_break_even(row),
         fmt_error(row.max_rel_error),
         fmt_correct(row),

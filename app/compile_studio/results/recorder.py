@@ -78,11 +78,22 @@ class RunRecorder:
                 v.status = VariantStatus.RUNNING
         elif isinstance(event, protocol.SamplesEvent):
             v = run.variant(event.variant)
-            v.samples.extend(event.first_iteration, event.phase, event.wall_ms, event.device_ms)
+            v.samples.extend(
+                event.first_iteration, event.phase, event.wall_ms, event.device_ms, event.round
+            )
             if self.writer:
                 self.writer.append_samples(
-                    v.name, event.first_iteration, event.phase, event.wall_ms, event.device_ms
+                    v.name,
+                    event.first_iteration,
+                    event.phase,
+                    event.wall_ms,
+                    event.device_ms,
+                    event.round,
                 )
+        elif isinstance(event, protocol.RunInfoEvent):
+            run.measurement = protocol.to_dict(event)
+            run.measurement.pop("type")
+            self._save()
         elif isinstance(event, protocol.CompiledEvent):
             run.variant(event.variant).apply_compiled(event)
             self._save()

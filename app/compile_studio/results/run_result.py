@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import BenchmarkConfig, ConfigError
+from ..config import AA_CONTROL, BenchmarkConfig, ConfigError
 from ..protocol import (
     CompiledEvent,
     GpuStateEvent,
@@ -16,11 +16,23 @@ from ..protocol import (
     VariantDoneEvent,
     VariantStatus,
 )
-from .stats import LatencyStats, bootstrap_speedup_interval, break_even_calls, latency_stats
+from .stats import (
+    LatencyStats,
+    SampleChecks,
+    SpeedupInterval,
+    block_bootstrap_speedup_interval,
+    break_even_calls,
+    latency_stats,
+    round_ratio_interval,
+    sample_checks,
+)
+from .verdict import Verdict, VerdictKind, judge, noise_floor
 
 #: Version of the run files (run.json, samples.csv, summary.csv, gpu_state.csv).
 #: Whoever adds a field bumps it; the loader reads every older version.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: 2: samples.csv has a ``round`` column; run.json has ``measurement`` and each
+#:    variant's ``checks``, ``cudagraphs``, ``pipelined_ms``, ``clock``.
 
 GPU_STATE_COLUMNS = ["t_s", "gpu", "variant", "iteration", "sm_clock_mhz", "temperature_c", "power_w"]
 
@@ -67,6 +79,8 @@ class VariantSamples:
     phase: list[str] = field(default_factory=list)
     wall_ms: list[float] = field(default_factory=list)
     device_ms: list[float | None] = field(default_factory=list)
+    #: the measurement round of each sample (None for warm-up, and in files without rounds)
+    round: list[int | None] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.iteration)
@@ -77,12 +91,22 @@ class VariantSamples:
         phase: str,
         wall_ms: list[float],
         device_ms: list[float | None] | None,
+        round_index: int | None = None,
     ) -> None:
         n = len(wall_ms)
         self.iteration.extend(range(first_iteration, first_iteration + n))
         self.phase.extend([phase] * n)
         self.wall_ms.extend(float(v) for v in wall_ms)
         self.device_ms.extend(device_ms if device_ms is not None else [None] * n)
+        self.round.extend([round_index] * n)
+
+    def measured_rounds(self) -> list[np.ndarray]:
+        """The measured wall times of each round, in round order (one group without rounds)."""
+        groups: dict[int, list[float]] = {}
+        for w, p, r in zip(self.wall_ms, self.phase, self.round):
+            if p == "measure":
+                groups.setdefault(r if r is not None else 0, []).append(w)
+        return [np.array(groups[k], dtype=np.float64) for k in sorted(groups)]
 
     def measured_wall_ms(self) -> np.ndarray:
         return np.array(
@@ -115,6 +139,13 @@ class VariantResult:
     max_abs_error: float | None = None
     max_rel_error: float | None = None
     allclose: bool | None = None
+    #: the correctness checks (rule, deviations, problems): see engine.checks
+    checks: dict[str, Any] = field(default_factory=dict)
+    cudagraphs: str | None = None
+    cudagraph_record_ms: float | None = None
+    compile_timing: str | None = None
+    pipelined_ms: float | None = None
+    clock: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     error_kind: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -140,6 +171,7 @@ class VariantResult:
         self.graph_breaks = event.graph_breaks
         self.break_reasons = list(event.break_reasons)
         self.recompiles = event.recompiles
+        self.compile_timing = event.compile_timing
 
     def apply_done(self, event: VariantDoneEvent) -> None:
         self.recompiles = event.recompiles
@@ -149,6 +181,11 @@ class VariantResult:
         self.max_abs_error = event.max_abs_error
         self.max_rel_error = event.max_rel_error
         self.allclose = event.allclose
+        self.checks = dict(event.checks)
+        self.cudagraphs = event.cudagraphs
+        self.cudagraph_record_ms = event.cudagraph_record_ms
+        self.pipelined_ms = event.pipelined_ms
+        self.clock = dict(event.clock)
         self.status = event.status
 
 
@@ -168,6 +205,8 @@ class RunResult:
     variants: dict[str, VariantResult] = field(default_factory=dict)
     #: GPU state readings (NVML), one dict per reading: see GPU_STATE_COLUMNS
     gpu_state: list[dict[str, Any]] = field(default_factory=list)
+    #: how the run measured: harness floor, timer, memory and clock sources, threads
+    measurement: dict[str, Any] = field(default_factory=dict)
 
     def variant(self, name: str) -> VariantResult:
         if name not in self.variants:
@@ -179,16 +218,22 @@ class RunResult:
         return self.variants.get("eager")
 
     def best_speedup(self) -> float | None:
-        """Eager median / the fastest compiled variant's median (no interval: cheap for lists)."""
+        """The fastest correct compiled variant's speedup point estimate (no interval: cheap for lists).
+
+        The same point estimate as the summary's: the geometric mean of the
+        per-round ratios of medians, or the ratio of medians with one round.
+        The A/A control and variants with a wrong output are left out.
+        """
         base = self.baseline
-        base_stats = base.stats() if base is not None else None
-        if base_stats is None:
+        if base is None:
             return None
+        base_groups = _round_groups(base.samples)
         best = None
         for name, v in self.variants.items():
-            st = v.stats() if name != "eager" else None
-            if st is not None and st.median > 0:
-                s = base_stats.median / st.median
+            if name in ("eager", AA_CONTROL) or v.allclose is False:
+                continue
+            s = _speedup_point(base_groups, _round_groups(v.samples))
+            if s is not None:
                 best = s if best is None else max(best, s)
         return best
 
@@ -209,7 +254,17 @@ class RunResult:
 
 @dataclass(frozen=True)
 class SummaryRow:
-    """One row of the summary table (and of summary.csv)."""
+    """One row of the summary table (and of summary.csv).
+
+    ``speedup`` is eager's speed over this variant's with its 95 % interval
+    (``speedup_lo``/``speedup_hi``) from the per-round ratios of medians
+    (``interval_method`` ``rounds``; ``block bootstrap`` for a run of one
+    round). ``round_spread_pct`` is the spread of this variant's per-round
+    medians, ``speedup_spread_pct`` that of the per-round ratios. The checks
+    (drift, two levels, heavy tail) are summed up in ``checks``; ``verdict``
+    and ``verdict_reason`` say what can be concluded (see results.verdict).
+    ``break_even_calls`` is only given for a variant found faster.
+    """
 
     name: str
     status: str
@@ -237,6 +292,23 @@ class SummaryRow:
     peak_memory_bytes: int | None
     noisy: bool
     error: str | None
+    pipelined_ms: float | None = None
+    device_speedup: float | None = None
+    device_speedup_lo: float | None = None
+    device_speedup_hi: float | None = None
+    rounds: int = 0
+    interval_method: str = ""
+    round_spread_pct: float | None = None
+    speedup_spread_pct: float | None = None
+    drift_pct: float | None = None
+    drift: bool = False
+    two_level: bool = False
+    tail_ratio: float | None = None
+    heavy_tail: bool = False
+    checks: str = ""
+    noise_floor_pct: float | None = None
+    verdict: str = ""
+    verdict_reason: str = ""
 
     @classmethod
     def fields(cls) -> list[str]:
@@ -244,6 +316,59 @@ class SummaryRow:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def verdict_text(self) -> str:
+        """``kind: reason`` ('' when there is no verdict)."""
+        return str(Verdict(VerdictKind(self.verdict), self.verdict_reason)) if self.verdict else ""
+
+
+def _round_groups(samples: VariantSamples, device: bool = False) -> dict[int, np.ndarray]:
+    """Measured samples (wall or device ms) by round index, in time order within each round.
+
+    Samples without a round (older files) form round 0.
+    """
+    values = samples.device_ms if device else samples.wall_ms
+    rounds = samples.round if len(samples.round) == len(values) else [None] * len(values)
+    groups: dict[int, list[float]] = {}
+    for value, phase, r in zip(values, samples.phase, rounds):
+        if phase == "measure" and value is not None:
+            groups.setdefault(r if r is not None else 0, []).append(float(value))
+    return {k: np.asarray(groups[k], dtype=np.float64) for k in sorted(groups)}
+
+
+def _shared_rounds(
+    base: dict[int, np.ndarray], other: dict[int, np.ndarray]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    keys = sorted(k for k in base.keys() & other.keys() if base[k].size and other[k].size)
+    return [base[k] for k in keys], [other[k] for k in keys]
+
+
+def _speedup_interval(
+    base: dict[int, np.ndarray], other: dict[int, np.ndarray]
+) -> SpeedupInterval | None:
+    """From the rounds both have (two or more), else a block bootstrap of all samples."""
+    a, b = _shared_rounds(base, other)
+    if len(a) >= 2:
+        return round_ratio_interval(a, b)
+    if not base or not other:
+        return None
+    return block_bootstrap_speedup_interval(
+        np.concatenate(list(base.values())), np.concatenate(list(other.values()))
+    )
+
+
+def _speedup_point(base: dict[int, np.ndarray], other: dict[int, np.ndarray]) -> float | None:
+    """The point estimate of :func:`_speedup_interval` without its interval."""
+    a, b = _shared_rounds(base, other)
+    if len(a) >= 2:
+        logs = [math.log(np.median(x) / np.median(y)) for x, y in zip(a, b)]
+        return math.exp(sum(logs) / len(logs))
+    if not base or not other:
+        return None
+    ma = float(np.median(np.concatenate(list(base.values()))))
+    mb = float(np.median(np.concatenate(list(other.values()))))
+    return ma / mb if ma > 0 and mb > 0 else None
 
 
 def _flops_per_call(config: BenchmarkConfig | None) -> int | None:
@@ -260,22 +385,60 @@ def summarize(run: RunResult) -> list[SummaryRow]:
     base = run.baseline
     base_ms = base.samples.measured_wall_ms() if base is not None else np.array([])
     base_stats = latency_stats(base_ms) if base_ms.size else None
+    base_groups = _round_groups(base.samples) if base is not None else {}
+    base_device = _round_groups(base.samples, device=True) if base is not None else {}
     batch = run.config.batch_size if run.config is not None else None
     flops = _flops_per_call(run.config)
+    checks: dict[str, SampleChecks | None] = {
+        name: sample_checks(list(_round_groups(v.samples).values()))
+        for name, v in run.variants.items()
+    }
+    intervals: dict[str, SpeedupInterval | None] = {
+        name: _speedup_interval(base_groups, _round_groups(v.samples))
+        for name, v in run.variants.items()
+        if name != "eager" and base_stats is not None
+    }
+    floor = noise_floor(intervals.get(AA_CONTROL))
     rows = []
     for v in run.variants.values():
         st = v.stats()
         dst = v.device_stats()
+        own = checks.get(v.name)
+        interval = intervals.get(v.name)
         speedup = lo = hi = be = None
+        dev_speedup = dev_lo = dev_hi = None
+        verdict: Verdict | None = None
         if st is not None and base_stats is not None:
-            speedup = base_stats.median / st.median if st.median > 0 else None
             if v.name == "eager":
-                lo = hi = speedup
+                speedup = lo = hi = 1.0
+                if dst is not None:
+                    dev_speedup = dev_lo = dev_hi = 1.0
             else:
-                interval = bootstrap_speedup_interval(base_ms, v.samples.measured_wall_ms())
                 if interval is not None:
-                    lo, hi = interval
-                be = break_even_calls(v.compile_s, base_stats.median, st.median)
+                    speedup, lo, hi = interval.point, interval.lo, interval.hi
+                dev = _speedup_interval(base_device, _round_groups(v.samples, device=True))
+                if dev is not None:
+                    dev_speedup, dev_lo, dev_hi = dev.point, dev.lo, dev.hi
+        if v.name != "eager" and base is not None:
+            verdict = judge(
+                v.name,
+                status=str(v.status),
+                error=v.error,
+                allclose=v.allclose,
+                correctness_problems=list(v.checks.get("problems") or []),
+                interval=interval,
+                checks=own,
+                baseline_checks=checks.get("eager"),
+                floor=floor,
+            )
+            if (
+                verdict is not None
+                and verdict.kind is VerdictKind.FASTER
+                and st is not None
+                and base_stats is not None
+                and speedup is not None
+            ):
+                be = break_even_calls(v.compile_s, base_stats.median, base_stats.median / speedup)
         throughput = tflops = None
         if st is not None and st.median > 0:
             if isinstance(batch, int):
@@ -310,6 +473,25 @@ def summarize(run: RunResult) -> list[SummaryRow]:
                 peak_memory_bytes=v.peak_memory_bytes,
                 noisy=bool(st.noisy) if st else False,
                 error=v.error,
+                pipelined_ms=v.pipelined_ms,
+                device_speedup=dev_speedup,
+                device_speedup_lo=dev_lo,
+                device_speedup_hi=dev_hi,
+                rounds=len(_round_groups(v.samples)),
+                interval_method=interval.method if interval is not None else "",
+                round_spread_pct=own.spread_pct if own is not None and own.groups_are == "rounds" else None,
+                speedup_spread_pct=interval.spread_pct if interval is not None else None,
+                drift_pct=(
+                    own.drift.change * 100.0 if own is not None and own.drift is not None else None
+                ),
+                drift=bool(own is not None and own.drifting),
+                two_level=bool(own is not None and own.two_levelled),
+                tail_ratio=own.tail_ratio if own is not None else None,
+                heavy_tail=bool(own is not None and own.heavy_tail),
+                checks="; ".join(own.problems()) if own is not None else "",
+                noise_floor_pct=floor * 100.0 if floor is not None else None,
+                verdict=str(verdict.kind) if verdict is not None else "",
+                verdict_reason=verdict.reason if verdict is not None else "",
             )
         )
     return rows

@@ -35,7 +35,9 @@ from .run_result import (
 RUN_JSON = "run.json"
 SAMPLES_CSV = "samples.csv"
 SUMMARY_CSV = "summary.csv"
-SAMPLES_COLUMNS = ["variant", "iteration", "phase", "wall_ms", "device_ms"]
+SAMPLES_COLUMNS = ["variant", "iteration", "phase", "wall_ms", "device_ms", "round"]
+#: samples.csv of schema 1 (no rounds)
+SAMPLES_COLUMNS_V1 = SAMPLES_COLUMNS[:5]
 GPU_STATE_CSV = "gpu_state.csv"
 
 
@@ -106,6 +108,7 @@ def run_to_json(run: RunResult) -> str:
         "message": run.message,
         "config": run.config.to_dict() if run.config is not None else {},
         "environment": run.environment,
+        "measurement": run.measurement,
         "variants": variants,
         "summary": [r.to_dict() for r in summarize(run)],
     }
@@ -127,8 +130,8 @@ def samples_to_csv(run: RunResult) -> str:
     writer.writerow(SAMPLES_COLUMNS)
     for name, v in run.variants.items():
         s = v.samples
-        for i, p, w, d in zip(s.iteration, s.phase, s.wall_ms, s.device_ms):
-            writer.writerow([name, i, p, _fmt(w), _fmt(d)])
+        for i, p, w, d, r in zip(s.iteration, s.phase, s.wall_ms, s.device_ms, s.round):
+            writer.writerow([name, i, p, _fmt(w), _fmt(d), _fmt(r)])
     return buf.getvalue()
 
 
@@ -163,10 +166,12 @@ class RunWriter:
         phase: str,
         wall_ms: list[float],
         device_ms: list[float | None] | None,
+        round_index: int | None = None,
     ) -> None:
         dev = device_ms if device_ms is not None else [None] * len(wall_ms)
+        r = _fmt(round_index)
         for k, (w, d) in enumerate(zip(wall_ms, dev)):
-            self._csv.writerow([variant, first_iteration + k, phase, _fmt(float(w)), _fmt(d)])
+            self._csv.writerow([variant, first_iteration + k, phase, _fmt(float(w)), _fmt(d), r])
         self._samples.flush()
 
     def append_gpu_state(self, rows: list[dict[str, Any]]) -> None:
@@ -213,19 +218,21 @@ def read_samples_csv(path: Path, run: RunResult) -> int:
     with fh:
         reader = csv.reader(fh)
         header = next(reader, None)
-        if header != SAMPLES_COLUMNS:
+        if header not in (SAMPLES_COLUMNS, SAMPLES_COLUMNS_V1):
             raise RunDamaged(
                 f"{path.name} does not start with the header {','.join(SAMPLES_COLUMNS)}"
             )
+        width = len(header)
         for row in reader:
-            if len(row) != len(SAMPLES_COLUMNS):
+            if len(row) != width:
                 skipped += 1
                 continue
             try:
-                variant, it, phase, wall, dev = row
+                variant, it, phase, wall, dev = row[:5]
                 iteration = int(it)
                 wall_ms = float(wall)
                 device_ms = _parse_float(dev)
+                round_index = int(row[5]) if width > 5 and row[5] != "" else None
             except ValueError:
                 skipped += 1
                 continue
@@ -234,6 +241,7 @@ def read_samples_csv(path: Path, run: RunResult) -> int:
             s.phase.append(phase)
             s.wall_ms.append(wall_ms)
             s.device_ms.append(device_ms)
+            s.round.append(round_index)
     return skipped
 
 
@@ -308,6 +316,7 @@ def load_run(path: str | Path) -> RunResult:
             created=str(doc.get("created", "")),
             config=config_from_saved(doc["config"]),
             environment=dict(doc.get("environment") or {}),
+            measurement=dict(doc.get("measurement") or {}),
             status=RunStatus.parse(doc.get("status"), RunStatus.INCOMPLETE),
             message=str(doc.get("message", "")),
             app_version=str(doc.get("app_version", "")),

@@ -1,0 +1,114 @@
+"""Command-line flags for every configuration field, made from the fields' metadata.
+
+``--batch-size N`` for an int, ``--interleave/--no-interleave`` for a bool,
+``--variants A,B`` for a list, ``--dtype {fp32,...}`` for a field with choices.
+Flags left out stay ``None`` so :func:`config_from_args` can tell them from
+values given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .config import BenchmarkConfig, ConfigError, ConfigProblem, FieldSpec, config_fields
+
+
+def add_config_flags(
+    parser: argparse.ArgumentParser, config_cls: type[BenchmarkConfig] = BenchmarkConfig
+) -> None:
+    """Add one flag per field of ``config_cls`` to ``parser``."""
+    for spec in config_fields(config_cls):
+        help_text = _help(spec)
+        if spec.kind == "bool":
+            parser.add_argument(
+                spec.flag,
+                dest=spec.name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_text,
+            )
+        elif spec.kind == "int":
+            parser.add_argument(
+                spec.flag,
+                dest=spec.name,
+                type=int,
+                default=None,
+                metavar=spec.metavar or "N",
+                help=help_text,
+            )
+        elif spec.kind == "list":
+            parser.add_argument(
+                spec.flag, dest=spec.name, default=None, metavar=spec.metavar or "A,B", help=help_text
+            )
+        else:
+            parser.add_argument(
+                spec.flag,
+                dest=spec.name,
+                default=None,
+                choices=spec.choices or None,
+                metavar=spec.metavar or None,
+                help=help_text,
+            )
+
+
+def config_from_args(
+    args: argparse.Namespace, config_cls: type[BenchmarkConfig] = BenchmarkConfig
+) -> BenchmarkConfig:
+    """The config: ``--config`` file (if any) overridden by each flag given.
+
+    The file is a config JSON object, or a run's ``run.json`` whose ``config``
+    object is reused.
+    """
+    data: dict[str, Any] = {}
+    path = getattr(args, "config", None)
+    if path is not None:
+        data.update(_read_config_file(path))
+    for spec in config_fields(config_cls):
+        value = getattr(args, spec.name, None)
+        if value is None:
+            continue
+        if spec.kind == "list":
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        data[spec.name] = value
+    return config_cls.from_dict(data)
+
+
+def _read_config_file(path: Any) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise ConfigError(
+            [ConfigProblem("--config", f"cannot read {path}: {exc.strerror}")]
+        ) from None
+    try:
+        loaded = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            [ConfigProblem("--config", f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})")]
+        ) from None
+    if isinstance(loaded, dict) and isinstance(loaded.get("config"), dict):
+        loaded = loaded["config"]
+    if not isinstance(loaded, dict):
+        raise ConfigError([ConfigProblem("--config", f"{path} must hold a JSON object")])
+    return loaded
+
+
+def _help(spec: FieldSpec) -> str:
+    """The field's help with its unit, bounds and default, escaped for argparse."""
+    notes = []
+    if spec.unit:
+        notes.append(spec.unit)
+    if spec.minimum is not None and spec.maximum is not None:
+        notes.append(f"{spec.minimum:,}–{spec.maximum:,}")
+    elif spec.minimum is not None:
+        notes.append(f"at least {spec.minimum:,}")
+    elif spec.maximum is not None:
+        notes.append(f"at most {spec.maximum:,}")
+    default = ",".join(spec.default) if spec.kind == "list" else spec.default
+    if spec.kind != "bool" and default not in ("", None):
+        notes.append(f"default {default}")
+    text = spec.help + (f" ({'; '.join(notes)})" if notes else "")
+    return text.replace("%", "%%")

@@ -1,0 +1,56 @@
+"""Extra Dynamo backends from the user's own modules.
+
+A configuration may name modules (``package.module``) or Python files
+(``path/to/backends.py``) that register Dynamo backends when imported, with
+``torch._dynamo.register_backend``. The worker imports them before it checks
+the configuration, so the backends they register can be chosen as variants —
+useful to anyone benchmarking a backend of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
+
+class BackendModuleError(ImportError):
+    """A backend module could not be imported; the message says which and why."""
+
+
+def _module_name(path: Path) -> str:
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    return f"compile_studio_user_backends_{path.stem}_{digest}"
+
+
+def load_backend_modules(specs: list[str]) -> list[str]:
+    """Import each module or file in ``specs``; returns the backends they registered."""
+    import torch._dynamo as dynamo
+
+    before = set(dynamo.list_backends(exclude_tags=()))
+    for spec in specs:
+        try:
+            if spec.endswith(".py") or "/" in spec or "\\" in spec:
+                path = Path(spec).expanduser().resolve()
+                if not path.is_file():
+                    raise BackendModuleError(f"backend module {spec}: no such file")
+                name = _module_name(path)
+                if name in sys.modules:
+                    continue
+                module_spec = importlib.util.spec_from_file_location(name, path)
+                if module_spec is None or module_spec.loader is None:
+                    raise BackendModuleError(f"backend module {spec}: not a Python file")
+                module = importlib.util.module_from_spec(module_spec)
+                sys.modules[name] = module
+                module_spec.loader.exec_module(module)
+            else:
+                importlib.import_module(spec)
+        except BackendModuleError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of user code is reported as such
+            raise BackendModuleError(
+                f"backend module {spec} failed to import: {type(exc).__name__}: {exc}"
+            ) from exc
+    return sorted(set(dynamo.list_backends(exclude_tags=())) - before)

@@ -1,0 +1,104 @@
+"""Is a variant's output still right? Normwise error against an fp64 reference.
+
+A variant's output ``out`` is compared with the fp64 reference ``ref`` of the
+same model on the same input:
+
+* ``error``  = ‖out − ref‖ / ‖ref‖ (Frobenius norms, computed in fp64);
+* ``gain``   = ⟨out, ref⟩ / ⟨ref, ref⟩, the scale of ``out`` along ``ref``.
+  Rounding errors are unbiased and nearly orthogonal to ``ref``, so ``gain``
+  stays within a few ulps of 1 for a correct model while a systematic scale
+  error (outputs or gradients ×1.01) shows in full.
+
+A compiled variant is *correct* when all three hold (:func:`judge`):
+
+1. ``error ≤ ERROR_BOUND[dtype]`` — the dtype's own limit;
+2. ``error ≤ max(EAGER_MULTIPLE × eager's error, ERROR_FLOOR[dtype])`` —
+   compile may reorder arithmetic, not lose accuracy;
+3. ``|gain − 1| ≤ GAIN_BOUND[dtype]``.
+
+Bounds (unit roundoff u: fp32 6e-8, tf32/fp16 4.9e-4, bf16 3.9e-3). Each
+output element of a K-long dot product carries the rounding of its inputs,
+weights and result, a few u in normwise terms for the MLPs benchmarked here,
+growing slowly with depth. The bounds leave about an order of magnitude of
+room over that (fp32 1e-5 ≈ 170 u, tf32 1e-3 ≈ 2 u of tf32's 10-bit
+mantissa over several layers, fp16 3e-3 ≈ 6 u, bf16 2e-2 ≈ 5 u) and stay
+far below what a real defect does to such outputs (a dropped bias or a 5 %
+scale error is ≥ 5e-2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+
+ERROR_BOUND = {"fp32": 1e-5, "tf32": 1e-3, "fp16": 3e-3, "bf16": 2e-2}
+ERROR_FLOOR = {"fp32": 1e-6, "tf32": 1e-4, "fp16": 3e-4, "bf16": 2e-3}
+GAIN_BOUND = {"fp32": 1e-6, "tf32": 2e-4, "fp16": 5e-4, "bf16": 3e-3}
+EAGER_MULTIPLE = 4.0
+
+RULE = (
+    "normwise error ‖out−ref‖/‖ref‖ vs fp64 ≤ {bound:g}, ≤ max({k:g}× eager's, {floor:g}), "
+    "and |gain−1| ≤ {gain:g}"
+)
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """How one tensor (or a set of them) deviates from its fp64 reference."""
+
+    error: float
+    gain: float
+    finite: bool
+
+    def to_dict(self) -> dict[str, float | bool | None]:
+        d = asdict(self)
+        for key in ("error", "gain"):
+            if not math.isfinite(d[key]):
+                d[key] = None
+        return d
+
+
+def deviation(out: torch.Tensor | list[torch.Tensor], ref: torch.Tensor | list[torch.Tensor]) -> Deviation:
+    """Normwise error and gain of ``out`` against ``ref`` (lists are taken as one vector)."""
+    outs = out if isinstance(out, list) else [out]
+    refs = ref if isinstance(ref, list) else [ref]
+    o = torch.cat([t.detach().to("cpu", torch.float64).reshape(-1) for t in outs])
+    r = torch.cat([t.detach().to("cpu", torch.float64).reshape(-1) for t in refs])
+    finite = bool(torch.isfinite(o).all())
+    ref_sq = float(r.dot(r))
+    if ref_sq == 0.0:
+        err = 0.0 if float(o.abs().max(initial=0.0)) == 0.0 else math.inf
+        return Deviation(error=err, gain=1.0 if err == 0.0 else math.inf, finite=finite)
+    if not finite:
+        return Deviation(error=math.inf, gain=math.inf, finite=False)
+    error = float(torch.linalg.vector_norm(o - r)) / math.sqrt(ref_sq)
+    gain = float(o.dot(r)) / ref_sq
+    return Deviation(error=error, gain=gain, finite=True)
+
+
+def rule_text(dtype: str) -> str:
+    """The correctness rule for ``dtype``, in words."""
+    return RULE.format(
+        bound=ERROR_BOUND[dtype], k=EAGER_MULTIPLE, floor=ERROR_FLOOR[dtype], gain=GAIN_BOUND[dtype]
+    )
+
+
+def judge(dtype: str, dev: Deviation, eager: Deviation | None) -> tuple[bool, str]:
+    """(correct?, why not in words) for a deviation; ``eager`` None judges eager itself."""
+    if not dev.finite:
+        return False, "the output holds NaN or infinity"
+    bound = ERROR_BOUND[dtype]
+    if dev.error > bound:
+        return False, f"error {dev.error:.2e} is above the {dtype} bound {bound:g}"
+    if eager is not None and eager.finite:
+        allowed = max(EAGER_MULTIPLE * eager.error, ERROR_FLOOR[dtype])
+        if dev.error > allowed:
+            return False, (
+                f"error {dev.error:.2e} is more than {EAGER_MULTIPLE:g}× eager's "
+                f"{eager.error:.2e} on the same input"
+            )
+    if abs(dev.gain - 1.0) > GAIN_BOUND[dtype]:
+        return False, f"output scaled by {dev.gain:.5f} against the reference"
+    return True, ""

@@ -1,0 +1,103 @@
+"""Clock readings at the edges of a timed window: did the processor change speed inside it?
+
+CUDA: the SM clock and the clock-event (throttle) reasons from NVML, for the
+GPU whose UUID matches the torch device (NVML ignores CUDA_VISIBLE_DEVICES).
+CPU: the current frequency of each core from sysfs, where the kernel exposes
+it (many virtual machines do not: then there is no reading, and it says so).
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: A window whose clock changed by more than this fraction gets a warning.
+CLOCK_CHANGE_WARN = 0.05
+
+CPU_FREQ_GLOB = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq"
+
+#: NVML clock-event reason bits, by name (nvmlClocksEventReason*).
+THROTTLE_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def decode_reasons(mask: int | None) -> list[str]:
+    if not mask:
+        return []
+    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+
+
+def read_cpu_mhz(pattern: str = CPU_FREQ_GLOB) -> float | None:
+    """Mean current core frequency in MHz from sysfs; None where none is exposed."""
+    values = []
+    for path in glob.glob(pattern):
+        try:
+            with open(path, encoding="ascii") as fh:
+                values.append(int(fh.read().strip()) / 1000.0)  # kHz → MHz
+        except (OSError, ValueError):
+            continue
+    return sum(values) / len(values) if values else None
+
+
+def normalise_uuid(uuid: object) -> str:
+    """``GPU-1234…`` (NVML) and ``1234…`` (torch) name the same GPU."""
+    text = str(uuid).strip().lower()
+    return text[4:] if text.startswith("gpu-") else text
+
+
+@dataclass
+class ClockReading:
+    """One reading: the clock in MHz (None when unreadable) and throttle reasons."""
+
+    mhz: float | None
+    reasons: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mhz": self.mhz, "reasons": list(self.reasons)}
+
+
+class ClockProbe:
+    """Reads the clock of the device a run measures on."""
+
+    def __init__(self, read: Callable[[], ClockReading], source: str):
+        self.read = read
+        self.source = source
+
+    @classmethod
+    def for_device(cls, device: Any, nvml_handle: Any = None, nvml: Any = None) -> ClockProbe:
+        if getattr(device, "type", None) == "cuda" and nvml is not None and nvml_handle is not None:
+
+            def read_gpu() -> ClockReading:
+                try:
+                    mhz = float(nvml.nvmlDeviceGetClockInfo(nvml_handle, nvml.NVML_CLOCK_SM))
+                except Exception:  # noqa: BLE001 - a reading NVML refuses is no reading
+                    mhz = None
+                getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+                    nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+                )
+                try:
+                    mask = int(getter(nvml_handle)) if getter else None
+                except Exception:  # noqa: BLE001
+                    mask = None
+                return ClockReading(mhz, decode_reasons(mask))
+
+            return cls(read_gpu, "nvml_sm_clock")
+        return cls(lambda: ClockReading(read_cpu_mhz(), []), "sysfs_cpu_freq")
+
+
+def clock_change(start: ClockReading, end: ClockReading) -> float | None:
+    """Relative change of the clock across a window; None without two readings."""
+    if not start.mhz or end.mhz is None:
+        return None
+    return (end.mhz - start.mhz) / start.mhz

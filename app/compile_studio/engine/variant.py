@@ -1,0 +1,156 @@
+"""One variant of a benchmark: a model (eager, an A/A copy of eager, or compiled) and its step.
+
+The step is what the timed loop calls: inference (the caller holds
+``inference_mode``) or one training step (forward, loss, backward, SGD
+step) — with ``torch.compile`` around the model alone or around the whole
+step, as the configuration says.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..config import AA_CONTROL, CUDAGRAPH_VARIANTS, BenchmarkConfig
+from .model import MLP, build_model
+
+
+def is_eager(name: str) -> bool:
+    """Eager and its A/A control run without torch.compile."""
+    return name in ("eager", AA_CONTROL)
+
+
+def _loss(out: torch.Tensor) -> torch.Tensor:
+    return out.float().square().mean()
+
+
+def _unique_function(fn: Callable[..., Any], variant: str) -> Callable[..., Any]:
+    """``fn`` with a code object of its own, so Dynamo's cache is per variant."""
+    name = f"{fn.__name__}_{variant.replace('-', '_')}"
+    code = fn.__code__.replace(co_name=name)
+    return types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+
+
+def compile_kwargs(config: BenchmarkConfig, name: str, modes: list[str]) -> dict[str, Any]:
+    """``torch.compile`` arguments for variant ``name`` (a mode of Inductor or a backend)."""
+    kwargs: dict[str, Any] = {"fullgraph": config.fullgraph}
+    if config.dynamic:
+        kwargs["dynamic"] = True
+    if name in modes:
+        kwargs["backend"] = "inductor"
+        if name != "default":
+            kwargs["mode"] = name
+    else:
+        kwargs["backend"] = name
+    return kwargs
+
+
+@dataclass
+class Variant:
+    """A built variant and what the run learns about it."""
+
+    name: str
+    model: MLP
+    step: Callable[[torch.Tensor], torch.Tensor]
+    optimizer: torch.optim.Optimizer | None = None
+    compiled: bool = False
+    uses_cudagraphs: bool = False
+    iteration: int = 0
+    #: frames Dynamo compiled during this variant's own calls after the first
+    recompiles: int = 0
+    #: ... of which inside the timed window
+    recompiles_in_window: int = 0
+    first_output: torch.Tensor | None = None
+    first_grads: list[torch.Tensor] | None = None
+    initial_params: list[torch.Tensor] | None = None
+    cudagraph_skips: list[str] = field(default_factory=list)
+    cudagraph_record_ms: float | None = None
+    clock_start: dict[str, Any] | None = None
+    clock_end: dict[str, Any] | None = None
+    clock_max_change: float | None = None
+    pipelined_ms: float | None = None
+    failed: bool = False
+
+    def params_cpu(self) -> list[torch.Tensor]:
+        return [p.detach().to("cpu", torch.float64) for p in self.model.parameters()]
+
+    def grads_cpu(self) -> list[torch.Tensor]:
+        return [
+            (p.grad if p.grad is not None else torch.zeros_like(p)).detach().to("cpu", torch.float64)
+            for p in self.model.parameters()
+        ]
+
+
+def build_variant(
+    config: BenchmarkConfig,
+    name: str,
+    device: torch.device,
+    dtype: torch.dtype,
+    modes: list[str],
+) -> Variant:
+    """The model of variant ``name`` on ``device``, compiled unless it is eager."""
+    model = build_model(config.layer_sizes(), config.activation, config.seed, name)
+    model = model.to(device, dtype)
+    training = config.workload == "training"
+    model.train(training)
+    optimizer = (
+        torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9) if training else None
+    )
+    compiled = not is_eager(name)
+    cudagraphs = compiled and device.type == "cuda" and name in CUDAGRAPH_VARIANTS
+    kwargs = compile_kwargs(config, name, modes) if compiled else {}
+
+    if not training:
+        call: Callable[[torch.Tensor], torch.Tensor] = (
+            torch.compile(model, **kwargs) if compiled else model
+        )
+        if cudagraphs:
+            mark = torch.compiler.cudagraph_mark_step_begin
+
+            def step(x: torch.Tensor) -> torch.Tensor:
+                mark()
+                return call(x)
+
+            return Variant(name, model, step, None, compiled, cudagraphs)
+        return Variant(name, model, call, None, compiled, cudagraphs)
+
+    assert optimizer is not None
+    whole_step = compiled and config.compile_scope == "step"
+    forward = torch.compile(model, **kwargs) if compiled and not whole_step else model
+
+    def train_step(x: torch.Tensor) -> torch.Tensor:
+        optimizer.zero_grad(set_to_none=True)
+        out = forward(x)
+        _loss(out).backward()
+        optimizer.step()
+        return out.detach()
+
+    fn: Callable[[torch.Tensor], torch.Tensor] = train_step
+    if whole_step:
+        fn = torch.compile(_unique_function(train_step, name), **kwargs)
+    if cudagraphs:
+        mark = torch.compiler.cudagraph_mark_step_begin
+        inner = fn
+
+        def fn(x: torch.Tensor) -> torch.Tensor:
+            mark()
+            return inner(x)
+
+    return Variant(name, model, fn, optimizer, compiled, cudagraphs)
+
+
+def reference_grads(model: MLP, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """fp64 output and parameter gradients of one training step's forward and backward."""
+    model = model.double()
+    model.zero_grad(set_to_none=True)
+    out = model(x.double())
+    _loss(out).backward()
+    grads = [
+        (p.grad if p.grad is not None else torch.zeros_like(p)).detach().clone()
+        for p in model.parameters()
+    ]
+    return out.detach(), grads

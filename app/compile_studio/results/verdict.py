@@ -1,0 +1,189 @@
+"""The verdict on one compiled variant: faster, slower, or — when that is the truth — cannot tell.
+
+A verdict rests on three things measured in the same run: the speedup's 95 %
+interval from the rounds (:func:`stats.round_ratio_interval`), the checks of
+both samples (:class:`stats.SampleChecks`) and, when the run has one, the
+A/A control (eager measured again as a second, independent copy), whose own
+interval is the noise floor of this machine now. "Cannot tell" when the
+interval contains 1.00, when drift or two levels make eager's or the
+variant's median unfit, or when the difference is inside the noise floor;
+the sentence then says what to do about it. A wrong output is "incorrect"
+whatever its speed. Pure Python and numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+from ..config import AA_CONTROL
+from .stats import SampleChecks, SpeedupInterval
+
+
+class VerdictKind(str, Enum):
+    """What can be said of a variant's speed against eager."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    CANNOT_TELL = "cannot tell"
+    INCORRECT = "incorrect"
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A kind and one sentence saying why (and, for "cannot tell", what to do)."""
+
+    kind: VerdictKind
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.reason}"
+
+
+ADVICE = "close other programs or raise rounds"
+
+
+def interval_text(interval: SpeedupInterval) -> str:
+    """``1.85× [1.79–1.91]``."""
+    return f"{interval.point:.2f}× [{interval.lo:.2f}–{interval.hi:.2f}]"
+
+
+def noise_floor(aa: SpeedupInterval | None) -> float | None:
+    """The A/A control's largest distance from 1.00 within its interval (0.05 = 5 %).
+
+    Two copies of the same model differ by up to this much on this machine now,
+    so a smaller difference between eager and a compiled variant cannot be told
+    from noise. Symmetric in speed: 0.95× and 1.05× are both 5 %.
+    """
+    if aa is None:
+        return None
+    far = max(abs(math.log(aa.lo)), abs(math.log(aa.hi)))
+    return math.expm1(far)
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:.0f} %" if fraction >= 0.01 else f"{fraction * 100:.1f} %"
+
+
+def _spread_words(name: str, checks: SampleChecks | None) -> str | None:
+    if checks is None or checks.spread_pct is None:
+        return None
+    between = "between rounds" if checks.groups_are == "rounds" else "between blocks of calls"
+    return f"{name} differs by up to {checks.spread_pct:.0f} % {between}"
+
+
+def _check_words(name: str, checks: SampleChecks | None) -> list[str]:
+    """Why ``name``'s median is unfit for a verdict, one phrase per blocking check."""
+    if checks is None:
+        return []
+    out = []
+    if checks.drifting and checks.drift is not None:
+        d = checks.drift
+        where = "rounds" if checks.groups_are == "rounds" else "run"
+        out.append(
+            f"{name} got {abs(d.change) * 100:.0f} % {'slower' if d.change > 0 else 'faster'} "
+            f"across the {where} (drift)"
+        )
+    if checks.two_levelled and checks.two_level is not None:
+        t = checks.two_level
+        out.append(
+            f"{name}'s calls fall into two levels ({t.low_ms:.3g} ms and {t.high_ms:.3g} ms, "
+            f"{t.high_share * 100:.0f} % slow)"
+        )
+    return out
+
+
+def _one_round_note(interval: SpeedupInterval) -> str:
+    if interval.method == "rounds":
+        return f" across {interval.rounds} rounds"
+    return (
+        " from one round (a change of the machine between eager's calls and these "
+        "would not show; raise rounds)"
+    )
+
+
+def judge(
+    name: str,
+    *,
+    status: str,
+    error: str | None,
+    allclose: bool | None,
+    correctness_problems: list[str] | None,
+    interval: SpeedupInterval | None,
+    checks: SampleChecks | None,
+    baseline_checks: SampleChecks | None,
+    floor: float | None,
+    baseline_name: str = "eager",
+) -> Verdict | None:
+    """The verdict on variant ``name`` against the baseline; None when there is nothing to judge yet.
+
+    ``floor`` is the A/A noise floor (:func:`noise_floor`), ignored for the
+    A/A control itself, whose verdict states the floor instead.
+    """
+    if status == "failed":
+        return Verdict(VerdictKind.FAILED, error or "no timed call completed")
+    if allclose is False:
+        detail = f" ({correctness_problems[0]})" if correctness_problems else ""
+        speed = f"; its speed ({interval.point:.2f}× eager) does not count" if interval else ""
+        return Verdict(
+            VerdictKind.INCORRECT,
+            f"the output differs from the fp64 reference beyond tolerance{detail}{speed}",
+        )
+    if interval is None:
+        return None
+    shown = interval_text(interval)
+    unfit = _check_words(baseline_name, baseline_checks) + _check_words(name, checks)
+    covers_one = interval.covers(1.0)
+    if unfit or covers_one:
+        kind = VerdictKind.CANNOT_TELL
+    else:
+        kind = VerdictKind.FASTER if interval.lo > 1.0 else VerdictKind.SLOWER
+    if name == AA_CONTROL:
+        return _aa_verdict(kind, interval, unfit)
+    if unfit:
+        reason = (
+            f"{shown}, but not resolvable on this machine now: " + "; ".join(unfit) + f"; {ADVICE}"
+        )
+        return Verdict(kind, reason)
+    if covers_one:
+        spread = [
+            s
+            for s in (_spread_words(baseline_name, baseline_checks), _spread_words(name, checks))
+            if s is not None
+        ]
+        why = ("; ".join(spread) + "; ") if spread else ""
+        return Verdict(
+            kind,
+            f"{shown} includes 1.00: not resolvable on this machine now: {why}{ADVICE}",
+        )
+    if floor is not None and abs(math.log(interval.point)) <= math.log1p(floor):
+        return Verdict(
+            VerdictKind.CANNOT_TELL,
+            f"{shown} is inside the A/A noise floor: differences smaller than {_pct(floor)} "
+            f"are not resolvable on this machine now; {ADVICE}",
+        )
+    return Verdict(kind, f"{shown} of {baseline_name}'s speed{_one_round_note(interval)}")
+
+
+def _aa_verdict(kind: VerdictKind, interval: SpeedupInterval, unfit: list[str]) -> Verdict:
+    """The A/A control's verdict: always states the noise floor it measured."""
+    own = noise_floor(interval)
+    assert own is not None
+    shown = interval_text(interval)
+    floor = f"differences smaller than {_pct(own)} are not resolvable on this machine now"
+    if unfit:
+        return Verdict(
+            kind, f"A/A control (eager measured again) {shown}: {floor}, and " + "; ".join(unfit) + f"; {ADVICE}"
+        )
+    if kind is VerdictKind.CANNOT_TELL:
+        return Verdict(kind, f"A/A control (eager measured again) {shown}{_one_round_note(interval)}: {floor}")
+    return Verdict(
+        kind,
+        f"A/A control (eager measured again) {shown}: two copies of one model differ here, "
+        f"so {floor}; {ADVICE}",
+    )

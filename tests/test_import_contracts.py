@@ -1,0 +1,102 @@
+"""The import-linter contracts in pyproject.toml hold, and a forbidden import breaks them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "app" / "compile_studio"
+
+FRONT_ENDS = "Front ends, supervisor, session and results stay off the engine, the worker and torch"
+NO_QT = "Engine and results stay off Qt"
+WORKER_ONLY = "Worker and engine need only Python, torch, numpy and the shared modules"
+
+
+def lint_imports_command() -> str:
+    found = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which(
+        "lint-imports"
+    )
+    if found is None:
+        pytest.skip("lint-imports is not installed (pip install import-linter, part of .[test])")
+    return found
+
+
+def lint_imports(source_root: Path, config: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run lint-imports on the ``compile_studio`` found in ``source_root``."""
+    env = dict(os.environ, PYTHONPATH=str(source_root), COLUMNS="1000", NO_COLOR="1")
+    return subprocess.run(
+        [lint_imports_command(), "--no-cache", "--no-logo", str(config)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def contract_line(output: str, name: str) -> str:
+    """The summary line of contract ``name`` (``... KEPT`` or ``... BROKEN``)."""
+    flat = " ".join(output.split())
+    for verdict in ("KEPT", "BROKEN"):
+        if f"{name} {verdict}" in flat:
+            return verdict
+    raise AssertionError(f"contract {name!r} not reported:\n{output}")
+
+
+def test_the_tree_keeps_every_contract():
+    result = lint_imports(ROOT / "app", ROOT / "pyproject.toml", ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in (FRONT_ENDS, NO_QT, WORKER_ONLY):
+        assert contract_line(result.stdout, name) == "KEPT"
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "contract", "chain"),
+    [
+        (
+            "gui/colors.py",
+            "from compile_studio import worker",
+            FRONT_ENDS,
+            "compile_studio.gui.colors -> compile_studio.worker",
+        ),
+        (
+            "results/formatting.py",
+            "import torch",
+            FRONT_ENDS,
+            "compile_studio.results.formatting -> torch",
+        ),
+        (
+            "results/stats.py",
+            "import PySide6.QtCore",
+            NO_QT,
+            "compile_studio.results.stats -> PySide6",
+        ),
+        ("engine/model.py", "import psutil", WORKER_ONLY, "compile_studio.engine.model -> psutil"),
+        (
+            "worker.py",
+            "from compile_studio.results import store",
+            WORKER_ONLY,
+            "compile_studio.worker -> compile_studio.results.store",
+        ),
+    ],
+)
+def test_a_forbidden_import_breaks_its_contract(tmp_path, module, line, contract, chain):
+    source = tmp_path / "src"
+    copy = source / "compile_studio"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / module
+    target.write_text(target.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+    config = tmp_path / "pyproject.toml"
+    shutil.copyfile(ROOT / "pyproject.toml", config)
+
+    result = lint_imports(source, config, tmp_path)
+
+    assert result.returncode != 0, result.stdout
+    assert contract_line(result.stdout, contract) == "BROKEN"
+    assert chain in result.stdout, result.stdout
