@@ -69,7 +69,7 @@ def deviation(out: torch.Tensor | list[torch.Tensor], ref: torch.Tensor | list[t
     finite = bool(torch.isfinite(o).all())
     ref_sq = float(r.dot(r))
     if ref_sq == 0.0:
-        err = 0.0 if float(o.abs().max(initial=0.0)) == 0.0 else math.inf
+        err = 0.0 if not bool(o.any()) else math.inf
         return Deviation(error=err, gain=1.0 if err == 0.0 else math.inf, finite=finite)
     if not finite:
         return Deviation(error=math.inf, gain=math.inf, finite=False)
@@ -86,19 +86,20 @@ def rule_text(dtype: str) -> str:
 
 
 def judge(dtype: str, dev: Deviation, eager: Deviation | None) -> tuple[bool, str]:
-    """(correct?, why not in words) for a deviation; ``eager`` None judges eager itself."""
+    """(correct?, every rule it breaks, in words) for a deviation; ``eager`` None judges eager."""
     if not dev.finite:
         return False, "the output holds NaN or infinity"
+    why: list[str] = []
     bound = ERROR_BOUND[dtype]
     if dev.error > bound:
-        return False, f"error {dev.error:.2e} is above the {dtype} bound {bound:g}"
+        why.append(f"error {dev.error:.2e} is above the {dtype} bound {bound:g}")
     if eager is not None and eager.finite:
         allowed = max(EAGER_MULTIPLE * eager.error, ERROR_FLOOR[dtype])
         if dev.error > allowed:
-            return False, (
+            why.append(
                 f"error {dev.error:.2e} is more than {EAGER_MULTIPLE:g}× eager's "
                 f"{eager.error:.2e} on the same input"
             )
     if abs(dev.gain - 1.0) > GAIN_BOUND[dtype]:
-        return False, f"output scaled by {dev.gain:.5f} against the reference"
-    return True, ""
+        why.append(f"output scaled by {dev.gain:.5f} against the reference")
+    return not why, ", ".join(why)
