@@ -203,3 +203,14 @@ def test_judge_applies_the_three_rules():
     ok, why = checks.judge("fp32", checks.Deviation(1e-7, 1.01, True), None)
     assert not ok and "scaled by 1.01" in why
     assert checks.judge("fp32", checks.Deviation(float("inf"), 1.0, False), None)[0] is False
+
+
+def test_training_can_compile_the_whole_step(tmp_path):
+    result, _ = run(
+        tmp_path, workload="training", compile_scope="step", variants=["eager", "aot_eager"]
+    )
+    v = result.variants["aot_eager"]
+    assert result.config.compile_scope == "step"
+    assert v.allclose is True, v.checks
+    assert v.graphs >= 1 and v.compile_s > 0
+    assert v.checks["gradients"]["error"] is not None
