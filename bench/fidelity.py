@@ -1,93 +1,213 @@
-"""Does the engine's per-call timing agree with torch.utils.benchmark?
+"""Do the CLI's medians agree with torch.utils.benchmark run in a process of its own?
 
-Measures the default seed MLP (1024,1024,512,10, batch 256, fp32, inference)
-on CPU with the engine's timed loop and with
-``torch.utils.benchmark.Timer.blocked_autorange`` in the same process, same
-threads, same input, alternating the two a few rounds, and prints the ratio of
-medians (engine / Timer) for eager and for Inductor ``default``. Agreement
-within ±5 % means the engine's per-iteration timer adds no visible bias.
+For each model (the seed MLP 1024,1024,512,10 at batch 256, and a tiny MLP
+64,64,10 at batch 1), alternating rounds A B A B … (three by default):
 
-    python bench/fidelity.py [--rounds 3] [--iterations 300]
+* A: a real ``compile-studio-cli run`` subprocess (supervised worker, a run
+  folder written); its per-variant median is read back from that folder;
+* B: ``torch.utils.benchmark.Timer.blocked_autorange`` in a fresh process of
+  its own, on the same model, weights, input and flags, with the worker's
+  thread count (read from the CLI run's ``run.json``).
+
+Prints every round's medians and ratio (CLI / Timer) per variant, then the
+median of the ratios; agreement is 1 ± 0.05. Runs on the CPU by default. On a
+machine whose cores are busy with other work, ``--threads 1`` keeps a
+multi-threaded op from waiting on a descheduled thread (both sides get it).
+
+    PYTHONPATH=app python bench/fidelity.py [--rounds 3] [--variants eager,aot_eager] [--threads N]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
 
-import torch
-from torch.utils import benchmark
+APP_DIR = Path(__file__).resolve().parent.parent / "app"
+if str(APP_DIR) not in sys.path:
+    sys.path.insert(0, str(APP_DIR))
 
-from compile_studio import protocol
-from compile_studio.config import BenchmarkConfig
-from compile_studio.engine.model import build_model
-from compile_studio.engine.runner import BenchmarkRunner
-from compile_studio.engine.sink import ListSink
-from compile_studio.results.stats import latency_stats
-
-
-def engine_medians(config: BenchmarkConfig) -> dict[str, float]:
-    sink = ListSink()
-    BenchmarkRunner(config, sink, device="cpu").run()
-    out: dict[str, list[float]] = {}
-    for e in sink.events:
-        if isinstance(e, protocol.SamplesEvent) and e.phase == protocol.Phase.MEASURE:
-            out.setdefault(e.variant, []).extend(e.wall_ms)
-        if isinstance(e, protocol.ErrorEvent):
-            sys.exit(f"engine error: {e.message}")
-    return {k: latency_stats(v).median for k, v in out.items()}
+#: name → (layers, batch)
+MODELS = {
+    "seed": ("1024,1024,512,10", 256),
+    "tiny": ("64,64,10", 1),
+}
+AGREEMENT = 0.05
+TIMER_CHILD = "--timer-child"
 
 
-def timer_medians(config: BenchmarkConfig, min_run_time: float) -> dict[str, float]:
-    sizes = config.layer_sizes()
-    gen = torch.Generator().manual_seed(config.seed + 1)
-    x = torch.randn(config.batch_size, sizes[0], generator=gen)
-    out = {}
-    for name in config.variants:
-        model = build_model(sizes, config.activation, config.seed, f"timer_{name}").eval()
-        fn = model if name == "eager" else torch.compile(model, backend="inductor")
-
-        def call(fn=fn):
-            with torch.inference_mode():
-                return fn(x)
-
-        for _ in range(config.warmup + 1):
-            call()
-        # Timer runs single-threaded unless told otherwise: give it the engine's threads
-        m = benchmark.Timer(
-            stmt="call()", globals={"call": call}, num_threads=torch.get_num_threads()
-        ).blocked_autorange(min_run_time=min_run_time)
-        out[name] = m.median * 1000.0
-    return out
+def child_environment(threads: int | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    paths = [str(APP_DIR)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--iterations", type=int, default=300)
-    ap.add_argument("--min-run-time", type=float, default=2.0)
-    args = ap.parse_args()
-    config = BenchmarkConfig(
-        device="cpu", variants=["eager", "default"], iterations=args.iterations, warmup=30
+def cli_command() -> list[str]:
+    """``compile-studio-cli`` beside this Python (or on PATH), else ``python -m compile_studio.cli``."""
+    here = Path(sys.executable).parent / "compile-studio-cli"
+    if here.exists():
+        return [str(here)]
+    found = shutil.which("compile-studio-cli")
+    return [found] if found else [sys.executable, "-m", "compile_studio.cli"]
+
+
+def cli_medians(
+    layers: str, batch: int, args: argparse.Namespace, store: Path
+) -> tuple[dict[str, tuple[float, float]], int, str]:
+    """((median ms, IQR %) per variant, the worker's torch threads, run folder) of one CLI run."""
+    from compile_studio.results import load_run, summarize
+
+    cmd = [
+        *cli_command(), "run", "--out", str(store), "--quiet",
+        "--device", args.device, "--layers", layers, "--batch-size", str(batch),
+        "--dtype", args.dtype, "--variants", args.variants,
+        "--iterations", str(args.iterations), "--warmup", str(args.warmup),
+        "--compile-timing", "in_run", "--label", "fidelity",
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=child_environment(args.threads), timeout=1800
     )
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, "
-          f"model {config.layers}, batch {config.batch_size}, {config.dtype}")
-    ratios: dict[str, list[float]] = {v: [] for v in config.variants}
-    for r in range(args.rounds):
-        eng = engine_medians(config)
-        tim = timer_medians(config, args.min_run_time)
-        for v in config.variants:
-            ratios[v].append(eng[v] / tim[v])
-            print(f"round {r + 1}: {v:8s} engine {eng[v]:.4f} ms  Timer {tim[v]:.4f} ms  "
-                  f"ratio {eng[v] / tim[v]:.3f}")
-    print()
+    if proc.returncode != 0:
+        sys.exit(f"the CLI failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    folder = next(
+        (line[len("saved: "):].strip() for line in proc.stdout.splitlines() if line.startswith("saved: ")),
+        None,
+    )
+    if folder is None:
+        sys.exit(f"the CLI did not say where it saved the run:\n{proc.stdout[-2000:]}")
+    run = load_run(folder)
+    medians = {
+        r.name: (r.median_ms, r.iqr_pct if r.iqr_pct is not None else float("nan"))
+        for r in summarize(run)
+        if r.median_ms is not None
+    }
+    threads = int(run.measurement.get("torch_threads") or 0)
+    return medians, threads, folder
+
+
+def timer_medians(
+    layers: str, batch: int, args: argparse.Namespace, threads: int
+) -> dict[str, tuple[float, float]]:
+    """(median ms, IQR %) per variant from Timer.blocked_autorange, in a process of its own."""
+    request = {
+        "layers": layers, "batch": batch, "device": args.device, "dtype": args.dtype,
+        "variants": args.variants.split(","), "warmup": args.warmup, "threads": threads,
+        "min_run_time": args.min_run_time,
+    }
+    proc = subprocess.run(
+        [sys.executable, __file__, TIMER_CHILD, json.dumps(request)],
+        capture_output=True, text=True, env=child_environment(threads), timeout=1800,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        sys.exit(f"the Timer process failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return {k: (float(v[0]), float(v[1])) for k, v in json.loads(lines[-1]).items()}
+
+
+def timer_child(request: dict[str, Any]) -> int:
+    """The Timer side: same model, weights, input and flags as the worker builds."""
+    import torch
+    from torch.utils import benchmark
+
+    from compile_studio.config import BenchmarkConfig
+    from compile_studio.engine.environment import compile_modes
+    from compile_studio.engine.model import TORCH_DTYPES
+    from compile_studio.engine.runner import BenchmarkRunner, make_input, resolve_device
+    from compile_studio.engine.variant import build_variant
+
+    threads = int(request["threads"]) or torch.get_num_threads()
+    torch.set_num_threads(threads)
+    config = BenchmarkConfig(
+        layers=request["layers"], batch_size=int(request["batch"]), device=request["device"],
+        dtype=request["dtype"], variants=list(request["variants"]),
+    )
+    device = torch.device(resolve_device(config.device))
+    dtype = TORCH_DTYPES[config.dtype]
+    BenchmarkRunner._apply_precision(config.dtype)
+    x = make_input(config).to(device, dtype)
+    modes = compile_modes()
+    out: dict[str, tuple[float, float]] = {}
+    with torch.inference_mode():
+        for name in config.variants:
+            v = build_variant(config, name, device, dtype, modes)
+            for _ in range(int(request["warmup"]) + 1):
+                v.step(x)
+            end = time.monotonic() + config.warmup_min_ms / 1000.0
+            while time.monotonic() < end:
+                v.step(x)
+            m = benchmark.Timer(
+                stmt="step(x)", globals={"step": v.step, "x": x}, num_threads=threads
+            ).blocked_autorange(min_run_time=float(request["min_run_time"]))
+            out[name] = (m.median * 1e3, m.iqr / m.median * 100.0)
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == TIMER_CHILD:
+        return timer_child(json.loads(argv[1]))
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3, help="A B rounds per model (at least 3)")
+    ap.add_argument("--models", default="seed,tiny", help=f"some of {', '.join(MODELS)}")
+    ap.add_argument("--variants", default="eager,aot_eager",
+                    help="eager plus a compiled variant, e.g. eager,default")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="fp32")
+    ap.add_argument("--iterations", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="OMP_NUM_THREADS for the worker (and so the Timer); 0: torch's default")
+    ap.add_argument("--min-run-time", type=float, default=1.0,
+                    help="Timer.blocked_autorange's min_run_time per variant, seconds")
+    args = ap.parse_args(argv)
+    if args.rounds < 3:
+        ap.error("--rounds must be at least 3")
+    import torch
+
+    print(f"torch {torch.__version__}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
+          f"device {args.device}, {args.dtype}, variants {args.variants}, "
+          f"{args.rounds} rounds A (CLI) B (Timer)", flush=True)
+    variants = args.variants.split(",")
+    store = Path(tempfile.mkdtemp(prefix="fidelity-runs-"))
     worst = 0.0
-    for v, rs in ratios.items():
-        med = statistics.median(rs)
-        worst = max(worst, abs(med - 1))
-        print(f"{v:8s} median ratio engine/Timer = {med:.3f} ({(med - 1) * 100:+.1f} %)")
-    print(f"agreement within ±5 %: {'yes' if worst <= 0.05 else 'NO'}")
+    for model in args.models.split(","):
+        layers, batch = MODELS[model]
+        print(f"\n== {model} MLP {layers}, batch {batch}", flush=True)
+        ratios: dict[str, list[float]] = {v: [] for v in variants}
+        for r in range(args.rounds):
+            t0 = time.monotonic()
+            cli, threads, _ = cli_medians(layers, batch, args, store)
+            t1 = time.monotonic()
+            tim = timer_medians(layers, batch, args, threads)
+            t2 = time.monotonic()
+            for v in variants:
+                (c, c_iqr), (t, t_iqr) = cli[v], tim[v]
+                ratios[v].append(c / t)
+                print(f"round {r + 1}  {v:10s} CLI {c:9.4f} ms (IQR {c_iqr:5.1f} %)   "
+                      f"Timer {t:9.4f} ms (IQR {t_iqr:5.1f} %)   ratio {c / t:.3f}", flush=True)
+            print(f"         ({threads} threads; CLI run {t1 - t0:.0f} s, Timer process {t2 - t1:.0f} s)",
+                  flush=True)
+        for v, rs in ratios.items():
+            med = statistics.median(rs)
+            worst = max(worst, abs(med - 1))
+            print(f"{model} {v:10s} median of the ratios CLI/Timer = {med:.3f} "
+                  f"({(med - 1) * 100:+.1f} %), rounds {', '.join(f'{x:.3f}' for x in rs)}", flush=True)
+    print(f"\nagreement within ±{AGREEMENT:.0%}: {'yes' if worst <= AGREEMENT else 'NO'} "
+          f"(worst median ratio off by {worst * 100:.1f} %)")
+    print(f"runs kept in {store}")
     return 0
 
 

@@ -124,11 +124,11 @@ def main(argv: list[str] | None = None) -> int:
             QTimer.singleShot(100, start)  # wait for the start-up probe, as a user would
             return
         window.start_run(config)
-        if window._thread is None:
+        if window.live.benchmark_thread is None:
             print("could not start:", window.last_error)
             app.quit()
             return
-        window._thread.phase.connect(on_phase)
+        window.live.benchmark_thread.phase.connect(on_phase)
         clock.start()
         state["last"] = 0
         timer.start()

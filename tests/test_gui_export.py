@@ -25,6 +25,7 @@ from compile_studio.gui.export import (
     save_widget_png,
 )
 from compile_studio.gui.plots import PlotPanel, SummaryBar
+from gui_helpers import hover_text
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -43,7 +44,7 @@ def panel(qtbot) -> PlotPanel:
     p.show()
     qtbot.waitExposed(p)
     p.refresh()
-    p.crosshair_at(100, 1.3)  # hover items must not end up in exports
+    p.latency.crosshair_at(100, 1.3)  # hover items must not end up in exports
     return p
 
 
@@ -89,10 +90,10 @@ def test_white_and_transparent_backgrounds(panel, tmp_path):
 
 
 def test_hover_crosshair_is_left_out_and_restored(panel, tmp_path):
-    assert panel.hover_text()
+    assert hover_text(panel)
     save_plot_png(panel.latency_plot, tmp_path / "a.png")
-    assert panel.hover_text()  # still shown on screen
-    panel.hide_crosshair()
+    assert hover_text(panel)  # still shown on screen
+    panel.latency.hide_crosshair()
     save_plot_png(panel.latency_plot, tmp_path / "b.png")
     a = _pixels(QImage(str(tmp_path / "a.png")))
     b = _pixels(QImage(str(tmp_path / "b.png")))

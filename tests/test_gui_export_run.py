@@ -18,7 +18,7 @@ from compile_studio.gui.main_window import CLOSED_DURING_RUN, MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import load_run, summarize
 from compile_studio.results.formatting import SUMMARY_HEADERS, summary_cells
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
+from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait, series_data
 
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 
@@ -61,8 +61,8 @@ def test_markdown_report_has_the_table_and_a_real_plot_image(qtbot, tiny_config,
     window = open_window(qtbot)
     run = run_and_wait(qtbot, window, BenchmarkConfig(**{**tiny_config, "label": "report run"}))
     assert run.status == "complete", run.message
-    assert window.export_report_action.text() == "Export report (Markdown)…"
-    assert window.export_report_action in window.menuBar().actions()[0].menu().actions()
+    assert window.exports.export_report_action.text() == "Export report (Markdown)…"
+    assert window.exports.export_report_action in window.menuBar().actions()[0].menu().actions()
 
     written = window.export_report_to(tmp_path)
     md = tmp_path / f"{run.run_id}_report.md"
@@ -115,7 +115,9 @@ def test_a_cli_run_opens_in_the_window_with_the_numbers_the_cli_shows(qtbot, tin
     made = subprocess.run(
         [*CLI, "run", "--layers", c["layers"], "--batch-size", str(c["batch_size"]),
          "--device", "cpu", "--iterations", str(c["iterations"]), "--warmup", str(c["warmup"]),
-         "--variants", ",".join(c["variants"]), "--label", "from cli", "--out", str(store), "--quiet"],
+         "--variants", ",".join(c["variants"]), "--warmup-min-ms", str(c["warmup_min_ms"]),
+         "--compile-timing", c["compile_timing"],
+         "--label", "from cli", "--out", str(store), "--quiet"],
         capture_output=True, text=True, timeout=300,
     )
     assert made.returncode == 0, made.stderr[-2000:]
@@ -137,7 +139,7 @@ def test_a_cli_run_opens_in_the_window_with_the_numbers_the_cli_shows(qtbot, tin
             if text:
                 assert text in line, (text, line)
     for name in ("eager", "aot_eager"):
-        its, ms = window.plots.series_data(f"{entry.run.run_id}/{name}")
+        its, ms = series_data(window.plots, f"{entry.run.run_id}/{name}")
         assert len(ms) == c["iterations"] + c["warmup"]
 
     # File → Open of its run.json shows the same numbers
@@ -152,11 +154,11 @@ def test_a_cli_run_opens_in_the_window_with_the_numbers_the_cli_shows(qtbot, tin
 def test_window_closed_mid_run_leaves_an_incomplete_run_that_reopens(qtbot, tiny_config):
     window = open_window(qtbot)
     window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}))
-    thread = window._thread
+    thread = window.live.benchmark_thread
     run_id = thread.run_id
     key = f"{run_id}/eager"
     qtbot.waitUntil(
-        lambda: key in window.plots.series_keys() and len(window.plots.series_data(key)[0]) >= 20,
+        lambda: key in window.plots.series_keys() and len(series_data(window.plots, key)[0]) >= 20,
         timeout=RUN_TIMEOUT_MS,
     )
     pid = thread.worker_pid
@@ -184,7 +186,7 @@ def test_window_closed_mid_run_leaves_an_incomplete_run_that_reopens(qtbot, tiny
     assert item.text(4) == "incomplete"
     assert "window was closed" in item.toolTip(0)
     again.history.set_checked(run_id, True)
-    its, ms = again.plots.series_data(f"{run_id}/eager")
+    its, ms = series_data(again.plots, f"{run_id}/eager")
     np.testing.assert_array_equal(ms, np.asarray(kept.wall_ms))
     np.testing.assert_array_equal(its, np.asarray(kept.iteration, dtype=float))
 
@@ -196,11 +198,11 @@ def test_plot_png_options_from_the_menu(qtbot, tiny_config, tmp_path, monkeypatc
 
     window = open_window(qtbot)
     run_and_wait(qtbot, window, BenchmarkConfig(**tiny_config))
-    window.png_scale_actions[scale].trigger()
-    window.png_transparent_action.setChecked(transparent)
+    window.exports.png_scale_actions[scale].trigger()
+    window.exports.png_transparent_action.setChecked(transparent)
     target = tmp_path / "plot.png"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
-    window.save_plot_png_action.trigger()
+    window.exports.save_plot_png_action.trigger()
     image = QImage(str(target))
     plot = window.plots.current_plot()
     assert (image.width(), image.height()) == (plot.width() * scale, plot.height() * scale)

@@ -122,7 +122,7 @@ def test_out_of_memory_says_so_with_the_size_and_keeps_the_others(qtbot, tiny_co
 def test_worker_killed_keeps_every_sample_and_the_next_run_works(qtbot, tiny_config):
     window = open_window(qtbot)
     window.start_run(BenchmarkConfig(**{**tiny_config, **LONG}))
-    thread = window.live.thread
+    thread = window.live.benchmark_thread
     run_id = thread.run_id
     wait_for_points(qtbot, window, "eager", 30)
     with qtbot.waitSignal(window.run_finished, timeout=10_000) as blocker:
@@ -268,7 +268,7 @@ def test_damaged_runs_are_listed_with_the_reason_and_the_others_load(qtbot):
 
 # -- stopping at any moment -------------------------------------------------------------------
 def stop_and_check(qtbot, window: MainWindow, measured: list[str]) -> None:
-    thread = window.live.thread
+    thread = window.live.benchmark_thread
     run_id, pid = thread.run_id, thread.worker_pid
     t0 = time.monotonic()
     with qtbot.waitSignal(window.run_finished, timeout=3000):

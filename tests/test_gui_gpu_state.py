@@ -24,7 +24,17 @@ from compile_studio.gui.export import save_plot_png, save_plot_svg
 from compile_studio.gui.plots import GPU_QUANTITIES, NO_GPU_READINGS, PlotPanel
 from compile_studio.results import RunResult, RunStore, VariantResult, load_run
 from compile_studio.supervisor import WORKER_PREFIX_ENV
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
+from gui_helpers import (
+    RUN_TIMEOUT_MS,
+    gpu_legend_labels,
+    gpu_note_shown,
+    gpu_run_keys,
+    gpu_state_data,
+    gpu_variant_bands,
+    gpu_variant_boundaries,
+    open_window,
+    run_and_wait,
+)
 
 GPU_TAB = 3
 
@@ -62,7 +72,7 @@ def readings(n_eager: int = 40, n_default: int = 60, t0: float = 0.0, seed: int 
 
 
 def gpu_run(run_id: str, rows: list[dict]) -> RunResult:
-    run = RunResult(run_id=run_id, created="2025-01-01T00:00:00", config={"label": run_id}, status="complete")
+    run = RunResult(run_id=run_id, created="2025-01-01T00:00:00", config=BenchmarkConfig(label=run_id), status="complete")
     for name in ("eager", "default"):
         v = VariantResult(name=name, status="done")
         v.samples.extend(0, "warmup", [2.0, 1.5], None)
@@ -81,30 +91,30 @@ def test_batches_come_back_exactly_with_none_as_nan(panel):
     for start in range(0, len(rows), 5):  # batches of 5, then 1
         panel.append_gpu_state("run1", "run 1", rows[start : start + 5])
         panel.refresh()
-    data = panel.gpu_state_data("run1")
+    data = gpu_state_data(panel, "run1")
     for col in ("t_s", "iteration", "sm_clock_mhz", "temperature_c", "power_w"):
         expected = np.array([math.nan if r[col] is None else r[col] for r in rows], dtype=float)
         assert np.array_equal(data[col], expected, equal_nan=True), col
     assert math.isnan(data["sm_clock_mhz"][3]) and math.isnan(data["power_w"][10])
     # copies: changing them does not change what is drawn
     data["t_s"][0] = -5
-    assert panel.gpu_state_data("run1")["t_s"][0] == 0.0
+    assert gpu_state_data(panel, "run1")["t_s"][0] == 0.0
     # the curves show the same arrays (NaN leaves a gap)
     for q, _ in GPU_QUANTITIES:
-        (curve,) = panel.gpu_plots[q].listDataItems()
+        (curve,) = panel.gpu.plots[q].listDataItems()
         x, y = curve.getOriginalDataset()
         assert np.array_equal(x, [r["t_s"] for r in rows])
-        assert np.array_equal(y, panel.gpu_state_data("run1")[q], equal_nan=True)
+        assert np.array_equal(y, gpu_state_data(panel, "run1")[q], equal_nan=True)
 
 
 def test_append_alone_draws_nothing_refresh_does_and_is_cheap_after(panel):
     panel.append_gpu_state("r", "r", readings(5, 5))
-    (curve,) = panel.gpu_plots["sm_clock_mhz"].listDataItems()
+    (curve,) = panel.gpu.plots["sm_clock_mhz"].listDataItems()
     assert curve.getOriginalDataset()[0] is None or len(curve.getOriginalDataset()[0]) == 0
-    assert panel.gpu_note_shown()
+    assert gpu_note_shown(panel)
     panel.refresh()
     assert len(curve.getOriginalDataset()[0]) == 10
-    assert not panel.gpu_note_shown()
+    assert not gpu_note_shown(panel)
     # nothing new: refresh leaves the drawn data alone (no setData)
     calls = []
     curve.sigPlotChanged.connect(lambda *_: calls.append(1))
@@ -122,57 +132,57 @@ def test_load_run_shows_readings_with_variant_boundaries_where_the_tag_changes(p
         row["variant"] = row["iteration"] = None
     run = gpu_run("20250101-000000_a", rows)
     panel.load_run(run, key_prefix=f"{run.run_id}/")
-    assert panel.gpu_run_keys() == [run.run_id]
-    assert not panel.gpu_note_shown()
-    assert panel.gpu_variant_boundaries(run.run_id) == [(0.2, "eager"), (4.0, "default")]
+    assert gpu_run_keys(panel) == [run.run_id]
+    assert not gpu_note_shown(panel)
+    assert gpu_variant_boundaries(panel, run.run_id) == [(0.2, "eager"), (4.0, "default")]
     # a lone run: bands in the latency colours of its variants, the last one to the last reading
-    bands = panel.gpu_variant_bands(run.run_id)
+    bands = gpu_variant_bands(panel, run.run_id)
     assert bands == [(0.2, 4.0, "eager"), (4.0, 9.9, "default")]
     for q, _ in GPU_QUANTITIES:
-        assert len(panel.gpu_plots[q].listDataItems()) == 1
-    assert np.array_equal(panel.gpu_state_data(run.run_id)["t_s"], [r["t_s"] for r in rows])
+        assert len(panel.gpu.plots[q].listDataItems()) == 1
+    assert np.array_equal(gpu_state_data(panel, run.run_id)["t_s"], [r["t_s"] for r in rows])
     # the hover text names the variant and iteration of a reading, with its values
-    text = panel.gpu_hover_at(7.02)
+    text = panel.gpu.hover_at(7.02)
     assert text is not None
     assert "t 7.0 s · default, iteration 150" in text
     clock, temp, power = re.search(r"(\d+) MHz · (\d+) °C · (\d+) W", text).groups()
     assert abs(int(clock) - 1400) < 30  # throttled by then
     assert int(temp) == round(rows[70]["temperature_c"]) and int(power) == round(rows[70]["power_w"])
-    assert panel.gpu_hover_at(0.08).startswith("t 0.1 s · before the first call\n")
+    assert panel.gpu.hover_at(0.08).startswith("t 0.1 s · before the first call\n")
 
 
 def test_live_readings_extend_the_last_band_and_add_a_boundary_when_the_variant_changes(panel):
     rows = readings(20, 20)
     panel.append_gpu_state("live", "live", rows[:10])
     panel.refresh()
-    assert panel.gpu_variant_boundaries("live") == [(0.0, "eager")]
-    assert panel.gpu_variant_bands("live") == [(0.0, 0.9, "eager")]
+    assert gpu_variant_boundaries(panel, "live") == [(0.0, "eager")]
+    assert gpu_variant_bands(panel, "live") == [(0.0, 0.9, "eager")]
     panel.append_gpu_state("live", "live", rows[10:20])
     panel.refresh()
-    assert panel.gpu_variant_bands("live") == [(0.0, 1.9, "eager")]
+    assert gpu_variant_bands(panel, "live") == [(0.0, 1.9, "eager")]
     panel.append_gpu_state("live", "live", rows[20:])
     panel.refresh()
-    assert panel.gpu_variant_boundaries("live") == [(0.0, "eager"), (2.0, "default")]
-    assert panel.gpu_variant_bands("live")[-1] == (2.0, 3.9, "default")
+    assert gpu_variant_boundaries(panel, "live") == [(0.0, "eager"), (2.0, "default")]
+    assert gpu_variant_bands(panel, "live")[-1] == (2.0, 3.9, "default")
 
 
 def test_two_runs_overlaid_give_two_curves_per_plot_and_a_legend(panel):
     a = gpu_run("run-a", readings(40, 60, seed=1))
     b = gpu_run("run-b", readings(30, 50, seed=2))
     panel.load_run(a, key_prefix="run-a/", label_prefix="A · ")
-    assert panel.gpu_legend_labels() == []  # one run: no legend needed
+    assert gpu_legend_labels(panel) == []  # one run: no legend needed
     panel.load_run(b, key_prefix="run-b/", label_prefix="B · ")
-    assert panel.gpu_run_keys() == ["run-a", "run-b"]
+    assert gpu_run_keys(panel) == ["run-a", "run-b"]
     for q, _ in GPU_QUANTITIES:
-        curves = panel.gpu_plots[q].listDataItems()
+        curves = panel.gpu.plots[q].listDataItems()
         assert len(curves) == 2
         assert curves[0].opts["pen"].color() != curves[1].opts["pen"].color()
-    assert panel.gpu_legend_labels() == ["A", "B"]
-    assert panel.gpu_variant_boundaries("run-a") == [(0.0, "eager"), (4.0, "default")]
-    assert panel.gpu_variant_boundaries("run-b") == [(0.0, "eager"), (3.0, "default")]
+    assert gpu_legend_labels(panel) == ["A", "B"]
+    assert gpu_variant_boundaries(panel, "run-a") == [(0.0, "eager"), (4.0, "default")]
+    assert gpu_variant_boundaries(panel, "run-b") == [(0.0, "eager"), (3.0, "default")]
     # overlaid runs: dashed lines only, no bands mixing on top of each other
-    assert panel.gpu_variant_bands("run-a") == [] and panel.gpu_variant_bands("run-b") == []
-    hover = panel.gpu_hover_at(3.5)
+    assert gpu_variant_bands(panel, "run-a") == [] and gpu_variant_bands(panel, "run-b") == []
+    hover = panel.gpu.hover_at(3.5)
     assert hover.splitlines()[0].startswith("A: t 3.5 s · eager")
     assert hover.splitlines()[2].startswith("B: t 3.5 s · default")
 
@@ -180,25 +190,25 @@ def test_two_runs_overlaid_give_two_curves_per_plot_and_a_legend(panel):
 def test_clear_empties_and_the_note_comes_back(panel):
     panel.setCurrentIndex(GPU_TAB)
     assert panel.tabText(GPU_TAB) == "GPU"
-    assert panel.gpu_note_shown()
-    assert panel.gpu_note.text() == NO_GPU_READINGS
-    assert panel.current_plot() is panel.gpu_note
+    assert gpu_note_shown(panel)
+    assert panel.gpu.note.text() == NO_GPU_READINGS
+    assert panel.current_plot() is panel.gpu.note
     panel.load_run(gpu_run("r", readings()), key_prefix="r/")
-    assert not panel.gpu_note_shown()
+    assert not gpu_note_shown(panel)
     assert panel.current_plot() is panel.gpu_plot
-    assert panel.gpu_plot.isVisible() and not panel.gpu_note.isVisible()
+    assert panel.gpu_plot.isVisible() and not panel.gpu.note.isVisible()
     panel.clear()
-    assert panel.gpu_run_keys() == []
-    assert panel.gpu_note_shown() and panel.gpu_note.isVisible()
+    assert gpu_run_keys(panel) == []
+    assert gpu_note_shown(panel) and panel.gpu.note.isVisible()
     for q, _ in GPU_QUANTITIES:
-        plot = panel.gpu_plots[q]
+        plot = panel.gpu.plots[q]
         assert plot.listDataItems() == []
         assert not [i for i in plot.items if type(i).__name__ in ("InfiniteLine", "LinearRegionItem") and i.isVisible()]
     with pytest.raises(KeyError):
-        panel.gpu_state_data("r")
+        gpu_state_data(panel, "r")
     # a run without readings keeps the note
     panel.load_run(gpu_run("no-gpu", []), key_prefix="no-gpu/")
-    assert panel.gpu_note_shown()
+    assert gpu_note_shown(panel)
 
 
 def test_png_and_svg_of_the_gpu_tab(panel, tmp_path):
@@ -209,7 +219,7 @@ def test_png_and_svg_of_the_gpu_tab(panel, tmp_path):
     panel.setCurrentIndex(GPU_TAB)
     plot = panel.current_plot()
     assert plot is panel.gpu_plot
-    panel.gpu_hover_at(5.0)  # the hover line and label stay out of exports
+    panel.gpu.hover_at(5.0)  # the hover line and label stay out of exports
     png = save_plot_png(plot, tmp_path / "gpu.png", scale=2)
     image = QImage(str(png))
     assert (image.width(), image.height()) == (plot.width() * 2, plot.height() * 2)
@@ -282,12 +292,12 @@ def test_window_shows_live_readings_and_keeps_them_with_the_run(qtbot, tmp_path,
     window = open_window(qtbot)
     run = run_and_wait(qtbot, window, BenchmarkConfig(**tiny_config))
     plots = window.plots
-    assert plots.gpu_run_keys() == [run.run_id]
-    data = plots.gpu_state_data(run.run_id)
+    assert gpu_run_keys(plots) == [run.run_id]
+    data = gpu_state_data(plots, run.run_id)
     assert np.allclose(data["t_s"], [0.0, 0.1, 0.2, 0.3, 0.4, 0.5])
     assert np.array_equal(data["sm_clock_mhz"], [1980, np.nan, 1400] * 2, equal_nan=True)
-    assert plots.gpu_variant_boundaries(run.run_id) == [(0.0, "eager"), (0.3, "aot_eager")]
-    assert not plots.gpu_note_shown()
+    assert gpu_variant_boundaries(plots, run.run_id) == [(0.0, "eager"), (0.3, "aot_eager")]
+    assert not gpu_note_shown(plots)
     # the run folder keeps them and they come back from disk into the same tab
     folder = RunStore(window.store.root).list_runs()[0].folder
     assert (folder / "gpu_state.csv").is_file()
@@ -295,8 +305,8 @@ def test_window_shows_live_readings_and_keeps_them_with_the_run(qtbot, tmp_path,
     assert len(reloaded.gpu_state) == 6
     window.plots.clear()
     window.plots.load_run(reloaded, key_prefix=f"{reloaded.run_id}/", label_prefix="")
-    assert window.plots.gpu_variant_boundaries(reloaded.run_id) == [(0.0, "eager"), (0.3, "aot_eager")]
+    assert gpu_variant_boundaries(window.plots, reloaded.run_id) == [(0.0, "eager"), (0.3, "aot_eager")]
     # a second run rebuilds the views: the first one's readings are not shown with it
     run2 = run_and_wait(qtbot, window, BenchmarkConfig(**tiny_config))
-    assert window.plots.gpu_run_keys() == [run2.run_id]
-    assert len(window.plots.gpu_state_data(run2.run_id)["t_s"]) == 6
+    assert gpu_run_keys(window.plots) == [run2.run_id]
+    assert len(gpu_state_data(window.plots, run2.run_id)["t_s"]) == 6

@@ -11,25 +11,16 @@ from compile_studio.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import RunStore
-from compile_studio.results.recorder import RunRecorder
-from compile_studio.supervisor import WorkerProcess
-from gui_helpers import run_and_wait
+from compile_studio.session import RunSession
+from gui_helpers import legend_labels, run_and_wait, series_data
 
 
 def headless_run(config: BenchmarkConfig, label: str):
-    """A run made without the window: WorkerProcess + RunRecorder into the store."""
+    """A run made without the window: a RunSession into the store."""
     config = BenchmarkConfig.from_dict({**config.to_dict(), "label": label})
-    recorder = RunRecorder.in_store(RunStore(runs_dir()), config.to_dict(), config.slug() + "_cli")
-    with WorkerProcess() as worker:
-        worker.send_config(config.to_dict())
-        for event in worker.events():
-            if event["type"] == "phase" and not event.get("variant"):
-                continue
-            recorder.handle(event)
-        worker.wait(30)
-    recorder.finish()
-    assert recorder.run.status == "complete", recorder.run.message
-    return recorder.run
+    outcome = RunSession(config, RunStore(runs_dir())).run()
+    assert outcome.run.status == "complete", outcome.run.message
+    return outcome.run
 
 
 @pytest.fixture
@@ -66,9 +57,9 @@ def test_history_lists_window_and_headless_runs_and_overlays_both(qtbot, window,
     keys = set(window.plots.series_keys())
     expected = {f"{r.run_id}/{v}" for r in (mine, other) for v in ("eager", "aot_eager")}
     assert keys == expected
-    its, ms = window.plots.series_data(f"{other.run_id}/aot_eager")
+    its, ms = series_data(window.plots, f"{other.run_id}/aot_eager")
     np.testing.assert_array_equal(ms, np.asarray(other.variants["aot_eager"].samples.wall_ms))
-    labels = " ".join(window.plots.legend_labels())
+    labels = " ".join(legend_labels(window.plots))
     assert "headless · eager" in labels and "from window · aot_eager" in labels
     assert window.table_model.headers()[0] == "run"
     run_names = {r.run_name for r in window.table_model.rows()}

@@ -10,8 +10,22 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
+from compile_studio.config import BenchmarkConfig
 from compile_studio.gui.plots import PlotPanel, SummaryBar, format_speedup
 from compile_studio.results import RunResult, VariantResult
+from gui_helpers import (
+    distribution_note,
+    histogram_data,
+    hover_text,
+    is_log_scale,
+    is_series_failed,
+    legend_labels,
+    median_line_value,
+    series_color,
+    series_data,
+    summary_texts,
+    warmup_region,
+)
 
 
 @pytest.fixture
@@ -45,7 +59,7 @@ def test_series_data_is_exactly_what_was_appended_across_buffer_growth(panel):
         start += m
         if i % 37 == 0:
             panel.refresh()  # drawing in between must not disturb the buffers
-    got_x, got_y = panel.series_data("eager")
+    got_x, got_y = series_data(panel, "eager")
     assert np.array_equal(got_x, np.concatenate(xs))
     assert np.array_equal(got_y, np.concatenate(ys))  # bit-exact, arrival order
     assert len(got_x) > 4 * 1024
@@ -56,12 +70,12 @@ def test_series_data_keeps_arrival_order_of_mixed_phases(panel):
     panel.append("a", np.array([0, 1]), np.array([5.0, 4.0]), "warmup")
     panel.append("a", np.array([2, 3]), np.array([1.0, 1.5]), "measure")
     panel.append("a", np.array([4]), np.array([3.0]), "warmup")  # an interleaved block
-    x, y = panel.series_data("a")
+    x, y = series_data(panel, "a")
     assert x.tolist() == [0, 1, 2, 3, 4]
     assert y.tolist() == [5.0, 4.0, 1.0, 1.5, 3.0]
     # the copy handed out is not the buffer
     y[0] = -1
-    assert panel.series_data("a")[1][0] == 5.0
+    assert series_data(panel, "a")[1][0] == 5.0
 
 
 def test_append_rejects_bad_input(panel):
@@ -77,7 +91,7 @@ def test_append_rejects_bad_input(panel):
 def test_append_alone_draws_nothing_refresh_does(panel):
     panel.add_series("a", "a")
     panel.append("a", np.arange(10), np.linspace(1, 2, 10), "measure")
-    curve = panel._series["a"].measure_curve
+    curve = panel.latency.curves["a"].measure_curve
     assert curve.xData is None or len(curve.xData) == 0
     panel.refresh()
     assert len(curve.xData) == 10
@@ -89,17 +103,17 @@ def test_warmup_is_shaded_and_median_line_is_median_of_measure_only(panel):
     meas = rng.gamma(2.0, 0.5, 31)
     _fill(panel, "eager", warm, meas)
     panel.refresh()
-    assert panel.warmup_region("eager") == (-0.5, 4.5)
-    region = panel._series["eager"].region
+    assert warmup_region(panel, "eager") == (-0.5, 4.5)
+    region = panel.latency.curves["eager"].region
     assert region in panel.latency_plot.getPlotItem().items and region.isVisible()
-    assert "warm-up" in panel.legend_labels()
-    assert panel.median_line_value("eager") == float(np.median(meas))
-    assert panel._series["eager"].median_line.value() == pytest.approx(np.median(meas))
+    assert "warm-up" in legend_labels(panel)
+    assert median_line_value(panel, "eager") == float(np.median(meas))
+    assert panel.latency.curves["eager"].median_line.value() == pytest.approx(np.median(meas))
 
     more = rng.gamma(2.0, 0.5, 20) + 3
     panel.append("eager", np.arange(36, 56), more, "measure")
     panel.refresh()
-    assert panel.median_line_value("eager") == float(np.median(np.concatenate([meas, more])))
+    assert median_line_value(panel, "eager") == float(np.median(np.concatenate([meas, more])))
 
 
 def test_series_without_warmup_has_no_shading_and_one_span_is_shaded_once(panel):
@@ -108,17 +122,17 @@ def test_series_without_warmup_has_no_shading_and_one_span_is_shaded_once(panel)
     _fill(panel, "b", np.ones(3), np.ones(10))
     _fill(panel, "c", np.ones(3), np.ones(10))
     panel.refresh()
-    assert panel.warmup_region("a") is None
-    assert panel.median_line_value("a") == 1.0
-    assert panel.warmup_region("b") == panel.warmup_region("c") == (-0.5, 2.5)
-    visible = [panel._series[k].region.isVisible() for k in ("a", "b", "c")]
+    assert warmup_region(panel, "a") is None
+    assert median_line_value(panel, "a") == 1.0
+    assert warmup_region(panel, "b") == warmup_region(panel, "c") == (-0.5, 2.5)
+    visible = [panel.latency.curves[k].region.isVisible() for k in ("a", "b", "c")]
     assert visible == [False, True, False]
 
 
 def test_no_measured_samples_no_median_line(panel):
     _fill(panel, "a", np.ones(5), np.array([]))
     panel.refresh()
-    assert panel.median_line_value("a") is None
+    assert median_line_value(panel, "a") is None
 
 
 def test_log_scale_toggles_axis_checkbox_and_median_line(panel):
@@ -126,38 +140,38 @@ def test_log_scale_toggles_axis_checkbox_and_median_line(panel):
     _fill(panel, "a", np.array([20.0]), meas)
     panel.refresh()
     item = panel.latency_plot.getPlotItem()
-    line = panel._series["a"].median_line
-    assert not panel.is_log_scale() and line.value() == pytest.approx(2.0)
+    line = panel.latency.curves["a"].median_line
+    assert not is_log_scale(panel) and line.value() == pytest.approx(2.0)
 
     panel.set_log_scale(True)
-    assert panel.is_log_scale()
-    assert panel.log_scale_checkbox.isChecked()
+    assert is_log_scale(panel)
+    assert panel.latency.log_scale_checkbox.isChecked()
     assert item.ctrl.logYCheck.isChecked()
-    assert panel._series["a"].measure_curve.opts["logMode"][1] is True
+    assert panel.latency.curves["a"].measure_curve.opts["logMode"][1] is True
     assert line.value() == pytest.approx(math.log10(2.0))
-    assert panel.median_line_value("a") == 2.0  # still reported in ms
+    assert median_line_value(panel, "a") == 2.0  # still reported in ms
 
-    panel.log_scale_checkbox.setChecked(False)  # the toggle in the panel
-    assert not panel.is_log_scale()
+    panel.latency.log_scale_checkbox.setChecked(False)  # the toggle in the panel
+    assert not is_log_scale(panel)
     assert not item.ctrl.logYCheck.isChecked()
     assert line.value() == pytest.approx(2.0)
 
     item.ctrl.logYCheck.setChecked(True)  # the plot's own context menu stays in sync
-    assert panel.is_log_scale() and panel.log_scale_checkbox.isChecked()
+    assert is_log_scale(panel) and panel.latency.log_scale_checkbox.isChecked()
 
 
 def test_crosshair_snaps_to_nearest_sample_of_nearest_series(panel):
     _fill(panel, "eager", np.full(3, 9.0), np.full(20, 2.0))
     _fill(panel, "default", np.full(3, 6.0), np.full(20, 1.0))
     panel.refresh()
-    text = panel.crosshair_at(10.2, 1.1)
+    text = panel.latency.crosshair_at(10.2, 1.1)
     assert text == "default\niteration 10\n1 ms"
-    assert panel.hover_text() == text
-    assert panel.crosshair_at(1.0, 8.0) == "eager\niteration 1 (warm-up)\n9 ms"
+    assert hover_text(panel) == text
+    assert panel.latency.crosshair_at(1.0, 8.0) == "eager\niteration 1 (warm-up)\n9 ms"
     panel.set_log_scale(True)
-    assert panel.crosshair_at(15, 2.1).startswith("eager\niteration 15")
-    panel.hide_crosshair()
-    assert panel.hover_text() == ""
+    assert panel.latency.crosshair_at(15, 2.1).startswith("eager\niteration 15")
+    panel.latency.hide_crosshair()
+    assert hover_text(panel) == ""
 
 
 def test_crosshair_follows_the_mouse(panel, qtbot):
@@ -166,31 +180,31 @@ def test_crosshair_follows_the_mouse(panel, qtbot):
     qtbot.wait(50)
     vb = panel.latency_plot.getPlotItem().getViewBox()
     scene_pos = vb.mapViewToScene(vb.mapToView(vb.boundingRect().center()))
-    panel._on_mouse_moved((scene_pos,))
-    assert panel.hover_text().startswith("eager\niteration ")
+    panel.latency._on_mouse_moved((scene_pos,))
+    assert hover_text(panel).startswith("eager\niteration ")
 
 
 def test_failed_series_is_dashed_and_marked_in_legend(panel):
     _fill(panel, "eager", np.ones(2), np.ones(5))
     _fill(panel, "max-autotune", np.ones(2), np.ones(1))
     panel.set_series_failed("max-autotune", True)
-    assert panel.is_series_failed("max-autotune")
-    assert "max-autotune (failed)" in panel.legend_labels()
-    assert "eager" in panel.legend_labels()
-    pen = panel._series["max-autotune"].measure_curve.opts["pen"]
+    assert is_series_failed(panel, "max-autotune")
+    assert "max-autotune (failed)" in legend_labels(panel)
+    assert "eager" in legend_labels(panel)
+    pen = panel.latency.curves["max-autotune"].measure_curve.opts["pen"]
     assert pen.style() == Qt.PenStyle.DashDotLine
     panel.set_series_failed("max-autotune", False)
-    assert "max-autotune" in panel.legend_labels()
-    assert panel._series["max-autotune"].measure_curve.opts["pen"].style() == Qt.PenStyle.SolidLine
+    assert "max-autotune" in legend_labels(panel)
+    assert panel.latency.curves["max-autotune"].measure_curve.opts["pen"].style() == Qt.PenStyle.SolidLine
 
 
 def test_series_get_distinct_colours_and_legend_names(panel):
     for k in ("eager", "default", "reduce-overhead", "max-autotune", "aot_eager"):
         panel.add_series(k, f"run1 · {k}")
-    names = {panel.series_color(k).name() for k in panel.series_keys()}
+    names = {series_color(panel, k).name() for k in panel.series_keys()}
     assert len(names) == 5
-    assert panel.legend_labels()[:5] == [f"run1 · {k}" for k in panel.series_keys()]
-    assert panel._series["eager"].measure_curve.name() == "run1 · eager"
+    assert legend_labels(panel)[:5] == [f"run1 · {k}" for k in panel.series_keys()]
+    assert panel.latency.curves["eager"].measure_curve.name() == "run1 · eager"
 
 
 def test_distribution_uses_measure_only_shared_bins(panel, qtbot):
@@ -201,23 +215,23 @@ def test_distribution_uses_measure_only_shared_bins(panel, qtbot):
     _fill(panel, "default", np.full(10, 100.0), b)
     panel.setCurrentIndex(1)
     panel.refresh()
-    qtbot.waitUntil(lambda: panel.histogram_data("default") is not None, timeout=2000)
-    ea, fa = panel.histogram_data("eager")
-    eb, fb = panel.histogram_data("default")
+    qtbot.waitUntil(lambda: histogram_data(panel, "default") is not None, timeout=2000)
+    ea, fa = histogram_data(panel, "eager")
+    eb, fb = histogram_data(panel, "default")
     assert np.array_equal(ea, eb)  # shared bins
     assert ea[-1] < 100.0  # warm-up calls are not in the distribution
     assert ea[0] == pytest.approx(min(a.min(), b.min()))
     assert fa.sum() == pytest.approx(100.0, abs=1.0)  # % of measured calls (≤ 0.5 % beyond p99.5)
     assert fb.sum() == pytest.approx(100.0, abs=1.0)
-    assert panel._series["eager"].hist_curve.opts["stepMode"] == "center"
+    assert panel.distribution.curves["eager"].opts["stepMode"] == "center"
 
 
 def test_distribution_notes_outliers_beyond_range(panel, qtbot):
     meas = np.concatenate([np.ones(1000), [500.0]])
     _fill(panel, "a", np.ones(1), meas)
     panel.refresh()
-    qtbot.waitUntil(lambda: panel.histogram_data("a") is not None, timeout=2000)
-    assert panel.distribution_note() == "1 calls above 1 ms not shown"
+    qtbot.waitUntil(lambda: histogram_data(panel, "a") is not None, timeout=2000)
+    assert distribution_note(panel) == "1 calls above 1 ms not shown"
 
 
 def test_summary_bars_show_speedup_text(panel):
@@ -228,14 +242,14 @@ def test_summary_bars_show_speedup_text(panel):
             SummaryBar("cudagraphs", "cudagraphs", 1.9, 1.8, 2.0, None),
         ]
     )
-    assert panel.summary_texts() == ["1.00×", "1.42×", ""]
+    assert summary_texts(panel) == ["1.00×", "1.42×", ""]
     items = panel.summary_plot.getPlotItem().items
-    texts = [t for t in panel._bar_texts if t in items]
+    texts = [t for t in panel.summary.bar_texts if t in items]
     assert len(texts) == 3
     ticks = panel.summary_plot.getPlotItem().getAxis("bottom")._tickLevels
     assert [label for _, label in ticks[0]] == ["eager", "default", "cudagraphs"]
     panel.set_summary([])
-    assert panel.summary_texts() == []
+    assert summary_texts(panel) == []
     assert format_speedup(float("nan")) == "" and format_speedup(12.345) == "12.35×"
 
 
@@ -249,7 +263,7 @@ def test_current_plot_follows_tab(panel):
 
 
 def _hand_built_run() -> RunResult:
-    run = RunResult(run_id="r1", created="2025-01-01T00:00:00", config={"layers": "32,32,8", "batch_size": 4})
+    run = RunResult(run_id="r1", created="2025-01-01T00:00:00", config=BenchmarkConfig(layers="32,32,8", batch_size=4))
     rng = np.random.default_rng(4)
     for name, base, status in (("eager", 2.0, "done"), ("aot_eager", 1.0, "done"), ("max-autotune", 1.0, "failed")):
         v = VariantResult(name=name, status=status)
@@ -265,18 +279,18 @@ def test_load_run_adds_every_variant_and_summary(panel):
     panel.load_run(run, key_prefix="r1/", label_prefix="run 1 · ")
     assert panel.series_keys() == ["r1/eager", "r1/aot_eager", "r1/max-autotune"]
     for name, v in run.variants.items():
-        x, y = panel.series_data(f"r1/{name}")
+        x, y = series_data(panel, f"r1/{name}")
         assert x.tolist() == v.samples.iteration
         assert y.tolist() == v.samples.wall_ms
-    assert panel.warmup_region("r1/eager") == (-0.5, 4.5)
-    assert panel.is_series_failed("r1/max-autotune")
-    assert "run 1 · max-autotune (failed)" in panel.legend_labels()
+    assert warmup_region(panel, "r1/eager") == (-0.5, 4.5)
+    assert is_series_failed(panel, "r1/max-autotune")
+    assert "run 1 · max-autotune (failed)" in legend_labels(panel)
     bars = panel.summary_bars()
     assert [b.key for b in bars] == ["r1/eager", "r1/aot_eager"]  # no bar without samples
     assert bars[1].speedup == pytest.approx(2.0, rel=0.1)
-    assert panel.summary_texts()[0] == "1.00×"
+    assert summary_texts(panel)[0] == "1.00×"
     eager_meas = np.array(run.variants["eager"].samples.wall_ms[5:])
-    assert panel.median_line_value("r1/eager") == float(np.median(eager_meas))
+    assert median_line_value(panel, "r1/eager") == float(np.median(eager_meas))
 
     # a second run overlays: its bars join the first run's
     panel.load_run(run, key_prefix="r2/", label_prefix="run 2 · ")
@@ -285,8 +299,8 @@ def test_load_run_adds_every_variant_and_summary(panel):
 
     panel.clear()
     assert panel.series_keys() == []
-    assert panel.summary_texts() == []
-    assert panel.legend_labels() == []
+    assert summary_texts(panel) == []
+    assert legend_labels(panel) == []
     assert not [i for i in panel.latency_plot.getPlotItem().items if i.isVisible() and hasattr(i, "xData")]
 
 
@@ -317,17 +331,17 @@ def test_100k_points_on_three_series_refresh(panel, qtbot):
         f"{t_first * 1000:.0f} ms, next {t_next * 1000:.0f} ms"
     )
     for k in keys:
-        assert len(panel.series_data(k)[0]) == n + 100
-        drawn = panel._series[k].measure_curve.curve.xData
+        assert len(series_data(panel, k)[0]) == n + 100
+        drawn = panel.latency.curves[k].measure_curve.curve.xData
         assert 0 < len(drawn) < n / 4  # peak downsampling is on: far fewer points drawn
 
 
 def test_legend_shown_only_when_it_lists_something(qtbot):
     panel = PlotPanel()
     qtbot.addWidget(panel)
-    assert not panel._latency_legend.isVisible() and not panel._dist_legend.isVisible()
+    assert not panel.latency.legend.isVisible() and not panel.distribution.legend.isVisible()
     panel.add_series("r/eager", "eager")
     panel.refresh()
-    assert panel._latency_legend.isVisibleTo(panel.latency_plot.getPlotItem())
+    assert panel.latency.legend.isVisibleTo(panel.latency_plot.getPlotItem())
     panel.clear()
-    assert not panel._latency_legend.isVisible()
+    assert not panel.latency.legend.isVisible()

@@ -16,13 +16,13 @@ from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import RunStore, load_run
 from conftest import leftover_threads
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
+from gui_helpers import RUN_TIMEOUT_MS, live_key, open_window, run_and_wait, series_data
 
 
 def wait_for_samples(qtbot, window: MainWindow, variant: str = "eager", n: int = 1) -> str:
-    key = f"{window._live_run_id}/{variant}"
+    key = live_key(window, variant)
     qtbot.waitUntil(
-        lambda: key in window.plots.series_keys() and len(window.plots.series_data(key)[0]) >= n,
+        lambda: key in window.plots.series_keys() and len(series_data(window.plots, key)[0]) >= n,
         timeout=RUN_TIMEOUT_MS,
     )
     return key
@@ -52,7 +52,7 @@ def test_tiny_run_fills_table_and_curves_hold_exactly_the_samples(qtbot, tiny_co
     saved = load_run(folder)
     assert saved.status == "complete"
     for name in ("eager", "aot_eager"):
-        its, ms = window.plots.series_data(f"{run.run_id}/{name}")
+        its, ms = series_data(window.plots, f"{run.run_id}/{name}")
         s = saved.variants[name].samples
         assert len(s) == tiny_config["iterations"] + tiny_config["warmup"]
         np.testing.assert_array_equal(its, np.asarray(s.iteration, dtype=float))
@@ -81,7 +81,7 @@ def test_stop_mid_run_keeps_partial_data_and_leaves_no_process(qtbot, tiny_confi
     window = open_window(qtbot)
     config = BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]})
     window.start_run(config)
-    thread = window._thread
+    thread = window.live.benchmark_thread
     assert thread is not None
     key = wait_for_samples(qtbot, window, n=20)
     pid = thread.worker_pid
@@ -101,7 +101,7 @@ def test_stop_mid_run_keeps_partial_data_and_leaves_no_process(qtbot, tiny_confi
     assert not psutil.pid_exists(pid)
     kept = run.variants["eager"].samples
     assert 20 <= len(kept) < 200_000
-    its, ms = window.plots.series_data(key)
+    its, ms = series_data(window.plots, key)
     np.testing.assert_array_equal(ms, np.asarray(kept.wall_ms))
     saved = load_run(runs_dir() / run.run_id)
     assert saved.status == "stopped"
@@ -113,7 +113,7 @@ def test_worker_killed_marks_run_failed_and_keeps_samples(qtbot, tiny_config):
     window = open_window(qtbot)
     config = BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]})
     window.start_run(config)
-    thread = window._thread
+    thread = window.live.benchmark_thread
     wait_for_samples(qtbot, window, n=20)
     with qtbot.waitSignal(window.run_finished, timeout=10_000) as blocker:
         os.kill(thread.worker_pid, signal.SIGKILL)
@@ -150,7 +150,7 @@ def test_unavailable_device_is_reported_in_the_window(qtbot, tiny_config):
 def test_closing_the_window_mid_run_stops_the_worker(qtbot, tiny_config):
     window = open_window(qtbot)
     window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}))
-    thread = window._thread
+    thread = window.live.benchmark_thread
     run_id = thread.run_id
     wait_for_samples(qtbot, window, n=10)
     pid = thread.worker_pid

@@ -17,6 +17,7 @@ from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, Qt
 from PySide6.QtWidgets import QTableView
 
 from compile_studio.gui.plots import PlotPanel
+from gui_helpers import series_data
 
 REPAINTS = 3000
 #: None's count moves a little with ordinary allocation; the bug moves it by thousands.
@@ -116,5 +117,5 @@ def test_thousands_of_repaints_keep_none_alive(qtbot, qapp):
     assert plot_paints.count >= REPAINTS
     assert table_paints.count >= REPAINTS
     assert model.calls - calls_before > REPAINTS * 10  # data() really was called, mostly → None
-    assert len(panel.series_data("eager")[0]) == REPAINTS * 4
+    assert len(series_data(panel, "eager")[0]) == REPAINTS * 4
     assert none_before - none_after < NONE_REFCOUNT_SLACK, "None's refcount is leaking"

@@ -145,8 +145,10 @@ def print_run(run: RunResult, out: TextIO) -> None:
         elif r.name != "eager" and r.verdict:
             line = f"= {r.name}: {r.verdict_text}"
             if r.compile_s is not None and r.verdict in ("faster", "slower"):
+                from .results.formatting import fmt_break_even
+
                 be = (
-                    f"pays off after {r.break_even_calls:,.0f} calls"
+                    f"pays off after {fmt_break_even(r)} calls"
                     if r.break_even_calls is not None
                     else "never pays off"
                 )

@@ -188,6 +188,8 @@ class RunInfoEvent:
     torch_threads: int | None = None
     cache_flush_bytes: int | None = None
     correctness_rule: str = ""
+    #: the measured GPU's UUID, as NVML and torch both name it (GPU state readings are its)
+    gpu_uuid: str | None = None
 
 
 @dataclass

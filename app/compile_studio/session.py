@@ -173,6 +173,16 @@ class RunSession:
         self._stopper.start()
 
     # -- the run ---------------------------------------------------------------------------
+    @staticmethod
+    def _note_load(recorder: RunRecorder, key: str) -> None:
+        """The machine's load (other programs, CPU use) kept with the run, where readable."""
+        try:
+            from .results.machine_load import machine_load
+
+            recorder.run.measurement[key] = machine_load().to_dict()
+        except Exception:  # noqa: BLE001 - psutil missing or /proc unreadable: no reading
+            return
+
     def _emit(self, event: protocol.Event) -> None:
         if self.on_event is not None:
             self.on_event(event)
@@ -190,6 +200,7 @@ class RunSession:
         if self.run_id:
             recorder.run.run_id = self.run_id
         self.recorder = recorder
+        self._note_load(recorder, "load_before")
         problems: list[ConfigProblem] | None = None
         worker: WorkerProcess | None = None
         saw_done = False
@@ -246,6 +257,7 @@ class RunSession:
                         recorder.fail(message)
             if self._cut_short_message is not None:
                 recorder.cut_short(self._cut_short_message)
+            self._note_load(recorder, "load_after")
             recorder.finish()
         self.outcome = RunOutcome(
             run=recorder.run,

@@ -32,6 +32,7 @@ from . import checks
 from .cache_flush import CacheFlush
 from .clocks import CLOCK_CHANGE_WARN, ClockProbe, clock_change
 from .cudagraphs import CudagraphSkipLog
+from .gpu_monitor import nvml_handle
 from .memory import PeakMeter
 from .model import TORCH_DTYPES, build_model
 from .timing import CallTimer
@@ -204,7 +205,14 @@ class BenchmarkRunner:
         self.timer = CallTimer(
             self.device, use_events=self.is_cuda and config.timer in ("auto", "cuda_events")
         )
-        self.clock = clock_probe or ClockProbe.for_device(self.device)
+        found = nvml_handle(self.device) if clock_probe is None else None
+        #: the NVML UUID of the GPU measured (NVML and torch agree on it, whatever the index)
+        self.gpu_uuid = found[2] if found else None
+        self.clock = clock_probe or (
+            ClockProbe.for_device(self.device, found[1], found[0])
+            if found
+            else ClockProbe.for_device(self.device)
+        )
         self.memory = PeakMeter(self.device)
         self.flush: CacheFlush | None = None
         self.skip_log = CudagraphSkipLog()
@@ -280,6 +288,7 @@ class BenchmarkRunner:
                 torch_threads=torch.get_num_threads(),
                 cache_flush_bytes=self.flush.nbytes if self.flush else None,
                 correctness_rule=checks.rule_text(self.config.dtype),
+                gpu_uuid=self.gpu_uuid,
             )
         )
 

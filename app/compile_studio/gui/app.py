@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
@@ -21,7 +22,7 @@ def application_icon() -> QIcon | None:
             import importlib.resources
 
             svg = importlib.resources.files("compile_studio") / "resources" / "icons" / "compile-studio.svg"
-            paths = [svg] if svg.is_file() else []
+            paths = [Path(str(svg))] if svg.is_file() else []
         except Exception:  # noqa: BLE001
             paths = []
     if not paths:
@@ -35,7 +36,8 @@ def application_icon() -> QIcon | None:
 def main(argv: list[str] | None = None) -> int:
     """Create the application, show the main window, run the event loop; the exit code."""
     argv = list(sys.argv if argv is None else [sys.argv[0], *argv])
-    app = QApplication.instance() or QApplication(argv)
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(argv)
     app.setApplicationName(APPLICATION)
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationDisplayName(APPLICATION)

@@ -1,18 +1,23 @@
-"""The main window: configure, run on a background thread, live-plot, summarise, compare."""
+"""The main window: the form, the plots, the table, the log and the history, laid out and wired.
+
+The window shows; it does not run. A :class:`~compile_studio.gui.live_run.LiveRun`
+holds the running benchmark's state and says what changed; the File menu's
+exports are :class:`~compile_studio.gui.export_actions.ExportActions`.
+
+Over 500 lines because it is the one place the five panels (form, plots,
+table, log, history) and the status bar are laid out and wired to each other
+and to the live run; each piece of that wiring is a few lines.
+"""
 
 from __future__ import annotations
 
 import os
-import time
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -28,10 +33,13 @@ from PySide6.QtWidgets import (
 )
 
 from ..config import BenchmarkConfig, EnvironmentInfo
+from ..protocol import HelloEvent, RunStatus
 from ..results import RunResult, RunStore, SummaryRow, summarize
-from .benchmark_thread import BenchmarkThread, EnvironmentProbe, has_finished
+from .benchmark_thread import EnvironmentProbe
 from .config_panel import ConfigPanel
+from .export_actions import ExportActions, window_action
 from .history_panel import HistoryPanel, run_display_name
+from .live_run import LiveRun
 from .log_panel import LogPanel
 from .paths import runs_dir
 from .plots import PlotPanel, SummaryBar
@@ -58,9 +66,9 @@ class MainWindow(QMainWindow):
     """Compile Studio's window.
 
     Left: the configuration form with Run/Stop. Centre: plots (latency,
-    distribution, summary) above the summary table and the worker log. Right:
-    the run history. The benchmark runs in a worker process supervised by a
-    :class:`BenchmarkThread`; this window only shows what it reports.
+    distribution, summary, GPU) above the summary table and the worker log.
+    Right: the run history. The benchmark runs in a worker process; the
+    window only shows what its :class:`LiveRun` reports.
     """
 
     run_finished = Signal(object)
@@ -77,42 +85,27 @@ class MainWindow(QMainWindow):
         self.store = RunStore(store_root if store_root is not None else runs_dir())
         self.settings = settings if settings is not None else AppSettings()
         self.environment: EnvironmentInfo | None = None
-        self.hello: dict[str, Any] | None = None
+        self.hello: HelloEvent | None = None
         self.current_run: RunResult | None = None
         self.last_error: str = ""
-        self._thread: BenchmarkThread | None = None
-        self._threads: list[BenchmarkThread] = []
         self._probe: EnvironmentProbe | None = None
-        self._live_run_id = ""
-        self._live_name = ""
-        self._live_variants: list[str] = []
-        self._live_chunks: dict[str, list[tuple[np.ndarray, np.ndarray, str]]] = {}
-        self._live_failed: set[str] = set()
-        self._live_rows: list[SummaryRow] = []
-        self._live_gpu: list[dict[str, Any]] = []
         self._summary_cache: dict[str, list[SummaryRow]] = {}
         self._plots_dirty = False
-        self._progress_dirty = False
-        self._progress_total = 0
-        self._progress_done = 0
-        self._run_started = 0.0
-        self._compile_started: float | None = None
-        self._compile_spent = 0.0
-        self._compile_variant = ""
-        self._phase_text = ""
+        self.live = LiveRun(self)
 
         self._build_widgets()
+        self.exports = ExportActions(
+            self, self.plots, self.settings, self.config_panel.config, self._run_to_export, self.show_error
+        )
         self._build_actions()
+        self._connect_live()
         self._restore_settings()
         self._update_run_state()
 
         self._refresh_timer = QTimer(self)
         self._refresh_timer.setInterval(REFRESH_INTERVAL_MS)
-        self._refresh_timer.timeout.connect(self._refresh_plots)
+        self._refresh_timer.timeout.connect(self._on_tick)
         self._refresh_timer.start()
-        self._compile_timer = QTimer(self)
-        self._compile_timer.setInterval(1000)
-        self._compile_timer.timeout.connect(self._update_status)
 
         problem = self.settings.take_problem()
         if problem:
@@ -225,44 +218,13 @@ class MainWindow(QMainWindow):
         run_menu = self.menuBar().addMenu("&Run")
         view_menu = self.menuBar().addMenu("&View")
 
-        def action(text: str, slot, shortcut: QKeySequence | str | None = None) -> QAction:
-            act = QAction(text, self)
-            if shortcut is not None:
-                act.setShortcut(QKeySequence(shortcut))
-                act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            act.triggered.connect(lambda *_: slot())
-            self.addAction(act)
-            return act
+        def action(text: str, slot, shortcut: str | None = None) -> QAction:
+            return window_action(self, text, slot, shortcut)
 
         self.open_action = action("Open run…", self.history.open_dialog, "Ctrl+O")
-        self.export_action = action("Export run…", self.export_run_dialog, "Ctrl+E")
-        self.export_report_action = action("Export report (Markdown)…", self.export_report_dialog)
-        self.screenshot_action = action("Save screenshot…", self.save_screenshot_dialog, "Ctrl+Shift+S")
-        self.save_plot_png_action = action("Save plot as PNG…", lambda: self.save_plot_dialog("png"))
-        # PNG options: scale and background
-        self.png_scale_actions: dict[int, QAction] = {}
-        scale_group = QActionGroup(self)
-        for scale in (1, 2, 4):
-            act = QAction(f"PNG at {scale}× size", self, checkable=True)
-            act.setChecked(scale == 2)
-            scale_group.addAction(act)
-            self.png_scale_actions[scale] = act
-        self.png_transparent_action = QAction("PNG with transparent background", self, checkable=True)
-        self.save_plot_svg_action = action("Save plot as SVG…", lambda: self.save_plot_dialog("svg"))
-        self.copy_plot_action = action("Copy plot", self.copy_plot, "Ctrl+Shift+C")
         self.quit_action = action("Quit", self.close, "Ctrl+Q")
-        for act in (self.open_action, self.export_action, self.export_report_action):
-            file_menu.addAction(act)
-        file_menu.addSeparator()
-        file_menu.addAction(self.screenshot_action)
-        file_menu.addAction(self.save_plot_png_action)
-        png_menu = file_menu.addMenu("PNG options")
-        for act in self.png_scale_actions.values():
-            png_menu.addAction(act)
-        png_menu.addSeparator()
-        png_menu.addAction(self.png_transparent_action)
-        file_menu.addAction(self.save_plot_svg_action)
-        file_menu.addAction(self.copy_plot_action)
+        file_menu.addAction(self.open_action)
+        self.exports.add_to_menu(file_menu)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
 
@@ -276,6 +238,21 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.log_scale_action)
         self.refresh_history_action = action("Refresh history", self.history.refresh)
         view_menu.addAction(self.refresh_history_action)
+
+    def _connect_live(self) -> None:
+        live = self.live
+        live.started.connect(self._on_run_started)
+        live.samples.connect(self._on_live_samples)
+        live.gpu_state.connect(self._on_live_gpu_state)
+        live.variant_failed.connect(self._on_variant_failed)
+        live.summary_changed.connect(self._on_live_summary)
+        live.status_changed.connect(self._on_status_changed)
+        live.problem.connect(self.show_error)
+        live.warning.connect(self._on_warning)
+        live.log_line.connect(self.log.append_line)
+        live.note.connect(self.log.note)
+        live.hello.connect(self._on_hello)
+        live.finished.connect(self._on_finished_run)
 
     # -- settings --------------------------------------------------------------------
     def _restore_settings(self) -> None:
@@ -312,11 +289,11 @@ class MainWindow(QMainWindow):
         self.env_label.setText("worker not available")
         self.show_error(message)
 
-    def set_hello(self, hello: dict[str, Any]) -> None:
+    def set_hello(self, hello: HelloEvent) -> None:
         """Use the environment a worker reported (device list, compile variants, versions)."""
         self.hello = hello
-        env = hello.get("environment", {})
-        self.environment = EnvironmentInfo.from_hello(hello)
+        env = hello.environment
+        self.environment = EnvironmentInfo.from_hello(env)
         self.config_panel.set_environment(self.environment)
         device = self.environment.resolve_device("auto")
         name = (env.get("device_names") or {}).get(device, "")
@@ -329,9 +306,13 @@ class MainWindow(QMainWindow):
         )
         self.environment_changed.emit(self.environment)
 
+    def _on_hello(self, hello: HelloEvent) -> None:
+        if self.hello is None:
+            self.set_hello(hello)
+
     # -- run state -------------------------------------------------------------------------
     def is_running(self) -> bool:
-        return self._thread is not None
+        return self.live.running
 
     def _update_run_state(self) -> None:
         running = self.is_running()
@@ -347,7 +328,7 @@ class MainWindow(QMainWindow):
         self.run_button.setToolTip(reason or "Run the benchmark (Ctrl+R)")
         self.run_blocker_label.setText(reason if problems and not running else "")
         self.run_blocker_label.setVisible(bool(problems) and not running)
-        stoppable = running and not (self._thread is not None and self._thread.stop_requested)
+        stoppable = running and not self.live.stop_requested
         self.stop_button.setEnabled(stoppable)
         self.stop_action.setEnabled(stoppable)
         self.config_panel.setEnabled(not running)
@@ -388,219 +369,92 @@ class MainWindow(QMainWindow):
             return
         self.settings.set_last_config(config)
         try:
-            thread = BenchmarkThread(config, self.store, parent=self)
+            self.live.start(config, self.store)
         except OSError as exc:
             self.show_error(f"Cannot create the run folder in {self.store.root}: {exc}")
-            return
-        self.hide_error()
-        self.last_error = ""
-        self.current_run = None
-        self._thread = thread
-        self._threads.append(thread)
-        self._live_run_id = thread.run_id
-        self._live_name = config.label or datetime.now().strftime("%m-%d %H:%M:%S")
-        self._live_variants = list(config.variants)
-        self._live_chunks = {v: [] for v in config.variants}
-        self._live_failed = set()
-        self._live_rows = []
-        self._live_gpu = []
-        self._progress_total = len(config.variants) * (config.iterations + config.warmup)
-        self._progress_done = 0
-        self._run_started = time.monotonic()
-        self._compile_started = None
-        self._compile_spent = 0.0
-        self._phase_text = "starting the worker…"
-        self.progress_bar.setValue(0)
-        self.progress_bar.show()
-
-        thread.hello.connect(self._on_hello)
-        thread.phase.connect(self._on_phase)
-        thread.samples.connect(self._on_samples)
-        thread.gpu_state.connect(self._on_gpu_state)
-        thread.compiled.connect(self._on_compiled)
-        thread.warning.connect(self._on_warning)
-        thread.error.connect(self._on_error)
-        thread.log.connect(self.log.append_line)
-        thread.summary.connect(self._on_summary)
-        thread.finished_run.connect(self._on_finished_run)
-        thread.finished.connect(lambda t=thread: self._thread_ended(t))
-
-        self._rebuild_views()
-        self.log.note(f"run {thread.run_id or '(not saved)'}: {config.to_json()}")
-        self._update_run_state()
-        self._update_status()
-        self._refresh_timer.setInterval(max(REFRESH_INTERVAL_MS, LIVE_REFRESH_INTERVAL_MS))
-        thread.start()
 
     def stop_run(self) -> None:
         """Ask the running benchmark to stop; returns at once (the stop completes in the background)."""
-        thread = self._thread
-        if thread is None or thread.stop_requested:
-            return
-        thread.request_stop()
-        self._phase_text = "stopping…"
-        self._update_status()
+        self.live.stop()
+
+    def _on_run_started(self) -> None:
+        self.hide_error()
+        self.last_error = ""
+        self.current_run = None
+        self.progress_bar.setValue(0)
+        self.progress_bar.show()
+        self._rebuild_views()
         self._update_run_state()
-
-    def _live_key(self, variant: str) -> str:
-        return f"{self._live_run_id}/{variant}"
-
-    def _on_hello(self, hello: dict[str, Any]) -> None:
-        if self.hello is None:
-            self.set_hello(hello)
-
-    def _on_phase(self, variant: str, phase: str, planned: int) -> None:
-        if not variant:
-            return
-        if phase == "compile":
-            self._compile_started = time.monotonic()
-            self._compile_variant = variant
-            self._compile_timer.start()
-        elif self._compile_started is not None:
-            self._compile_spent += time.monotonic() - self._compile_started
-            self._compile_started = None
-            self._compile_timer.stop()
-        words = {"build": "building", "compile": "compiling", "warmup": "warming up", "measure": "measuring"}
-        self._phase_text = f"{variant}: {words.get(phase, phase)}"
         self._update_status()
+        self._refresh_timer.setInterval(max(REFRESH_INTERVAL_MS, LIVE_REFRESH_INTERVAL_MS))
 
-    def _on_samples(self, variant: str, phase: str, first: int, wall_ms: np.ndarray) -> None:
-        key = self._live_key(variant)
+    def _on_live_samples(self, variant: str, iterations: np.ndarray, wall_ms: np.ndarray, phase: str) -> None:
+        key = self.live.key(variant)
         if key not in self.plots.series_keys():
             self.plots.add_series(key, variant)
-        iterations = np.arange(first, first + len(wall_ms), dtype=np.float64)
-        plot_phase = phase if phase in ("warmup", "measure") else "measure"
-        self.plots.append(key, iterations, wall_ms, plot_phase)
-        self._live_chunks.setdefault(variant, []).append((iterations, wall_ms, plot_phase))
-        self._plots_dirty = True
-        self._progress_done += len(wall_ms)
-        self._progress_dirty = True
-
-    def _on_gpu_state(self, rows: list[dict[str, Any]]) -> None:
-        self._live_gpu.extend(rows)
-        self.plots.append_gpu_state(self._live_run_id, self._live_name, rows)
+        self.plots.append(key, iterations, wall_ms, phase)
         self._plots_dirty = True
 
-    def _on_compiled(self, event: dict[str, Any]) -> None:
-        breaks = event.get("graph_breaks")
-        text = (
-            f"{event.get('variant')}: compiled in {float(event.get('compile_s') or 0):.2f} s "
-            f"({event.get('graphs')} graph(s), {breaks} graph break(s))"
-        )
-        self.log.note(text)
-        for reason in event.get("break_reasons") or []:
-            self.log.note(f"  graph break: {reason}")
+    def _on_live_gpu_state(self, rows: list[dict]) -> None:
+        self.plots.append_gpu_state(self.live.run_id, self.live.name, rows)
+        self._plots_dirty = True
+
+    def _on_variant_failed(self, variant: str) -> None:
+        key = self.live.key(variant)
+        if key not in self.plots.series_keys():
+            self.plots.add_series(key, variant)
+        self.plots.set_series_failed(key, True)
+
+    def _on_live_summary(self) -> None:
+        self._update_table()
+        self._update_live_bars()
+
+    def _on_status_changed(self) -> None:
+        self._update_status()
+        self._update_run_state()
 
     def _on_warning(self, message: str) -> None:
         self.log.note(f"warning: {message}")
         self.statusBar().showMessage(message, 10000)
 
-    def _on_error(self, variant: str, kind: str, message: str) -> None:
-        words = {
-            "oom": "ran out of memory",
-            "compile_failed": "failed to compile",
-            "bad_config": "cannot run this configuration",
-            "device_unavailable": "device not available",
-            "crashed": "crashed",
-        }.get(kind, "failed")
-        if variant:
-            self._live_failed.add(variant)
-            key = self._live_key(variant)
-            if key not in self.plots.series_keys():
-                self.plots.add_series(key, variant)
-            self.plots.set_series_failed(key, True)
-            self.show_error(f"{variant} {words}: {message}")
-        else:
-            self.show_error(f"The run {words}: {message}" if kind != "crashed" else message)
-
-    def _on_summary(self, rows: list[SummaryRow]) -> None:
-        self._live_rows = list(rows)
-        for row in rows:
-            if row.status == "failed":
-                self._live_failed.add(row.name)
-        self._update_table()
-        self._update_live_bars()
-
     def _on_finished_run(self, run: RunResult) -> None:
-        thread = self.sender()
-        if thread is not None and thread is not self._thread:
-            return
-        self._thread = None
         self._refresh_timer.setInterval(REFRESH_INTERVAL_MS)
-        self._compile_timer.stop()
-        self._compile_started = None
         self.current_run = run
-        self._live_name = run_display_name(run)
-        if self._live_rows:
-            self._summary_cache[run.run_id] = list(self._live_rows)
+        self.live.rename(run_display_name(run))
+        if self.live.rows:
+            self._summary_cache[run.run_id] = list(self.live.rows)
         self._plots_dirty = True
-        self._refresh_plots()
-        if run.status == "failed" and run.message and not self.error_banner.isVisible():
+        self._on_tick()
+        if run.status == RunStatus.FAILED and run.message and (
+            not self.error_banner.isVisible() or run.message not in self.last_error
+        ):
             self.show_error(f"The run failed: {run.message}")
-        elif run.status == "failed" and run.message and run.message not in self.last_error:
-            self.show_error(f"The run failed: {run.message}")
-        self._phase_text = {
-            "complete": "done",
-            "stopped": "stopped",
-            "failed": "failed",
-            "incomplete": "cut short",
-        }.get(run.status, run.status)
-        self.progress_bar.setValue(1000 if run.status == "complete" else self.progress_bar.value())
         self.progress_bar.hide()
         self._update_status()
-        self.statusBar().showMessage(
-            f"Run {run.status}" + (f": {run.message}" if run.message else ""), 10000
-        )
-        self.log.note(f"run {run.status}" + (f": {run.message}" if run.message else ""))
+        ended = f"{run.status}" + (f": {run.message}" if run.message else "")
+        self.statusBar().showMessage(f"Run {ended}", 10000)
+        self.log.note(f"run {ended}")
         self._update_run_state()
         self.history.refresh()
         self.run_finished.emit(run)
 
-    def _thread_ended(self, thread: BenchmarkThread) -> None:
-        if thread in self._threads:
-            self._threads.remove(thread)
-        thread.deleteLater()
-
-    # -- progress ---------------------------------------------------------------------------------
-    def _update_progress(self) -> None:
-        if self._progress_total > 0:
-            self.progress_bar.setValue(
-                int(1000 * min(1.0, self._progress_done / self._progress_total))
-            )
-        self._update_status()
-
-    def eta_seconds(self) -> float | None:
-        """Estimated seconds left in the running benchmark (None when unknown)."""
-        if not self.is_running() or self._progress_done <= 0:
-            return None
-        elapsed = time.monotonic() - self._run_started - self._compile_spent
-        if self._compile_started is not None:
-            elapsed -= time.monotonic() - self._compile_started
-        rate = self._progress_done / max(elapsed, 1e-6)
-        left = max(0, self._progress_total - self._progress_done)
-        return left / rate if rate > 0 else None
-
+    # -- status bar and repaints -----------------------------------------------------------------
     def _update_status(self) -> None:
-        text = self._phase_text
-        if self._compile_started is not None:
-            text = f"{self._compile_variant}: compiling… {time.monotonic() - self._compile_started:.0f} s"
-        elif self.is_running():
-            eta = self.eta_seconds()
-            if eta is not None:
-                text += f" · ETA {_duration(eta)}"
-        self.phase_label.setText(text)
+        self.phase_label.setText(self.live.status_text())
+        if self.live.running:
+            self.progress_bar.setValue(int(1000 * self.live.fraction()))
 
-    # -- plots and table ---------------------------------------------------------------------------
-    def _refresh_plots(self) -> None:
-        if self._progress_dirty:
-            self._progress_dirty = False
-            self._update_progress()
+    def _on_tick(self) -> None:
+        """The refresh timer: the status of a running benchmark, then the plots if they changed."""
+        if self.live.running:
+            self._update_status()
         if self._plots_dirty:
             self._plots_dirty = False
             self.plots.refresh()
 
+    # -- plots and table ---------------------------------------------------------------------------
     def _overlay_runs(self) -> list[RunResult]:
-        return [r for r in self.history.checked_runs() if r.run_id != self._live_run_id]
+        return [r for r in self.history.checked_runs() if r.run_id != self.live.run_id]
 
     def _overlays_changed(self) -> None:
         self._rebuild_views()
@@ -613,33 +467,35 @@ class MainWindow(QMainWindow):
             self.plots.load_run(
                 run, key_prefix=f"{run.run_id}/", label_prefix=f"{run_display_name(run)} · "
             )
-        prefix = f"{self._live_name} · " if overlays else ""
+        live = self.live
+        prefix = f"{live.name} · " if overlays else ""
         if self.is_running() or self.current_run is None:
-            for variant in self._live_variants:
-                key = self._live_key(variant)
+            for variant in live.variants:
+                key = live.key(variant)
                 self.plots.add_series(key, prefix + variant)
-                for iterations, wall_ms, phase in self._live_chunks.get(variant, []):
+                for iterations, wall_ms, phase in live.chunks.get(variant, []):
                     self.plots.append(key, iterations, wall_ms, phase)
-                if variant in self._live_failed:
+                if variant in live.failed:
                     self.plots.set_series_failed(key, True)
-            if self._live_gpu:
-                self.plots.append_gpu_state(self._live_run_id, self._live_name, self._live_gpu)
+            if live.gpu_rows:
+                self.plots.append_gpu_state(live.run_id, live.name, live.gpu_rows)
             self._update_live_bars()
         else:
             self.plots.load_run(
                 self.current_run, key_prefix=f"{self.current_run.run_id}/", label_prefix=prefix
             )
         self._plots_dirty = True
-        self._refresh_plots()
+        self._on_tick()
         self._update_table()
 
     def _update_live_bars(self) -> None:
-        if not self._live_run_id and not self.is_running():
+        live = self.live
+        if not live.run_id and not live.running:
             return
-        prefix = f"{self._live_run_id}/"
+        prefix = f"{live.run_id}/"
         bars = [b for b in self.plots.summary_bars() if not b.key.startswith(prefix)]
-        label_prefix = f"{self._live_name} · " if self._overlay_runs() else ""
-        for row in self._live_rows:
+        label_prefix = f"{live.name} · " if self._overlay_runs() else ""
+        for row in live.rows:
             bar = SummaryBar.from_row(row, prefix + row.name, label_prefix + row.name)
             if bar is not None:
                 bars.append(bar)
@@ -655,8 +511,8 @@ class MainWindow(QMainWindow):
     def _update_table(self) -> None:
         runs: list[tuple[str, list[SummaryRow]]] = []
         if self.is_running() or self.current_run is None:
-            if self._live_rows or self.is_running():
-                runs.append((self._live_name, self._live_rows))
+            if self.live.rows or self.is_running():
+                runs.append((self.live.name, self.live.rows))
         else:
             runs.append((run_display_name(self.current_run), self._rows_of(self.current_run)))
         for run in self._overlay_runs():
@@ -665,189 +521,41 @@ class MainWindow(QMainWindow):
             runs.append((run_display_name(run), self._rows_of(run)))
         self.table_model.set_runs(runs)
 
-    # -- export -------------------------------------------------------------------------------------
-    def _export_folder(self) -> str:
-        folder = self.settings.export_folder()
-        return str(folder) if folder is not None else str(Path.home())
-
-    def _default_name(self, suffix: str) -> str:
-        try:
-            from .export import default_file_name
-
-            return default_file_name(self.config_panel.config(), suffix)
-        except Exception:  # noqa: BLE001 - a name is only a suggestion
-            return f"compile-studio{suffix}"
-
-    def save_screenshot_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self,
-            "Save screenshot",
-            str(Path(self._export_folder()) / self._default_name("-window.png")),
-            "PNG image (*.png)",
-        )
-        if path:
-            self.save_screenshot(Path(path))
-
-    def save_screenshot(self, path: Path) -> bool:
-        """Save the whole window as PNG; a failure is shown in the banner."""
-        try:
-            from .export import save_widget_png
-
-            save_widget_png(self, path)
-        except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
-            self.show_error(f"Cannot save the screenshot: {exc}")
-            return False
-        self._exported(path)
-        return True
-
-    def save_plot_dialog(self, kind: str) -> None:
-        suffix = ".svg" if kind == "svg" else ".png"
-        path, _ = QFileDialog.getSaveFileName(
-            self,
-            "Save plot",
-            str(Path(self._export_folder()) / self._default_name(f"-plot{suffix}")),
-            "SVG drawing (*.svg)" if kind == "svg" else "PNG image (*.png)",
-        )
-        if path:
-            self.save_plot(Path(path), self.png_scale(), self.png_transparent_action.isChecked())
-
-    def png_scale(self) -> int:
-        """The PNG scale chosen in File → PNG options (1×, 2× or 4×)."""
-        return next((s for s, act in self.png_scale_actions.items() if act.isChecked()), 2)
-
-    def save_plot(self, path: Path, scale: float = 2.0, transparent: bool = False) -> bool:
-        """Save the plot of the current tab (PNG or SVG by the file suffix)."""
-        try:
-            from .export import save_plot_png, save_plot_svg
-
-            plot = self.plots.current_plot()
-            if Path(path).suffix.lower() == ".svg":
-                save_plot_svg(plot, path)
-            else:
-                save_plot_png(plot, path, scale, transparent)
-        except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
-            self.show_error(f"Cannot save the plot: {exc}")
-            return False
-        self._exported(path)
-        return True
-
-    def copy_plot(self) -> bool:
-        try:
-            from .export import copy_widget_to_clipboard
-
-            copy_widget_to_clipboard(self.plots.current_plot())
-        except Exception as exc:  # noqa: BLE001
-            self.show_error(f"Cannot copy the plot: {exc}")
-            return False
-        self.statusBar().showMessage("Plot copied to the clipboard", 5000)
-        return True
-
+    # -- export ---------------------------------------------------------------------------------------
     def _run_to_export(self) -> RunResult | None:
+        """The run shown, else the only ticked one (None: nothing to export)."""
         if self.current_run is not None:
             return self.current_run
         ticked = self.history.checked_runs()
         return ticked[0] if len(ticked) == 1 else None
 
-    def _ask_export_folder(self, title: str) -> Path | None:
-        if self._run_to_export() is None:
-            self.show_error(_NOTHING_TO_EXPORT)
-            return None
-        folder = QFileDialog.getExistingDirectory(self, title, self._export_folder())
-        return Path(folder) if folder else None
+    def save_screenshot(self, path: Path) -> bool:
+        """Save the whole window as PNG; a failure is shown in the banner."""
+        return self.exports.save_screenshot(path)
 
-    def export_run_dialog(self) -> None:
-        """File → Export run…: ask for a folder, then :meth:`export_run_to`."""
-        folder = self._ask_export_folder("Export run to folder")
-        if folder is not None:
-            self.export_run_to(folder)
+    def save_plot(self, path: Path, scale: float = 2.0, transparent: bool = False) -> bool:
+        """Save the plot of the current tab (PNG or SVG by the file suffix)."""
+        return self.exports.save_plot(path, scale, transparent)
 
     def export_run_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
-        """Write samples.csv, summary.csv and run.json of the run into ``folder``.
-
-        The run is the one shown (or the only ticked one). Returns the files
-        written; on failure nothing is written and the banner says why.
-        """
-        run = run or self._run_to_export()
-        if run is None:
-            self.show_error(_NOTHING_TO_EXPORT)
-            return []
-        try:
-            from ..results.export import export_run
-
-            written = export_run(run, folder, prefix=f"{run.run_id}_")
-        except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
-            self.show_error(f"Cannot export the run to {folder}: {exc}")
-            return []
-        self._exported(Path(folder) / "x")
-        return list(written)
+        """Write samples.csv, summary.csv and run.json of the run shown into ``folder``."""
+        return self.exports.export_run_to(folder, run)
 
     #: the name :meth:`export_run_to` had first; kept for callers that use it
     export_run = export_run_to
 
-    def export_report_dialog(self) -> None:
-        """File → Export report (Markdown)…: ask for a folder, then :meth:`export_report_to`."""
-        folder = self._ask_export_folder("Export report to folder")
-        if folder is not None:
-            self.export_report_to(folder)
-
-    def latency_plot_png(self, scale: float = 1.0) -> bytes:
-        """The latency plot as PNG bytes (raises ExportError when it cannot be rendered)."""
-        from .export import encode_png, render_widget_image
-
-        return encode_png(render_widget_image(self.plots.latency_plot, scale))
-
     def export_report_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
-        """Write ``<run id>_report.md`` and the latency plot beside it as ``<run id>_report.png``.
-
-        Returns the files written; on failure nothing is written and the banner says why.
-        """
-        run = run or self._run_to_export()
-        if run is None:
-            self.show_error(_NOTHING_TO_EXPORT)
-            return []
-        try:
-            from ..results.export import export_markdown
-
-            png = self.latency_plot_png()
-            written = export_markdown(run, folder, png, name=f"{run.run_id}_report")
-        except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
-            self.show_error(f"Cannot export the report to {folder}: {exc}")
-            return []
-        self._exported(Path(folder) / "x")
-        return list(written)
-
-    def _exported(self, path: Path) -> None:
-        self.settings.set_export_folder(Path(path).parent)
-        self.statusBar().showMessage(f"Saved in {Path(path).parent}", 8000)
+        """Write the Markdown report of the run shown and its latency plot into ``folder``."""
+        return self.exports.export_report_to(folder, run)
 
     # -- closing ------------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Stop a running worker (no orphan process), save the settings, then close."""
-        thread = self._thread
-        if thread is not None:
-            # not the user's Stop: the run folder is left "incomplete", with its samples
-            thread.cut_short(CLOSED_DURING_RUN)
-            has_finished(thread, CLOSE_WAIT_MS)
-        for t in list(self._threads):
-            has_finished(t, CLOSE_WAIT_MS)
+        # not the user's Stop: the run folder is left "incomplete", with its samples
+        self.live.close(CLOSED_DURING_RUN, CLOSE_WAIT_MS)
         if self._probe is not None:
             self._probe.cancel()
             self._probe.wait(CLOSE_WAIT_MS)
         self._refresh_timer.stop()
-        self._compile_timer.stop()
         self.save_settings()
         super().closeEvent(event)
-
-
-_NOTHING_TO_EXPORT = "Nothing to export: run a benchmark or tick one run in the history."
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, s = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {s:02d} s"
-    hours, m = divmod(minutes, 60)
-    return f"{hours} h {m:02d} min"

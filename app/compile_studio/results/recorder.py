@@ -91,8 +91,9 @@ class RunRecorder:
                     event.round,
                 )
         elif isinstance(event, protocol.RunInfoEvent):
-            run.measurement = protocol.to_dict(event)
-            run.measurement.pop("type")
+            info = protocol.to_dict(event)
+            info.pop("type")
+            run.measurement.update(info)
             self._save()
         elif isinstance(event, protocol.CompiledEvent):
             run.variant(event.variant).apply_compiled(event)

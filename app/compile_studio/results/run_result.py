@@ -207,6 +207,10 @@ class RunResult:
     gpu_state: list[dict[str, Any]] = field(default_factory=list)
     #: how the run measured: harness floor, timer, memory and clock sources, threads
     measurement: dict[str, Any] = field(default_factory=dict)
+    #: the summary rows and the state they were computed for (see :func:`summarize`)
+    _summary: tuple[Any, list[SummaryRow]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def variant(self, name: str) -> VariantResult:
         if name not in self.variants:
@@ -380,7 +384,34 @@ def _flops_per_call(config: BenchmarkConfig | None) -> int | None:
         return None
 
 
+def _summary_key(run: RunResult) -> tuple[Any, ...]:
+    """What the summary depends on, cheaply: it changes whenever the summary can."""
+    return (
+        run.status,
+        run.config,
+        tuple(
+            (name, v.status, len(v.samples), v.compile_s, v.allclose, v.error, v.cudagraph_record_ms)
+            for name, v in run.variants.items()
+        ),
+    )
+
+
 def summarize(run: RunResult) -> list[SummaryRow]:
+    """The summary table of a run, computed once per state of the run and kept.
+
+    A large run's rows take seconds (the intervals resample); the files, the
+    CLI and the window all ask for them at the end of a run.
+    """
+    key = _summary_key(run)
+    cached = run._summary
+    if cached is not None and cached[0] == key:
+        return list(cached[1])
+    rows = _compute_summary(run)
+    run._summary = (key, rows)
+    return list(rows)
+
+
+def _compute_summary(run: RunResult) -> list[SummaryRow]:
     """The summary table of a run, computed from its samples and diagnostics."""
     base = run.baseline
     base_ms = base.samples.measured_wall_ms() if base is not None else np.array([])
@@ -389,13 +420,13 @@ def summarize(run: RunResult) -> list[SummaryRow]:
     base_device = _round_groups(base.samples, device=True) if base is not None else {}
     batch = run.config.batch_size if run.config is not None else None
     flops = _flops_per_call(run.config)
+    groups = {name: _round_groups(v.samples) for name, v in run.variants.items()}
     checks: dict[str, SampleChecks | None] = {
-        name: sample_checks(list(_round_groups(v.samples).values()))
-        for name, v in run.variants.items()
+        name: sample_checks(list(g.values())) for name, g in groups.items()
     }
     intervals: dict[str, SpeedupInterval | None] = {
-        name: _speedup_interval(base_groups, _round_groups(v.samples))
-        for name, v in run.variants.items()
+        name: _speedup_interval(base_groups, g)
+        for name, g in groups.items()
         if name != "eager" and base_stats is not None
     }
     floor = noise_floor(intervals.get(AA_CONTROL))
@@ -425,7 +456,7 @@ def summarize(run: RunResult) -> list[SummaryRow]:
                 status=str(v.status),
                 error=v.error,
                 allclose=v.allclose,
-                correctness_problems=list(v.checks.get("problems") or []),
+                correctness_problems=list((v.checks or {}).get("problems") or []),
                 interval=interval,
                 checks=own,
                 baseline_checks=checks.get("eager"),
@@ -477,7 +508,7 @@ def summarize(run: RunResult) -> list[SummaryRow]:
                 device_speedup=dev_speedup,
                 device_speedup_lo=dev_lo,
                 device_speedup_hi=dev_hi,
-                rounds=len(_round_groups(v.samples)),
+                rounds=len(groups[v.name]),
                 interval_method=interval.method if interval is not None else "",
                 round_spread_pct=own.spread_pct if own is not None and own.groups_are == "rounds" else None,
                 speedup_spread_pct=interval.spread_pct if interval is not None else None,

@@ -1,0 +1,244 @@
+"""File-menu exports of the window: screenshots, plot images, the clipboard, run files, a report.
+
+:class:`ExportActions` owns the menu actions and the PNG options, asks for
+file names, and turns every failure into a message for the user (never a
+crash). The images are made by :mod:`compile_studio.gui.export`, the run
+files by :mod:`compile_studio.results.export`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QWidget
+
+from ..config import BenchmarkConfig
+from ..results import RunResult
+from .plots import PlotPanel
+from .settings import AppSettings
+
+NOTHING_TO_EXPORT = "Nothing to export: run a benchmark or tick one run in the history."
+
+
+def window_action(
+    window: QWidget, text: str, slot: Callable[[], object], shortcut: QKeySequence | str | None = None
+) -> QAction:
+    """An action of ``window`` calling ``slot``; its shortcut works anywhere in the window."""
+    act = QAction(text, window)
+    if shortcut is not None:
+        act.setShortcut(QKeySequence(shortcut))
+        act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+    act.triggered.connect(lambda *_: slot())
+    window.addAction(act)
+    return act
+
+
+class ExportActions(QObject):
+    """The export actions of ``window`` (shortcuts work anywhere in it).
+
+    ``config`` gives the configuration shown (for file names), ``run_to_export``
+    the run an export writes (None: nothing to export), ``show_error`` shows a
+    failure to the user.
+    """
+
+    def __init__(
+        self,
+        window: QMainWindow,
+        plots: PlotPanel,
+        settings: AppSettings,
+        config: Callable[[], BenchmarkConfig],
+        run_to_export: Callable[[], RunResult | None],
+        show_error: Callable[[str], None],
+    ) -> None:
+        super().__init__(window)
+        self._window = window
+        self._plots = plots
+        self._settings = settings
+        self._config = config
+        self._run_to_export = run_to_export
+        self._show_error = show_error
+
+        def action(text: str, slot: Callable[[], object], shortcut: str | None = None) -> QAction:
+            return window_action(window, text, slot, shortcut)
+
+        self.export_run_action = action("Export run…", self.export_run_dialog, "Ctrl+E")
+        self.export_report_action = action("Export report (Markdown)…", self.export_report_dialog)
+        self.screenshot_action = action("Save screenshot…", self.save_screenshot_dialog, "Ctrl+Shift+S")
+        self.save_plot_png_action = action("Save plot as PNG…", lambda: self.save_plot_dialog("png"))
+        self.png_scale_actions: dict[int, QAction] = {}
+        scale_group = QActionGroup(self)
+        for scale in (1, 2, 4):
+            act = QAction(f"PNG at {scale}× size", window, checkable=True)
+            act.setChecked(scale == 2)
+            scale_group.addAction(act)
+            self.png_scale_actions[scale] = act
+        self.png_transparent_action = QAction("PNG with transparent background", window, checkable=True)
+        self.save_plot_svg_action = action("Save plot as SVG…", lambda: self.save_plot_dialog("svg"))
+        self.copy_plot_action = action("Copy plot", self.copy_plot, "Ctrl+Shift+C")
+
+    def add_to_menu(self, menu: QMenu) -> None:
+        """Add the export actions and the PNG options to ``menu`` (the File menu)."""
+        menu.addAction(self.export_run_action)
+        menu.addAction(self.export_report_action)
+        menu.addSeparator()
+        menu.addAction(self.screenshot_action)
+        menu.addAction(self.save_plot_png_action)
+        png_menu = menu.addMenu("PNG options")
+        for act in self.png_scale_actions.values():
+            png_menu.addAction(act)
+        png_menu.addSeparator()
+        png_menu.addAction(self.png_transparent_action)
+        menu.addAction(self.save_plot_svg_action)
+        menu.addAction(self.copy_plot_action)
+
+    # -- options and names ----------------------------------------------------------------------
+    def png_scale(self) -> int:
+        """The PNG scale chosen in File → PNG options (1×, 2× or 4×)."""
+        return next((s for s, act in self.png_scale_actions.items() if act.isChecked()), 2)
+
+    def _export_folder(self) -> str:
+        folder = self._settings.export_folder()
+        return str(folder) if folder is not None else str(Path.home())
+
+    def _default_name(self, suffix: str) -> str:
+        try:
+            from .export import default_file_name
+
+            return default_file_name(self._config(), suffix)
+        except Exception:  # noqa: BLE001 - a name is only a suggestion
+            return f"compile-studio{suffix}"
+
+    def _exported(self, folder: Path) -> None:
+        self._settings.set_export_folder(folder)
+        self._window.statusBar().showMessage(f"Saved in {folder}", 8000)
+
+    # -- images -------------------------------------------------------------------------------------
+    def save_screenshot_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self._window,
+            "Save screenshot",
+            str(Path(self._export_folder()) / self._default_name("-window.png")),
+            "PNG image (*.png)",
+        )
+        if path:
+            self.save_screenshot(Path(path))
+
+    def save_screenshot(self, path: Path) -> bool:
+        """Save the whole window as PNG; a failure is shown to the user."""
+        try:
+            from .export import save_widget_png
+
+            save_widget_png(self._window, path)
+        except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
+            self._show_error(f"Cannot save the screenshot: {exc}")
+            return False
+        self._exported(Path(path).parent)
+        return True
+
+    def save_plot_dialog(self, kind: str) -> None:
+        suffix = ".svg" if kind == "svg" else ".png"
+        path, _ = QFileDialog.getSaveFileName(
+            self._window,
+            "Save plot",
+            str(Path(self._export_folder()) / self._default_name(f"-plot{suffix}")),
+            "SVG drawing (*.svg)" if kind == "svg" else "PNG image (*.png)",
+        )
+        if path:
+            self.save_plot(Path(path), self.png_scale(), self.png_transparent_action.isChecked())
+
+    def save_plot(self, path: Path, scale: float = 2.0, transparent: bool = False) -> bool:
+        """Save the plot of the current tab (PNG or SVG by the file suffix)."""
+        try:
+            from .export import save_plot_png, save_plot_svg
+
+            plot = self._plots.current_plot()
+            if Path(path).suffix.lower() == ".svg":
+                save_plot_svg(plot, path)
+            else:
+                save_plot_png(plot, path, scale, transparent)
+        except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
+            self._show_error(f"Cannot save the plot: {exc}")
+            return False
+        self._exported(Path(path).parent)
+        return True
+
+    def copy_plot(self) -> bool:
+        """Copy the plot of the current tab to the clipboard as an image."""
+        try:
+            from .export import copy_widget_to_clipboard
+
+            copy_widget_to_clipboard(self._plots.current_plot())
+        except Exception as exc:  # noqa: BLE001
+            self._show_error(f"Cannot copy the plot: {exc}")
+            return False
+        self._window.statusBar().showMessage("Plot copied to the clipboard", 5000)
+        return True
+
+    def latency_plot_png(self, scale: float = 1.0) -> bytes:
+        """The latency plot as PNG bytes (raises ExportError when it cannot be rendered)."""
+        from .export import encode_png, render_widget_image
+
+        return encode_png(render_widget_image(self._plots.latency_plot, scale))
+
+    # -- run files ------------------------------------------------------------------------------------
+    def _ask_export_folder(self, title: str) -> Path | None:
+        if self._run_to_export() is None:
+            self._show_error(NOTHING_TO_EXPORT)
+            return None
+        folder = QFileDialog.getExistingDirectory(self._window, title, self._export_folder())
+        return Path(folder) if folder else None
+
+    def export_run_dialog(self) -> None:
+        """File → Export run…: ask for a folder, then :meth:`export_run_to`."""
+        folder = self._ask_export_folder("Export run to folder")
+        if folder is not None:
+            self.export_run_to(folder)
+
+    def export_run_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
+        """Write samples.csv, summary.csv and run.json of the run into ``folder``.
+
+        The run is ``run``, else the one shown (or the only ticked one).
+        Returns the files written; on failure nothing is written and the user is told why.
+        """
+        run = run or self._run_to_export()
+        if run is None:
+            self._show_error(NOTHING_TO_EXPORT)
+            return []
+        try:
+            from ..results.export import export_run
+
+            written = export_run(run, folder, prefix=f"{run.run_id}_")
+        except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
+            self._show_error(f"Cannot export the run to {folder}: {exc}")
+            return []
+        self._exported(Path(folder))
+        return list(written)
+
+    def export_report_dialog(self) -> None:
+        """File → Export report (Markdown)…: ask for a folder, then :meth:`export_report_to`."""
+        folder = self._ask_export_folder("Export report to folder")
+        if folder is not None:
+            self.export_report_to(folder)
+
+    def export_report_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
+        """Write ``<run id>_report.md`` and the latency plot beside it as ``<run id>_report.png``.
+
+        Returns the files written; on failure nothing is written and the user is told why.
+        """
+        run = run or self._run_to_export()
+        if run is None:
+            self._show_error(NOTHING_TO_EXPORT)
+            return []
+        try:
+            from ..results.export import export_markdown
+
+            png = self.latency_plot_png()
+            written = export_markdown(run, folder, png, name=f"{run.run_id}_report")
+        except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
+            self._show_error(f"Cannot export the report to {folder}: {exc}")
+            return []
+        self._exported(Path(folder))
+        return list(written)

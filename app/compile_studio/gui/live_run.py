@@ -1,0 +1,268 @@
+"""The live run: what the benchmark running now has reported, for the window's views to show.
+
+:class:`LiveRun` starts a :class:`~compile_studio.gui.benchmark_thread.BenchmarkThread`,
+keeps what it reports (samples per variant, failed variants, summary rows,
+GPU readings, the phase) and announces each change with a Qt signal; the
+plots, the table and the status bar listen. It holds no widget. Progress and
+the ETA are the run session's (``benchmark_thread.progress``), read when they are shown.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal
+
+from ..config import BenchmarkConfig
+from ..protocol import CompiledEvent, ErrorKind, Phase, RunStatus, VariantStatus
+from ..results import RunResult, RunStore, SummaryRow
+from ..session import Progress
+from .benchmark_thread import BenchmarkThread, has_finished
+
+#: How each kind of error is said after the variant's name ("default failed to compile: …").
+_ERROR_WORDS = {
+    ErrorKind.OOM: "ran out of memory",
+    ErrorKind.COMPILE_FAILED: "failed to compile",
+    ErrorKind.BAD_CONFIG: "cannot run this configuration",
+    ErrorKind.DEVICE_UNAVAILABLE: "device not available",
+    ErrorKind.CRASHED: "crashed",
+}
+_PHASE_WORDS: dict[str, str] = {
+    Phase.BUILD: "building",
+    Phase.COMPILE: "compiling",
+    Phase.WARMUP: "warming up",
+    Phase.MEASURE: "measuring",
+}
+#: The status bar's word for how a run ended.
+_END_WORDS = {
+    RunStatus.COMPLETE: "done",
+    RunStatus.STOPPED: "stopped",
+    RunStatus.FAILED: "failed",
+    RunStatus.INCOMPLETE: "cut short",
+}
+#: The phases a sample is drawn in; samples of any other phase are drawn as measured.
+_PLOT_PHASES = (Phase.WARMUP, Phase.MEASURE)
+
+
+class LiveRun(QObject):
+    """The state of the running (or last) benchmark, with a signal for each change.
+
+    Only one run at a time: :meth:`start` while :attr:`running` does nothing.
+    The last run's id, name, samples and rows stay until the next start.
+    """
+
+    #: a run started: its id, name and variants are set, nothing is measured yet
+    started = Signal()
+    #: samples of one variant: (variant, iterations, wall_ms, "warmup" or "measure")
+    samples = Signal(str, object, object, str)
+    #: GPU readings (a list of dicts, as in ``gpu_state.csv``)
+    gpu_state = Signal(object)
+    #: a variant failed
+    variant_failed = Signal(str)
+    #: the summary rows changed
+    summary_changed = Signal()
+    #: the phase changed or a stop was asked for
+    status_changed = Signal()
+    #: something went wrong, in words for the user
+    problem = Signal(str)
+    #: a warning that does not stop the run
+    warning = Signal(str)
+    #: a line the worker wrote to stderr
+    log_line = Signal(str)
+    #: a note on the run for the log
+    note = Signal(str)
+    #: the worker's :class:`~compile_studio.protocol.HelloEvent`
+    hello = Signal(object)
+    #: the run ended (its RunResult)
+    finished = Signal(object)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.benchmark_thread: BenchmarkThread | None = None
+        #: every thread started and not yet ended (a stopped one may still be finishing)
+        self._threads: list[BenchmarkThread] = []
+        self.run_id = ""
+        self.name = ""
+        self.variants: list[str] = []
+        #: per variant, the sample batches as drawn: (iterations, wall_ms, phase)
+        self.chunks: dict[str, list[tuple[np.ndarray, np.ndarray, str]]] = {}
+        self.failed: set[str] = set()
+        self.rows: list[SummaryRow] = []
+        self.gpu_rows: list[dict[str, Any]] = []
+        self._phase_text = ""
+        self._compiling: str | None = None
+
+    # -- control ----------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.benchmark_thread is not None
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.benchmark_thread is not None and self.benchmark_thread.stop_requested
+
+    def start(self, config: BenchmarkConfig, store: RunStore) -> BenchmarkThread | None:
+        """Start a run of ``config`` saved in ``store``; raises OSError when its folder cannot be made."""
+        if self.running:
+            return None
+        thread = BenchmarkThread(config, store, parent=self)
+        self.benchmark_thread = thread
+        self._threads.append(thread)
+        self.run_id = thread.run_id
+        self.name = config.label or datetime.now().strftime("%m-%d %H:%M:%S")
+        self.variants = list(config.variants)
+        self.chunks = {v: [] for v in config.variants}
+        self.failed = set()
+        self.rows = []
+        self.gpu_rows = []
+        self._phase_text = "starting the worker…"
+        self._compiling = None
+        thread.hello.connect(self.hello)
+        thread.phase.connect(self._on_phase)
+        thread.samples.connect(self._on_samples)
+        thread.gpu_state.connect(self._on_gpu_state)
+        thread.compiled.connect(self._on_compiled)
+        thread.warning.connect(self.warning)
+        thread.error.connect(self._on_error)
+        thread.log.connect(self.log_line)
+        thread.summary.connect(self._on_summary)
+        thread.finished_run.connect(self._on_finished_run)
+        thread.finished.connect(self._on_thread_ended)
+        self.started.emit()
+        self.note.emit(f"run {thread.run_id or '(not saved)'}: {config.to_json()}")
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        """Ask the run to stop; returns at once (the stop completes in the background)."""
+        thread = self.benchmark_thread
+        if thread is None or thread.stop_requested:
+            return
+        thread.request_stop()
+        self._phase_text = "stopping…"
+        self.status_changed.emit()
+
+    def close(self, reason: str, wait_ms: int) -> None:
+        """End the run because the window goes away (it is kept as cut short, with ``reason``).
+
+        Waits up to ``wait_ms`` for each thread; a worker is killed by then.
+        """
+        if self.benchmark_thread is not None:
+            self.benchmark_thread.cut_short(reason)
+        for thread in list(self._threads):
+            has_finished(thread, wait_ms)
+
+    def rename(self, name: str) -> None:
+        """The name the run is shown with (the legends' prefix, the table's run column)."""
+        self.name = name
+
+    def key(self, variant: str) -> str:
+        """The plot key of ``variant`` of this run."""
+        return f"{self.run_id}/{variant}"
+
+    # -- progress -------------------------------------------------------------------------------
+    @property
+    def progress(self) -> Progress | None:
+        """The running session's progress (None while no run is going)."""
+        thread = self.benchmark_thread
+        return thread.progress if thread is not None else None
+
+    def compile_elapsed_s(self) -> float | None:
+        """Seconds into the compile going on now; None when no variant is compiling."""
+        progress = self.progress
+        if self._compiling is None or progress is None:
+            return None
+        return max(0.0, progress.compile_elapsed_s() or 0.0)
+
+    def eta_s(self) -> float | None:
+        """Seconds left in the running benchmark (compile time excluded; None when unknown)."""
+        progress = self.progress
+        return progress.eta_s() if progress is not None else None
+
+    def fraction(self) -> float:
+        """How much of the planned calls are done (0–1)."""
+        progress = self.progress
+        return progress.fraction() if progress is not None else 0.0
+
+    def status_text(self) -> str:
+        """The phase in words: what is running, the compile's elapsed time or the ETA, or how it ended."""
+        compiling = self.compile_elapsed_s()
+        if compiling is not None:
+            return f"{self._compiling}: compiling… {compiling:.0f} s"
+        text = self._phase_text
+        eta = self.eta_s()
+        if eta is not None:
+            text += f" · ETA {format_duration(eta)}"
+        return text
+
+    # -- what the thread reports ---------------------------------------------------------------------
+    def _on_phase(self, variant: str, phase: str, planned: int) -> None:
+        if not variant:
+            return
+        self._compiling = variant if phase == Phase.COMPILE else None
+        self._phase_text = f"{variant}: {_PHASE_WORDS.get(phase, phase)}"
+        self.status_changed.emit()
+
+    def _on_samples(self, variant: str, phase: str, first: int, wall_ms: np.ndarray) -> None:
+        iterations = np.arange(first, first + len(wall_ms), dtype=np.float64)
+        plot_phase = phase if phase in _PLOT_PHASES else str(Phase.MEASURE)
+        self.chunks.setdefault(variant, []).append((iterations, wall_ms, plot_phase))
+        self.samples.emit(variant, iterations, wall_ms, plot_phase)
+
+    def _on_gpu_state(self, rows: list[dict[str, Any]]) -> None:
+        self.gpu_rows.extend(rows)
+        self.gpu_state.emit(rows)
+
+    def _on_compiled(self, event: CompiledEvent) -> None:
+        self.note.emit(
+            f"{event.variant}: compiled in {float(event.compile_s or 0):.2f} s "
+            f"({event.graphs} graph(s), {event.graph_breaks} graph break(s))"
+        )
+        for reason in event.break_reasons or []:
+            self.note.emit(f"  graph break: {reason}")
+
+    def _on_error(self, variant: str, kind: str, message: str) -> None:
+        error_kind = ErrorKind.parse(kind, ErrorKind.INTERNAL)
+        words = _ERROR_WORDS.get(error_kind, "failed")
+        if variant:
+            self.failed.add(variant)
+            self.variant_failed.emit(variant)
+            self.problem.emit(f"{variant} {words}: {message}")
+        elif error_kind == ErrorKind.CRASHED:
+            self.problem.emit(message)
+        else:
+            self.problem.emit(f"The run {words}: {message}")
+
+    def _on_summary(self, rows: list[SummaryRow]) -> None:
+        self.rows = list(rows)
+        self.failed.update(row.name for row in rows if row.status == VariantStatus.FAILED)
+        self.summary_changed.emit()
+
+    def _on_finished_run(self, run: RunResult) -> None:
+        if self.sender() is not self.benchmark_thread:
+            return
+        self.benchmark_thread = None
+        self._compiling = None
+        status = RunStatus.parse(run.status, RunStatus.INCOMPLETE)
+        self._phase_text = _END_WORDS.get(status, str(run.status))
+        self.finished.emit(run)
+
+    def _on_thread_ended(self) -> None:
+        thread = self.sender()
+        if thread in self._threads:
+            self._threads.remove(thread)
+            thread.deleteLater()
+
+
+def format_duration(seconds: float) -> str:
+    """``"42 s"``, ``"3 min 07 s"`` or ``"2 h 05 min"``."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, s = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {s:02d} s"
+    hours, m = divmod(minutes, 60)
+    return f"{hours} h {m:02d} min"

@@ -1,0 +1,176 @@
+"""The plot panel: the four plot tabs over the series of one or more runs.
+
+Data arrives through :meth:`PlotPanel.append` into preallocated numpy buffers
+(grown by doubling) and is drawn only by :meth:`PlotPanel.refresh`, which the
+window calls from a timer, so a burst of samples never costs a burst of
+repaints. The panel shows data; it computes nothing but what it draws
+(medians for the dashed lines, histogram counts).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QTabWidget, QWidget
+
+from ...protocol import VariantStatus
+from ...results import RunResult, summarize
+from .buffers import PHASES, Series
+from .distribution import DistributionTab
+from .gpu_state import GpuStateTab
+from .latency import LatencyTab
+from .style import series_color
+from .summary_bars import SummaryBar, SummaryBarsTab
+
+
+class PlotPanel(QTabWidget):
+    """Tabs "Latency", "Distribution", "Summary" and "GPU" over the series of one or more runs.
+
+    A series is one (run, variant), named by a key (``"<run id>/<variant>"``
+    for a run's variants) and drawn in one colour on every tab.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.series: dict[str, Series] = {}
+        self._next_color = 0
+        self.latency = LatencyTab()
+        self.distribution = DistributionTab()
+        self.summary = SummaryBarsTab(self._color_of)
+        self.gpu = GpuStateTab(lambda run_key, variant: self._color_of(f"{run_key}/{variant}"))
+        self.addTab(self.latency, "Latency")
+        self.addTab(self.distribution, "Distribution")
+        self.addTab(self.summary, "Summary")
+        index = self.addTab(self.gpu, "GPU")
+        self.setTabToolTip(index, "SM clock, temperature and power read from the GPU (NVML) during the run")
+        #: the plots themselves (what "Save plot" exports)
+        self.latency_plot = self.latency.plot
+        self.distribution_plot = self.distribution.plot
+        self.summary_plot = self.summary.plot
+        self.gpu_plot = self.gpu.plot
+        self.currentChanged.connect(self._on_tab_changed)
+
+    # -- series -------------------------------------------------------------------------
+    def clear(self) -> None:
+        """Remove every series, summary bar and GPU reading."""
+        self.latency.clear()
+        self.distribution.clear()
+        self.gpu.clear()
+        self.series.clear()
+        self._next_color = 0
+        self.set_summary([])
+
+    def add_series(self, key: str, label: str) -> None:
+        """Add an empty curve ``key`` named ``label`` (a new colour); relabels an existing one."""
+        s = self.series.get(key)
+        if s is not None:
+            s.label = label
+            self._relabel(s)
+            return
+        s = Series(key, label, series_color(self._next_color))
+        self._next_color += 1
+        self.series[key] = s
+        self.latency.add(s)
+        self.distribution.add(s)
+
+    def series_keys(self) -> list[str]:
+        """Keys of the series, in the order they were added."""
+        return list(self.series)
+
+    def append(self, key: str, iterations: np.ndarray, wall_ms: np.ndarray, phase: str) -> None:
+        """Buffer samples of series ``key`` (``phase`` "warmup" or "measure"); draws nothing."""
+        self.series[key].append(iterations, wall_ms, phase)
+
+    def set_series_failed(self, key: str, failed: bool) -> None:
+        """Draw series ``key`` dashed and mark it "(failed)" in the legends, or undo that."""
+        s = self.series[key]
+        if s.failed != failed:
+            s.failed = failed
+            self._relabel(s)
+
+    def _relabel(self, s: Series) -> None:
+        self.latency.relabel(s)
+        self.distribution.relabel(s)
+
+    def _color_of(self, key: str) -> QColor | None:
+        s = self.series.get(key)
+        return QColor(s.color) if s is not None else None
+
+    def append_gpu_state(self, run_key: str, label: str, rows: list[dict]) -> None:
+        """Buffer GPU readings of run ``run_key`` (dicts as in ``gpu_state.csv``); draws nothing.
+
+        A new ``run_key`` gets its own colour and ``label`` (in the legend and hover text).
+        """
+        self.gpu.append(run_key, label, rows)
+
+    # -- summary ------------------------------------------------------------------------------
+    def set_summary(self, bars: list[SummaryBar]) -> None:
+        """Draw median bars with p5–p95 error bars and the speedup on each bar."""
+        self.summary.set_bars(bars)
+
+    def summary_bars(self) -> list[SummaryBar]:
+        """The bars of the summary tab, left to right."""
+        return list(self.summary.bars)
+
+    # -- view ---------------------------------------------------------------------------------
+    def set_log_scale(self, on: bool) -> None:
+        """Switch the latency axis between linear and logarithmic."""
+        self.latency.set_log_scale(on)
+
+    def current_plot(self) -> QWidget:
+        """The plot of the visible tab (on the GPU tab: its three plots, or the note shown instead)."""
+        index = max(0, self.currentIndex())
+        if self.widget(index) is self.gpu:
+            return self.gpu.current_plot()
+        return (self.latency_plot, self.distribution_plot, self.summary_plot)[index]
+
+    def _on_tab_changed(self, index: int) -> None:
+        self.latency.hide_crosshair()
+        self.gpu.hide_hover()
+        if self.widget(index) is self.distribution:
+            self.distribution.shown()
+
+    def refresh(self) -> None:
+        """Redraw what changed since the last call from the buffers (cheap when nothing did)."""
+        self.latency.sync_legend()
+        self.distribution.sync_legend()
+        self.gpu.refresh()
+        changed = [s for s in self.series.values() if s.dirty]
+        if not changed:
+            return
+        for s in changed:
+            s.dirty = False
+        self.latency.redraw(changed)
+        self.distribution.invalidate()
+
+    # -- whole runs ------------------------------------------------------------------------------
+    def load_run(self, run: RunResult, key_prefix: str = "", label_prefix: str = "") -> None:
+        """Add every variant of ``run`` as a series and merge its bars into the summary."""
+        for name, v in run.variants.items():
+            key = f"{key_prefix}{name}"
+            self.add_series(key, f"{label_prefix}{name}")
+            smp = v.samples
+            it = np.asarray(smp.iteration, dtype=np.float64)
+            ms = np.asarray(smp.wall_ms, dtype=np.float64)
+            phases = smp.phase
+            start = 0
+            for i in range(1, len(phases) + 1):
+                if i == len(phases) or phases[i] != phases[start]:
+                    phase = phases[start] if phases[start] in PHASES else "measure"
+                    self.append(key, it[start:i], ms[start:i], phase)
+                    start = i
+            self.set_series_failed(key, v.status == VariantStatus.FAILED)
+        bars = (
+            SummaryBar.from_row(row, f"{key_prefix}{row.name}", f"{label_prefix}{row.name}")
+            for row in summarize(run)
+        )
+        new_bars = [b for b in bars if b is not None]
+        keys = {b.key for b in new_bars}
+        merged = [b for b in self.summary.bars if b.key not in keys] + new_bars
+        self.set_summary(merged)
+        if run.gpu_state:
+            run_key = key_prefix.rstrip("/") or run.run_id
+            label = label_prefix.strip().rstrip("·").strip()
+            self.append_gpu_state(run_key, label or run.label or run.run_id, run.gpu_state)
+        self.refresh()
+
