@@ -134,12 +134,13 @@ PEAK_BF16_TFLOPS: list[tuple[str, float, str]] = [
 
 #: Modules the device image lacks (or the GUI alone needs): none may load here.
 DESKTOP_MODULES = ("PySide6", "pyqtgraph")
-#: compile_studio modules that import them, platformdirs or psutil.
+#: compile_studio modules that import them or platformdirs at import time. (The
+#: session's load reading imports psutil inside a guarded call: where psutil is
+#: missing, a run simply has no load reading.)
 DESKTOP_APP_MODULES = (
     "compile_studio.gui",
     "compile_studio.cli",
     "compile_studio.results.locations",
-    "compile_studio.results.machine_load",
 )
 
 CPU_TIMING = "on the CPU timing comparisons are reported, not asserted"

@@ -300,7 +300,7 @@ def test_self_test_judges_runs():
     from compile_studio.gui.self_test import check_run
     from compile_studio.results import RunResult
 
-    run = RunResult(run_id="r", created="now", config={}, status="complete")
+    run = RunResult(run_id="r", created="now", config=None, status="complete")
     for name in ("eager", "aot_eager"):
         variant = run.variant(name)
         variant.status = "done"
