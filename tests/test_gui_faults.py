@@ -311,7 +311,7 @@ def test_stop_during_warm_up(qtbot, tiny_config):
 
 def test_stop_while_measuring_a_compiled_variant(qtbot, tiny_config):
     window = open_window(qtbot)
-    window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "rounds": 2}))
+    window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "rounds": 1000}))
     wait_for_points(qtbot, window, "aot_eager", 50)
     stop_and_check(qtbot, window, ["eager", "aot_eager"])
 
