@@ -24,6 +24,11 @@ PROTOCOL_VERSION = 2
 
 STOP_LINE = "stop"
 
+#: Environment variable naming the folder the user started in: the supervisor
+#: starts the worker in a safe folder (nothing there to import by accident),
+#: the worker changes back to this one once its imports are done.
+WORKER_CWD_ENV = "COMPILE_STUDIO_WORKER_CWD"
+
 _E = TypeVar("_E", bound="_Words")
 
 
@@ -65,6 +70,8 @@ class VariantStatus(_Words):
     DONE = "done"
     FAILED = "failed"
     STOPPED = "stopped"
+    #: planned but never started (the run was stopped or failed before it)
+    NOT_RUN = "not_run"
 
 
 class Phase(_Words):
@@ -89,7 +96,7 @@ class ErrorKind(_Words):
 
 
 #: Spellings written by earlier versions, read as today's.
-_OLD_SPELLINGS = {"completed": "complete"}
+_OLD_SPELLINGS = {"completed": "complete", "not run": "not_run"}
 
 #: Error kinds that mean the configuration itself cannot run (usage errors).
 CONFIG_ERROR_KINDS = (ErrorKind.BAD_CONFIG, ErrorKind.DEVICE_UNAVAILABLE)
@@ -190,6 +197,8 @@ class RunInfoEvent:
     correctness_rule: str = ""
     #: the measured GPU's UUID, as NVML and torch both name it (GPU state readings are its)
     gpu_uuid: str | None = None
+    #: FLOPs of one call, counted by torch's FlopCounterMode on the model itself
+    flops_per_call: int | None = None
 
 
 @dataclass

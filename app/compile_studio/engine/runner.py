@@ -34,9 +34,10 @@ from .clocks import CLOCK_CHANGE_WARN, ClockProbe, clock_change
 from .cudagraphs import CudagraphSkipLog
 from .gpu_monitor import nvml_handle
 from .memory import PeakMeter
-from .model import TORCH_DTYPES, build_model
+from .model import TORCH_DTYPES
+from .models import build_workload, count_flops
 from .timing import CallTimer
-from .variant import Variant, build_variant, is_eager, reference_grads
+from .variant import Variant, build_variant, first_tensor, is_eager, reference_output, variant_of
 
 #: Back-to-back calls timed with one synchronisation for the pipelined figure.
 PIPELINED_CALLS = 50
@@ -133,10 +134,8 @@ def resolve_device(device: str) -> str:
 
 
 def make_input(config: BenchmarkConfig) -> torch.Tensor:
-    """The input batch (fp32, on the CPU) drawn from the config's seed."""
-    torch.manual_seed(config.seed)
-    gen = torch.Generator().manual_seed(config.seed + 1)
-    return torch.randn(config.batch_size, config.layer_sizes()[0], generator=gen)
+    """The first input (fp32, on the CPU) of the config's model, drawn from its seed."""
+    return build_workload(config).inputs[0]
 
 
 def first_call_ms(config: BenchmarkConfig, name: str) -> float:
@@ -147,8 +146,9 @@ def first_call_ms(config: BenchmarkConfig, name: str) -> float:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     BenchmarkRunner._apply_precision(config.dtype)
-    x = make_input(config).to(device, TORCH_DTYPES[config.dtype])
-    v = build_variant(config, name, device, TORCH_DTYPES[config.dtype], compile_modes())
+    workload = build_workload(config, name).to(device, TORCH_DTYPES[config.dtype])
+    x = workload.inputs
+    v = variant_of(config, name, workload, device, compile_modes())
     timer = CallTimer(device)
     grad = contextlib.nullcontext() if config.workload == "training" else torch.inference_mode()
     with grad:
@@ -261,17 +261,11 @@ class BenchmarkRunner:
     def _prepare_inputs(self) -> None:
         """The input batch, and the fp64 reference every variant is checked against."""
         cfg = self.config
-        sizes = cfg.layer_sizes()
-        x_cpu = make_input(cfg)
-        self.x = x_cpu.to(self.device, self.dtype)
-        reference = build_model(sizes, cfg.activation, cfg.seed)
-        self.reference_grads: list[torch.Tensor] | None = None
-        if self.training:
-            self.reference, self.reference_grads = reference_grads(reference, x_cpu)
-        else:
-            with torch.no_grad():
-                self.reference = reference.double()(x_cpu.double())
-        del reference
+        workload = build_workload(cfg)
+        self.flops_per_call = count_flops(workload, self.training)
+        self.reference, self.reference_grads = reference_output(workload, self.training)
+        self.x = build_workload(cfg).to(self.device, self.dtype).inputs
+        del workload
         if cfg.cold_l2:
             self.flush = CacheFlush.for_device(self.device)
         self.timer.sync()
@@ -289,6 +283,7 @@ class BenchmarkRunner:
                 cache_flush_bytes=self.flush.nbytes if self.flush else None,
                 correctness_rule=checks.rule_text(self.config.dtype),
                 gpu_uuid=self.gpu_uuid,
+                flops_per_call=self.flops_per_call,
             )
         )
 
@@ -376,7 +371,7 @@ class BenchmarkRunner:
                 out = v.step(self.x)
                 self.timer.sync()
                 first_ms = (time.perf_counter_ns() - t0) / 1e6
-                v.first_output = out.detach().to("cpu", torch.float64)
+                v.first_output = first_tensor(out).detach().to("cpu", torch.float64)
                 if self.training:
                     v.first_grads = v.grads_cpu()
                 if v.uses_cudagraphs:
@@ -601,7 +596,7 @@ class BenchmarkRunner:
             return None
         with torch.inference_mode():
             out = v.step(self.x)
-            late = out.detach().to("cpu", torch.float64)
+            late = first_tensor(out).detach().to("cpu", torch.float64)
         self.timer.sync()
         return late
 

@@ -16,16 +16,12 @@ from typing import Any
 import torch
 
 from ..config import AA_CONTROL, CUDAGRAPH_VARIANTS, BenchmarkConfig
-from .model import MLP, build_model
+from .models import Workload, build_workload
 
 
 def is_eager(name: str) -> bool:
     """Eager and its A/A control run without torch.compile."""
     return name in ("eager", AA_CONTROL)
-
-
-def _loss(out: torch.Tensor) -> torch.Tensor:
-    return out.float().square().mean()
 
 
 def _unique_function(fn: Callable[..., Any], variant: str) -> Callable[..., Any]:
@@ -54,8 +50,9 @@ class Variant:
     """A built variant and what the run learns about it."""
 
     name: str
-    model: MLP
-    step: Callable[[torch.Tensor], torch.Tensor]
+    model: torch.nn.Module
+    #: one call: the model on the inputs (a tuple), or one training step
+    step: Callable[[tuple[Any, ...]], Any]
     optimizer: torch.optim.Optimizer | None = None
     compiled: bool = False
     uses_cudagraphs: bool = False
@@ -93,8 +90,17 @@ def build_variant(
     modes: list[str],
 ) -> Variant:
     """The model of variant ``name`` on ``device``, compiled unless it is eager."""
-    model = build_model(config.layer_sizes(), config.activation, config.seed, name)
-    model = model.to(device, dtype)
+    workload = build_workload(config, name).to(device, dtype)
+    return variant_of(config, name, workload, device, modes)
+
+
+def variant_of(
+    config: BenchmarkConfig, name: str, workload: Workload, device: torch.device, modes: list[str]
+) -> Variant:
+    """Variant ``name`` of a built workload (already on its device and dtype)."""
+    model = workload.model
+    loss_fn = workload.loss
+    assert loss_fn is not None
     training = config.workload == "training"
     model.train(training)
     optimizer = (
@@ -105,52 +111,69 @@ def build_variant(
     kwargs = compile_kwargs(config, name, modes) if compiled else {}
 
     if not training:
-        call: Callable[[torch.Tensor], torch.Tensor] = (
-            torch.compile(model, **kwargs) if compiled else model
-        )
+        model.eval()
+        call: Callable[..., Any] = torch.compile(model, **kwargs) if compiled else model
         if cudagraphs:
             mark = torch.compiler.cudagraph_mark_step_begin
 
-            def step(x: torch.Tensor) -> torch.Tensor:
+            def step(inputs: tuple[Any, ...]) -> Any:
                 mark()
-                return call(x)
+                return call(*inputs)
 
             return Variant(name, model, step, None, compiled, cudagraphs)
-        return Variant(name, model, call, None, compiled, cudagraphs)
+
+        def plain(inputs: tuple[Any, ...]) -> Any:
+            return call(*inputs)
+
+        return Variant(name, model, plain, None, compiled, cudagraphs)
 
     assert optimizer is not None
     whole_step = compiled and config.compile_scope == "step"
     forward = torch.compile(model, **kwargs) if compiled and not whole_step else model
 
-    def train_step(x: torch.Tensor) -> torch.Tensor:
+    def train_step(inputs: tuple[Any, ...]) -> Any:
         optimizer.zero_grad(set_to_none=True)
-        out = forward(x)
-        _loss(out).backward()
+        out = forward(*inputs)
+        loss_fn(out).backward()
         optimizer.step()
-        return out.detach()
+        return out.detach() if isinstance(out, torch.Tensor) else out
 
-    fn: Callable[[torch.Tensor], torch.Tensor] = train_step
+    fn: Callable[[tuple[Any, ...]], Any] = train_step
     if whole_step:
         fn = torch.compile(_unique_function(train_step, name), **kwargs)
     if cudagraphs:
         mark = torch.compiler.cudagraph_mark_step_begin
         inner = fn
 
-        def fn(x: torch.Tensor) -> torch.Tensor:
+        def fn(inputs: tuple[Any, ...]) -> Any:
             mark()
-            return inner(x)
+            return inner(inputs)
 
     return Variant(name, model, fn, optimizer, compiled, cudagraphs)
 
 
-def reference_grads(model: MLP, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """fp64 output and parameter gradients of one training step's forward and backward."""
-    model = model.double()
+def first_tensor(out: Any) -> torch.Tensor:
+    """The output compared with the reference: the tensor, or a tuple's first tensor."""
+    if isinstance(out, (tuple, list)):
+        out = next(o for o in out if isinstance(o, torch.Tensor))
+    return out
+
+
+def reference_output(workload: Workload, training: bool) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+    """fp64 output (and, for training, parameter gradients) of the workload on the CPU."""
+    ref = workload.to(torch.device("cpu"), torch.float64)
+    model = ref.model
+    if not training:
+        model.eval()
+        with torch.no_grad():
+            return first_tensor(model(*ref.inputs)).detach(), None
+    model.train()
     model.zero_grad(set_to_none=True)
-    out = model(x.double())
-    _loss(out).backward()
+    out = model(*ref.inputs)
+    assert ref.loss is not None
+    ref.loss(out).backward()
     grads = [
         (p.grad if p.grad is not None else torch.zeros_like(p)).detach().clone()
         for p in model.parameters()
     ]
-    return out.detach(), grads
+    return first_tensor(out).detach(), grads

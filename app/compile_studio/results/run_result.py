@@ -58,17 +58,38 @@ def config_from_saved(data: object) -> BenchmarkConfig | None:
     """
     if not isinstance(data, dict) or not data:
         return None
+    data = {k: v for k, v in data.items() if isinstance(k, str) and _fits_saved(v)}
     try:
         return BenchmarkConfig.from_dict(data)
-    except ConfigError:
-        usable = {}
-        for key, value in data.items():
-            try:
-                BenchmarkConfig.from_dict({key: value})
-            except ConfigError:
-                continue
-            usable[key] = value
+    except (ConfigError, TypeError, ValueError, AttributeError, RecursionError):
+        pass
+    usable = {}
+    for key, value in data.items():
+        try:
+            BenchmarkConfig.from_dict({key: value})
+        except (ConfigError, TypeError, ValueError, AttributeError, RecursionError):
+            continue
+        usable[key] = value
+    try:
         return BenchmarkConfig.from_dict(usable)
+    except (ConfigError, TypeError, ValueError, AttributeError, RecursionError):
+        return BenchmarkConfig()
+
+
+#: Longest text kept from a saved configuration field.
+_MAX_SAVED_TEXT = 2_000
+_MAX_SAVED_ITEMS = 256
+
+
+def _fits_saved(value: object) -> bool:
+    """Whether a saved config value is small enough to be read (texts, lists of texts, numbers)."""
+    if isinstance(value, str):
+        return len(value) <= _MAX_SAVED_TEXT
+    if isinstance(value, list):
+        return len(value) <= _MAX_SAVED_ITEMS and all(_fits_saved(v) for v in value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return abs(value) <= 2**63
+    return isinstance(value, (bool, float)) or value is None
 
 
 @dataclass
@@ -207,6 +228,8 @@ class RunResult:
     gpu_state: list[dict[str, Any]] = field(default_factory=list)
     #: how the run measured: harness floor, timer, memory and clock sources, threads
     measurement: dict[str, Any] = field(default_factory=dict)
+    #: what did not fit when the run was read from disk (skipped rows, fields left at defaults)
+    load_problems: list[str] = field(default_factory=list, compare=False)
     #: the summary rows and the state they were computed for (see :func:`summarize`)
     _summary: tuple[Any, list[SummaryRow]] | None = field(
         default=None, compare=False, repr=False
@@ -251,7 +274,7 @@ class RunResult:
         if c is None:
             return f"samples only · {self.environment.get('device', '?')}"
         return (
-            f"MLP {c.layers} · batch {c.batch_size} · "
+            f"{c.model_text()} · batch {c.batch_size} · "
             f"{c.dtype} · {self.environment.get('device', c.device)}"
         )
 
@@ -376,7 +399,7 @@ def _speedup_point(base: dict[int, np.ndarray], other: dict[int, np.ndarray]) ->
 
 
 def _flops_per_call(config: BenchmarkConfig | None) -> int | None:
-    if config is None:
+    if config is None or config.model != "mlp":
         return None
     try:
         return config.flops_per_call()
@@ -419,7 +442,8 @@ def _compute_summary(run: RunResult) -> list[SummaryRow]:
     base_groups = _round_groups(base.samples) if base is not None else {}
     base_device = _round_groups(base.samples, device=True) if base is not None else {}
     batch = run.config.batch_size if run.config is not None else None
-    flops = _flops_per_call(run.config)
+    counted = run.measurement.get("flops_per_call")
+    flops = counted if isinstance(counted, int) and counted > 0 else _flops_per_call(run.config)
     groups = {name: _round_groups(v.samples) for name, v in run.variants.items()}
     checks: dict[str, SampleChecks | None] = {
         name: sample_checks(list(g.values())) for name, g in groups.items()
