@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16")
@@ -36,6 +37,10 @@ EAGER_VARIANTS = ("eager", AA_CONTROL)
 #: Widest layer accepted. 65 536 x 65 536 weights are already 16 GiB in fp32.
 MAX_LAYER_WIDTH = 65_536
 MAX_LAYERS = 64
+#: Longest layer-size text read (65 widths of 6 digits with separators fit easily).
+MAX_LAYER_SPEC_CHARS = 1_000
+#: Longest configuration text read (a config file, the worker's stdin line).
+MAX_CONFIG_CHARS = 1_000_000
 MAX_BATCH = 1_048_576
 MAX_ITERATIONS = 1_000_000
 MAX_WARMUP = 100_000
@@ -95,6 +100,10 @@ def parse_layer_spec(text: object) -> list[int]:
             text = ",".join(str(v) for v in text)
         else:
             raise LayerSpecError("layer sizes must be text such as 1024,1024,512,10")
+    if len(text) > MAX_LAYER_SPEC_CHARS:
+        raise LayerSpecError(
+            f"layer sizes are {len(text):,} characters long; at most {MAX_LAYER_SPEC_CHARS:,}"
+        )
     stripped = text.strip()
     if not stripped:
         raise LayerSpecError("layer sizes are empty; enter widths such as 1024,1024,512,10")
@@ -105,6 +114,10 @@ def parse_layer_spec(text: object) -> list[int]:
     for part in parts:
         if not re.fullmatch(r"[+-]?\d+", part, flags=re.ASCII):
             raise LayerSpecError(f"'{part[:20]}' is not a whole number")
+        if len(part.lstrip("+-").lstrip("0")) > len(str(MAX_LAYER_WIDTH)):
+            raise LayerSpecError(
+                f"'{part[:12]}…' ({len(part)} digits) is beyond the width limit of {MAX_LAYER_WIDTH:,}"
+            )
         value = int(part)
         if value <= 0:
             raise LayerSpecError(f"every width must be at least 1 (got {value})")
@@ -120,6 +133,75 @@ def parse_layer_spec(text: object) -> list[int]:
     if len(sizes) - 1 > MAX_LAYERS:
         raise LayerSpecError(f"at most {MAX_LAYERS} layers (got {len(sizes) - 1})")
     return sizes
+
+
+MODEL_KINDS = ("mlp", "mlp_ln_residual", "transformer", "cnn", "custom")
+DEFAULT_TRANSFORMER = "256,4,1024,128,2"
+DEFAULT_CNN = "32,3,16,32,64"
+MAX_SEQUENCE = 65_536
+MAX_IMAGE = 4_096
+
+
+def _whole_numbers(text: object, what: str, count: int | None = None) -> list[int]:
+    if not isinstance(text, str) or not text.strip():
+        raise LayerSpecError(f"{what} must be text such as {count and 'five numbers' or 'numbers'}")
+    parts = [p for p in re.split(r"[\s,x×]+", text.strip()) if p]
+    values = []
+    for part in parts:
+        if len(part) > 9 or not re.fullmatch(r"\d+", part, flags=re.ASCII):
+            raise LayerSpecError(f"'{part[:20]}' is not a whole number of at most 9 digits")
+        values.append(int(part))
+    if count is not None and len(values) != count:
+        raise LayerSpecError(f"{what} needs {count} numbers (got {len(values)})")
+    if any(v < 1 for v in values):
+        raise LayerSpecError(f"every number in {what} must be at least 1")
+    return values
+
+
+def parse_transformer_spec(text: object) -> tuple[int, int, int, int, int]:
+    """``"d_model,heads,ffn,seq,layers"`` → its five numbers, checked."""
+    d, heads, ffn, seq, layers = _whole_numbers(text, "the transformer", 5)
+    if d % heads:
+        raise LayerSpecError(f"d_model {d} must be a multiple of the {heads} heads")
+    if max(d, ffn) > MAX_LAYER_WIDTH or seq > MAX_SEQUENCE or layers > MAX_LAYERS:
+        raise LayerSpecError(
+            f"at most width {MAX_LAYER_WIDTH:,}, sequence {MAX_SEQUENCE:,}, {MAX_LAYERS} layers"
+        )
+    return d, heads, ffn, seq, layers
+
+
+def parse_cnn_spec(text: object) -> tuple[int, int, list[int]]:
+    """``"image,kernel,c1,c2,…"`` → (image size, kernel size, channels per stage), checked."""
+    values = _whole_numbers(text, "the CNN")
+    if len(values) < 3:
+        raise LayerSpecError("give the image size, the kernel size and at least one stage's channels")
+    image, kernel, channels = values[0], values[1], values[2:]
+    if image > MAX_IMAGE or kernel > 31 or max(channels) > 8_192 or len(channels) > 16:
+        raise LayerSpecError(f"at most image {MAX_IMAGE:,}, kernel 31, 8,192 channels, 16 stages")
+    return image, kernel, channels
+
+
+def _spec_problem(parse: Callable[[object], object]) -> Callable[[object], str | None]:
+    def check(value: object) -> str | None:
+        try:
+            parse(value)
+        except LayerSpecError as exc:
+            return str(exc)
+        return None
+
+    return check
+
+
+def factory_file(spec: str) -> Path | None:
+    """The Python file a factory spec names (``path/to/file.py:make``); None for a module."""
+    target = spec.rsplit(":", 1)[0]
+    return Path(target).expanduser() if target.endswith(".py") else None
+
+
+def _factory_problem(value: str) -> str | None:
+    if value and ":" not in value:
+        return "name the file or module and the function: path/to/model.py:make_model"
+    return None
 
 
 @dataclass(frozen=True)
@@ -371,6 +453,30 @@ class BenchmarkConfig:
         help="modules (package.module) or Python files the worker imports first; the Dynamo "
         "backends they register can be chosen as variants",
     )
+    model: str = setting(
+        "mlp", label="Model", choices=MODEL_KINDS,
+        help="mlp: Linear layers; mlp_ln_residual: LayerNorm + residual blocks; transformer: "
+        "encoder layers; cnn: conv stages; custom: your own factory (its code runs in the worker)",
+    )
+    transformer: str = setting(
+        DEFAULT_TRANSFORMER, label="Transformer", metavar="D,H,FFN,SEQ,L",
+        check=_spec_problem(parse_transformer_spec),
+        help="model transformer: d_model, heads, feed-forward width, sequence length, layers",
+    )
+    cnn: str = setting(
+        DEFAULT_CNN, label="CNN", metavar="IMG,K,C1,C2,...", check=_spec_problem(parse_cnn_spec),
+        help="model cnn: image size, kernel size, then the channels of each stage",
+    )
+    factory: str = setting(
+        "", label="Factory", metavar="FILE.py:FUNC", check=_factory_problem,
+        placeholder="path/to/model.py:make_model (its code runs in the worker)",
+        help="model custom: a function returning (model, inputs[, loss[, options]]); the file's "
+        "code runs in the worker, and a copy is kept in the run folder",
+    )
+    model_path: str = setting(
+        "", label="Model path", placeholder="folder to import package.module from",
+        help="model custom with package.module:FUNC: the folder it is imported from",
+    )
     label: str = setting(
         "", label="Label", placeholder="optional name for this run", help="a name for this run"
     )
@@ -407,12 +513,20 @@ class BenchmarkConfig:
 
     @classmethod
     def from_json(cls, text: str) -> BenchmarkConfig:
+        if len(text) > MAX_CONFIG_CHARS:
+            raise ConfigError(
+                [ConfigProblem("config", f"is longer than {MAX_CONFIG_CHARS:,} characters")]
+            )
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 [ConfigProblem("config", f"is not valid JSON (line {exc.lineno}: {exc.msg})")]
             ) from None
+        except RecursionError:
+            raise ConfigError([ConfigProblem("config", "is nested too deeply")]) from None
+        except ValueError as exc:  # e.g. a number with thousands of digits
+            raise ConfigError([ConfigProblem("config", f"cannot be read: {str(exc)[:80]}")]) from None
         return cls.from_dict(data)
 
     # -- derived values ----------------------------------------------------
@@ -450,11 +564,35 @@ class BenchmarkConfig:
         live_variants = len(self.variants) if self.rounds > 1 else 1
         return per_variant * max(1, live_variants) + reference
 
+    def model_text(self) -> str:
+        """The model in a few words: ``MLP 1024,1024,512,10``, ``Transformer d256 …``."""
+        if self.model == "mlp_ln_residual":
+            return f"Residual MLP {self.layers}"
+        if self.model == "transformer":
+            parts = self.transformer.replace(" ", "").split(",")
+            if len(parts) == 5:
+                d, h, ffn, seq, layers = parts
+                return f"Transformer d{d} h{h} ffn{ffn} seq{seq} ×{layers}"
+            return f"Transformer {self.transformer}"
+        if self.model == "cnn":
+            return f"CNN {self.cnn}"
+        if self.model == "custom":
+            return f"custom {self.factory}"
+        return f"MLP {self.layers}"
+
     def slug(self) -> str:
         """Short text naming the config, for folder and file names."""
-        layers = "-".join(str(s) for s in self._sizes_or_empty())
         variants = "+".join(self.variants)[:40]
-        text = f"mlp{layers}_b{self.batch_size}_{self.dtype}_{self.device}_{variants}"
+        if self.model in ("mlp", "mlp_ln_residual"):
+            layers = "-".join(str(s) for s in self._sizes_or_empty())
+            name = f"{'mlp' if self.model == 'mlp' else 'resmlp'}{layers}"
+        elif self.model == "transformer":
+            name = "tf" + self.transformer.replace(",", "-")
+        elif self.model == "cnn":
+            name = "cnn" + self.cnn.replace(",", "-")
+        else:
+            name = "custom-" + self.factory.rsplit(":", 1)[-1]
+        text = f"{name}_b{self.batch_size}_{self.dtype}_{self.device}_{variants}"
         return re.sub(r"[^A-Za-z0-9_.+-]", "-", text)[:100]
 
     def _sizes_or_empty(self) -> list[int]:
@@ -487,6 +625,10 @@ class BenchmarkConfig:
                     f"{cudagraph[0]} records CUDA graphs during warm-up: "
                     f"use at least {CUDAGRAPH_MIN_WARMUP} warm-up iterations",
                 )
+            )
+        if self.model == "custom" and not self.factory.strip():
+            out.append(
+                ConfigProblem("factory", "a custom model needs its factory: path/to/model.py:make_model")
             )
         if self.rounds > self.iterations:
             out.append(
@@ -529,7 +671,7 @@ class BenchmarkConfig:
                 ConfigProblem("dtype", f"{self.dtype} is not supported on {device}")
             )
         memory = env.device_memory.get(device)
-        if memory and sizes_ok and self.batch_size >= 1:
+        if memory and sizes_ok and self.batch_size >= 1 and self.model == "mlp":
             need = self.estimated_memory_bytes()
             if need > memory:
                 out.append(

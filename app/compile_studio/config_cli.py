@@ -75,19 +75,33 @@ def config_from_args(
     return config_cls.from_dict(data)
 
 
+#: Largest --config file read (a run.json with its config qualifies).
+MAX_CONFIG_FILE_CHARS = 32 * 1024 * 1024
+
+
 def _read_config_file(path: Any) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
+            text = f.read(MAX_CONFIG_FILE_CHARS + 1)
     except OSError as exc:
         raise ConfigError(
             [ConfigProblem("--config", f"cannot read {path}: {exc.strerror}")]
         ) from None
+    except UnicodeDecodeError:
+        raise ConfigError([ConfigProblem("--config", f"{path} is not UTF-8 text")]) from None
+    if len(text) > MAX_CONFIG_FILE_CHARS:
+        raise ConfigError([ConfigProblem("--config", f"{path} is too large for a configuration")])
     try:
         loaded = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             [ConfigProblem("--config", f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})")]
+        ) from None
+    except RecursionError:
+        raise ConfigError([ConfigProblem("--config", f"{path} is nested too deeply")]) from None
+    except ValueError as exc:  # e.g. a number with thousands of digits
+        raise ConfigError(
+            [ConfigProblem("--config", f"{path} cannot be read: {str(exc)[:80]}")]
         ) from None
     if isinstance(loaded, dict) and isinstance(loaded.get("config"), dict):
         loaded = loaded["config"]

@@ -10,6 +10,9 @@ version, feeds every event to a :class:`~compile_studio.results.recorder.RunReco
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -17,14 +20,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import protocol
-from .config import BenchmarkConfig, ConfigProblem
+from .config import BenchmarkConfig, ConfigProblem, factory_file
 from .protocol import ErrorKind, RunStatus, VariantStatus
 from .results.recorder import RunRecorder
 from .results.run_result import RunResult
 from .results.store import RunStore
-from .supervisor import WorkerLauncher, WorkerProcess
+from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
 
 STOPPED_BY_USER = "stopped by the user"
+#: How long a worker may take to say ``hello`` (a cold remote start imports torch
+#: over a network file system); ``COMPILE_STUDIO_HELLO_TIMEOUT_S`` overrides it.
+HELLO_TIMEOUT_S = 600.0
+HELLO_TIMEOUT_ENV = "COMPILE_STUDIO_HELLO_TIMEOUT_S"
+
+
+def hello_timeout_s() -> float:
+    """The ``hello`` timeout: from the environment when set to a positive number."""
+    text = os.environ.get(HELLO_TIMEOUT_ENV, "")
+    try:
+        value = float(text[:20]) if text else HELLO_TIMEOUT_S
+    except ValueError:
+        return HELLO_TIMEOUT_S
+    return value if 0 < value < 1e7 else HELLO_TIMEOUT_S
 
 
 class Progress:
@@ -122,8 +139,10 @@ class RunSession:
         launcher: WorkerLauncher | None = None,
         on_event: Callable[[protocol.Event], None] | None = None,
         on_log: Callable[[str], None] | None = None,
+        hello_timeout: float | None = None,
     ):
         self.config = config
+        self.hello_timeout = hello_timeout if hello_timeout is not None else hello_timeout_s()
         self.folder: Path | None = (
             store.new_run_folder(config.slug()) if store is not None else None
         )
@@ -173,6 +192,30 @@ class RunSession:
         self._stopper.start()
 
     # -- the run ---------------------------------------------------------------------------
+    def _keep_factory(self, recorder: RunRecorder) -> None:
+        """A custom model's factory file: a copy in the run folder and its sha256 in run.json.
+
+        The file is copied as bytes, never imported here: its code runs in the worker only.
+        """
+        if self.config.model != "custom":
+            return
+        path = factory_file(self.config.factory)
+        if path is None or not path.is_file():
+            return
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return
+        recorder.run.measurement["factory_file"] = str(path.resolve())
+        recorder.run.measurement["factory_sha256"] = hashlib.sha256(data).hexdigest()
+        if recorder.folder is not None:
+            try:
+                (recorder.folder / "factory").mkdir(exist_ok=True)
+                (recorder.folder / "factory" / path.name).write_bytes(data)
+                recorder.run.measurement["factory_copy"] = f"factory/{path.name}"
+            except OSError:
+                pass
+
     @staticmethod
     def _note_load(recorder: RunRecorder, key: str) -> None:
         """The machine's load (other programs, CPU use) kept with the run, where readable."""
@@ -190,6 +233,18 @@ class RunSession:
     def _session_error(self, kind: ErrorKind, message: str) -> None:
         self._emit(protocol.ErrorEvent(kind=kind, message=message))
 
+    def _start_hello_timer(self, worker: WorkerProcess, silent: threading.Event) -> threading.Timer:
+        """Kill a worker that says nothing for ``hello_timeout`` seconds (sets ``silent``)."""
+
+        def expire() -> None:
+            silent.set()
+            worker.kill()
+
+        timer = threading.Timer(self.hello_timeout, expire)
+        timer.daemon = True
+        timer.start()
+        return timer
+
     def run(self) -> RunOutcome:
         """Run the benchmark to its end (blocking) and return how it ended."""
         try:
@@ -201,13 +256,18 @@ class RunSession:
             recorder.run.run_id = self.run_id
         self.recorder = recorder
         self._note_load(recorder, "load_before")
+        self._keep_factory(recorder)
         problems: list[ConfigProblem] | None = None
         worker: WorkerProcess | None = None
         saw_done = False
         refused = False
+        start_failed = False
+        silent = threading.Event()
+        hello_timer: threading.Timer | None = None
         try:
             worker = WorkerProcess(on_log=self.on_log, launcher=self.launcher)
             self.worker_pid = worker.pid
+            hello_timer = self._start_hello_timer(worker, silent)
             with self._lock:
                 self._worker = worker
                 self._worker_ready.set()
@@ -218,6 +278,7 @@ class RunSession:
                 worker.send_config(self.config.to_dict())
             for event in worker.events():
                 if isinstance(event, protocol.HelloEvent):
+                    hello_timer.cancel()
                     try:
                         protocol.check_hello(event)
                     except protocol.ProtocolMismatch as exc:
@@ -235,6 +296,11 @@ class RunSession:
                 recorder.handle(event)
                 self.progress.update(event)
                 self._emit(event)
+        except WorkerStartFailed as exc:
+            start_failed = worker is None
+            message = f"cannot start the worker process: {exc}"
+            self._session_error(ErrorKind.INTERNAL, message)
+            recorder.fail(message)
         except OSError as exc:
             message = f"cannot start the worker process: {exc}"
             self._session_error(ErrorKind.INTERNAL, message)
@@ -244,12 +310,21 @@ class RunSession:
             self._session_error(ErrorKind.INTERNAL, message)
             recorder.fail(message)
         finally:
+            if hello_timer is not None:
+                hello_timer.cancel()
             if worker is not None:
                 if self._stopper is not None:
                     self._stopper.join()
                 worker.stop()
                 if not saw_done and not refused:
-                    if self._stop_requested.is_set():
+                    if silent.is_set():
+                        message = (
+                            f"the worker did not say hello within {self.hello_timeout:.0f} s "
+                            f"and was stopped ({worker.exit_description()})"
+                        )
+                        self._session_error(ErrorKind.CRASHED, message)
+                        recorder.fail(message)
+                    elif self._stop_requested.is_set():
                         recorder.stop(self._stop_message)
                     else:
                         message = f"the worker process died ({worker.exit_description()})"
@@ -259,9 +334,14 @@ class RunSession:
                 recorder.cut_short(self._cut_short_message)
             self._note_load(recorder, "load_after")
             recorder.finish()
+        folder = recorder.folder
+        if start_failed and folder is not None:
+            # nothing ran: leave no folder behind that looks like a run
+            shutil.rmtree(folder, ignore_errors=True)
+            folder = None
         self.outcome = RunOutcome(
             run=recorder.run,
-            folder=recorder.folder,
+            folder=folder,
             config_problems=problems,
             stderr_tail=list(worker.stderr_tail[-10:]) if worker is not None else [],
             stop_requested=self._stop_requested.is_set(),

@@ -9,18 +9,37 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import protocol
 
-#: A command put in front of the worker (e.g. ``ssh gpu-node``), split on spaces.
+#: A command put in front of the worker (e.g. ``ssh gpu-node``), split as a shell would (shlex).
 WORKER_PREFIX_ENV = "COMPILE_STUDIO_WORKER_PREFIX"
+WORKER_CWD_ENV = protocol.WORKER_CWD_ENV
+
+
+class WorkerStartFailed(OSError):
+    """The worker command cannot be started; the message says why, in words."""
+
+
+def safe_start_folder() -> str:
+    """Where the worker process starts: the folder that holds the installed package.
+
+    ``python -m`` puts the folder it starts in first on ``sys.path``, and
+    Python 3.10 has no ``-P``; starting in the package's own parent means only
+    what is already importable is importable.
+    """
+    folder = Path(__file__).resolve().parent.parent
+    return str(folder) if folder.is_dir() else tempfile.gettempdir()
 
 
 @dataclass(frozen=True)
@@ -36,15 +55,26 @@ class WorkerLauncher:
     prefix: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
     env: dict[str, str] | None = None
+    #: why the prefix could not be read (the launch then fails saying so)
+    prefix_problem: str | None = None
 
     @classmethod
     def local(cls, env: dict[str, str] | None = None) -> WorkerLauncher:
-        """This machine's worker, with the prefix from ``COMPILE_STUDIO_WORKER_PREFIX``."""
-        prefix = tuple((env or os.environ).get(WORKER_PREFIX_ENV, "").split())
+        """This machine's worker, with the prefix from ``COMPILE_STUDIO_WORKER_PREFIX``.
+
+        The prefix is split as a shell would split it (quotes keep spaces).
+        """
+        text = (env or os.environ).get(WORKER_PREFIX_ENV, "")
+        try:
+            prefix = tuple(shlex.split(text))
+        except ValueError as exc:
+            return cls(env=env, prefix_problem=f"{WORKER_PREFIX_ENV}={text!r} cannot be read: {exc}")
         return cls(prefix=prefix, env=env)
 
     def argv(self, *args: str) -> list[str]:
         """The command line that starts a worker (a frozen app re-runs itself)."""
+        if self.prefix_problem:
+            raise WorkerStartFailed(self.prefix_problem)
         if self.command:
             cmd = [*self.command, *args]
         elif getattr(sys, "frozen", False):
@@ -56,6 +86,10 @@ class WorkerLauncher:
     def environment(self) -> dict[str, str]:
         child_env = dict(os.environ if self.env is None else self.env)
         child_env.setdefault("PYTHONUNBUFFERED", "1")
+        try:
+            child_env.setdefault(WORKER_CWD_ENV, os.getcwd())
+        except OSError:
+            pass
         return child_env
 
 
@@ -94,18 +128,33 @@ class WorkerProcess:
         args: tuple[str, ...] = (),
     ):
         launcher = launcher or WorkerLauncher.local()
-        self.proc = subprocess.Popen(
-            launcher.argv(*args),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            bufsize=1,
-            env=launcher.environment(),
-            start_new_session=True,
-        )
+        argv = launcher.argv(*args)
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                bufsize=1,
+                env=launcher.environment(),
+                cwd=safe_start_folder(),
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise WorkerStartFailed(
+                f"the worker command {argv[0]!r} was not found (command line: {shlex.join(argv)})"
+            ) from None
+        except PermissionError:
+            raise WorkerStartFailed(
+                f"the worker command {argv[0]!r} cannot be run (permission denied)"
+            ) from None
+        except OSError as exc:
+            raise WorkerStartFailed(
+                f"the worker command {argv[0]!r} cannot be started: {exc.strerror or exc}"
+            ) from None
         self.on_log = on_log
         self.stderr_tail: list[str] = []
         self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
@@ -156,6 +205,13 @@ class WorkerProcess:
             if event is None:
                 if line.strip():
                     self._log(line.rstrip("\n"))
+                    if _claims_to_be_an_event(line):
+                        shown = line.strip()[:300]
+                        self._log(f"[compile studio] malformed event from the worker: {shown}")
+                        yield protocol.ErrorEvent(
+                            kind=protocol.ErrorKind.INTERNAL,
+                            message=f"the worker sent a malformed event: {shown}",
+                        )
                 continue
             yield event
 
@@ -224,6 +280,18 @@ class WorkerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _claims_to_be_an_event(line: str) -> bool:
+    """Whether a line that did not decode is a JSON object naming an event type."""
+    text = line.strip()
+    if not text.startswith("{"):
+        return False
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("type") in protocol.EVENT_CLASSES
 
 
 class ProbeFailed(RuntimeError):

@@ -104,6 +104,20 @@ def _with_backend_modules(env: EnvironmentInfo, modules: list[str]) -> Environme
     )
 
 
+def _check_factory(config: BenchmarkConfig) -> None:
+    """Build the user's model once: any failure is a ConfigError on ``factory``.
+
+    The user's own traceback goes to stderr (the log); the message says why in a line.
+    """
+    from .engine.models import FactoryError, build_workload
+
+    try:
+        build_workload(config)
+    except FactoryError as exc:
+        traceback.print_exc(file=sys.stderr)
+        raise ConfigError([ConfigProblem("factory", str(exc))]) from None
+
+
 class IsolatedCompile:
     """Times a variant's first call in a fresh worker process (``--isolated-compile``).
 
@@ -184,8 +198,27 @@ def _isolated_compile_main(variant: str, sink: StreamSink) -> int:
     return 0
 
 
+def _return_to_user_folder() -> None:
+    """Back to the folder the user started in, without putting it on the import path.
+
+    The supervisor starts the worker in a safe folder (see
+    ``supervisor.safe_start_folder``): relative paths in the config (backend
+    module files) mean the user's folder again, while a ``torch.py`` lying
+    there is never imported. Empty ``sys.path`` entries (the current folder)
+    are dropped.
+    """
+    sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+    folder = os.environ.get(protocol.WORKER_CWD_ENV)
+    if folder:
+        try:
+            os.chdir(folder)
+        except OSError:
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _return_to_user_folder()
     out = _protocol_stdout()
     sink = StreamSink(out)
     if "--hello" in argv:
@@ -223,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         if config.backend_modules:
             env = _with_backend_modules(env, config.backend_modules)
         config.validate(env)
+        if config.model == "custom":
+            _check_factory(config)
     except ConfigError as exc:
         fields = {p.field for p in exc.problems}
         sink.event(

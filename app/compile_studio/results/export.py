@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
 from ..config import format_bytes
-from .formatting import SUMMARY_HEADERS, markdown_table, summary_cells
+from .formatting import SUMMARY_HEADERS, markdown_table, run_context, summary_cells, verdict_lines
 from .run_result import RunResult, summarize
 from .store import (
     GPU_STATE_CSV,
     RUN_JSON,
     SAMPLES_CSV,
     SUMMARY_CSV,
+    current_umask,
     gpu_state_to_csv,
     run_to_json,
     samples_to_csv,
@@ -25,8 +28,39 @@ class ExportFailed(OSError):
     """An export that could not be written; nothing partial was left behind."""
 
 
+#: Longest file-name stem an export writes.
+_MAX_STEM = 120
+
+
+def safe_file_stem(text: str, fallback: str = "run") -> str:
+    """``text`` as a plain file-name part: letters, digits and ``_ . + -`` only.
+
+    Names of exported files come from run content (a run id), which may come
+    from someone else's ``run.json``: no separator, no leading dot, no ``..``
+    survives, so the name can only mean a file in the chosen folder.
+    """
+    stem = re.sub(r"[^A-Za-z0-9_.+-]", "-", str(text))[:_MAX_STEM]
+    stem = re.sub(r"\.{2,}", ".", stem).lstrip(".-")
+    return stem or fallback
+
+
+def _inside(folder: Path, path: Path) -> Path:
+    """``path`` when it resolves to a file directly inside ``folder``; ExportFailed otherwise."""
+    where = folder.resolve()
+    target = where / path.name
+    if path.name in ("", ".", "..") or target.resolve().parent != where:
+        raise ExportFailed(f"refusing to write {path.name!r} outside {folder}")
+    return target
+
+
 def _write_all(files: dict[Path, bytes]) -> list[Path]:
-    """Write every file through a temp file; rename only when all were written."""
+    """Write every file through a temp file; rename only when all were written.
+
+    Every file must land directly inside its folder (see :func:`_inside`);
+    the files follow the user's umask like any other file they create.
+    """
+    files = {_inside(path.parent, path): data for path, data in files.items()}
+    mode = 0o666 & ~current_umask()
     temps: list[tuple[str, Path]] = []
     try:
         for path, data in files.items():
@@ -35,6 +69,7 @@ def _write_all(files: dict[Path, bytes]) -> list[Path]:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
                 fh.flush()
+                os.fchmod(fh.fileno(), mode)
                 os.fsync(fh.fileno())
         for tmp, path in temps:
             os.replace(tmp, path)
@@ -60,6 +95,7 @@ def export_run(run: RunResult, folder: str | Path, prefix: str = "") -> list[Pat
     folder = Path(folder)
     if not folder.is_dir():
         raise ExportFailed(f"cannot write to {folder}: no such folder")
+    prefix = safe_file_stem(prefix, fallback="") if prefix else ""
     files = {
         folder / f"{prefix}{SAMPLES_CSV}": samples_to_csv(run).encode(),
         folder / f"{prefix}{SUMMARY_CSV}": summary_to_csv(run).encode(),
@@ -70,12 +106,51 @@ def export_run(run: RunResult, folder: str | Path, prefix: str = "") -> list[Pat
     return _write_all(files)
 
 
+_MD_SPECIAL = re.compile(r"([\\`*<>~|#])")
+_MD_SPECIAL_IN_TABLE = re.compile(r"([\\`*<>~#])")
+#: an underscore that could start or end emphasis (``aot_eager`` stays as it is)
+_MD_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def md_text(value: object, table: bool = False) -> str:
+    """Text from a run as literal Markdown text: one line, markup characters escaped.
+
+    ``table`` leaves ``|`` to the table writer, which escapes it itself.
+    """
+    text = " ".join(str(value).split())
+    text = (_MD_SPECIAL_IN_TABLE if table else _MD_SPECIAL).sub(r"\\\1", text)
+    # a link or image needs "](" or "][": an interval such as [0.9–1.1] stays as it is
+    text = text.replace("](", "]\\(").replace("][", "]\\[")
+    return _MD_UNDERSCORE.sub(r"\\_", text)
+
+
+def md_code(value: object) -> str:
+    """Text from a run as a one-line Markdown code span, whatever backticks it holds."""
+    text = " ".join(str(value).split())
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or longest else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_fence(text: str) -> str:
+    """A fence longer than any run of backticks in ``text`` (it cannot close early)."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
-    """A report ready to paste into a GitHub issue about torch.compile."""
+    """A report ready to paste into a GitHub issue about torch.compile.
+
+    Every text that comes from the run (ids, messages, names, environment)
+    is escaped, so a crafted run.json cannot add links, images or markup.
+    """
     env = run.environment
     cfg = run.config
-    lines = [f"# Compile Studio run {run.run_id}", ""]
-    lines.append(f"Status: **{run.status}**" + (f" — {run.message}" if run.message else ""))
+    lines = [f"# Compile Studio run {md_text(run.run_id)}", ""]
+    lines.append(
+        f"Status: **{md_text(run.status)}**" + (f" — {md_text(run.message)}" if run.message else "")
+    )
     lines.append("")
     lines.append("## Environment")
     lines.append("")
@@ -93,14 +168,14 @@ def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
         ("app", run.app_version),
     ):
         if value:
-            lines.append(f"- {key}: `{value}`")
-    lines += ["", "## Configuration", "", "```json"]
-    import json
-
-    lines.append(json.dumps(cfg.to_dict() if cfg is not None else {}, indent=2, sort_keys=True))
-    lines += ["```", "", "## Results", ""]
+            lines.append(f"- {key}: {md_code(value)}")
+    lines.extend(f"- {key}: {md_text(value)}" for key, value in run_context(run) if key != "machine")
+    config_json = json.dumps(cfg.to_dict() if cfg is not None else {}, indent=2, sort_keys=True)
+    fence = md_fence(config_json)
+    lines += ["", "## Configuration", "", f"{fence}json", config_json, fence, "", "## Results", ""]
     rows = summarize(run)
-    lines.append(markdown_table(SUMMARY_HEADERS, [summary_cells(r) for r in rows]))
+    cells = [[md_text(c, table=True) for c in summary_cells(r)] for r in rows]
+    lines.append(markdown_table(SUMMARY_HEADERS, cells))
     lines.append("")
     in_rounds = any(r.interval_method == "rounds" for r in rows)
     method = (
@@ -119,27 +194,34 @@ def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
     judged = [r for r in rows if r.verdict and r.name != "eager"]
     if judged:
         lines += ["", "### Verdict", ""]
-        lines.extend(f"- **{r.name}**: {r.verdict_text}" for r in judged)
+        for r, line in zip(judged, verdict_lines(run, judged)):
+            lines.append(f"- **{md_text(r.name)}**: {md_text(line[len(r.name) + 2:])}")
     problems = [
         r for r in rows if r.error or r.noisy or r.allclose is False or r.graph_breaks or r.checks
     ]
     if problems:
         lines += ["", "### Notes", ""]
         for r in problems:
+            name = md_text(r.name)
             if r.error:
-                lines.append(f"- **{r.name}** failed: {r.error}")
+                lines.append(f"- **{name}** failed: {md_text(r.error)}")
             if r.noisy:
-                lines.append(f"- {r.name}: noisy (IQR {r.iqr_pct:.0f} % of the median)")
+                lines.append(f"- {name}: noisy (IQR {r.iqr_pct or 0:.0f} % of the median)")
             if r.checks:
-                lines.append(f"- {r.name}: {r.checks}")
+                lines.append(f"- {name}: {md_text(r.checks)}")
             if r.allclose is False:
-                lines.append(f"- {r.name}: output differs from the fp64 reference beyond tolerance")
+                lines.append(f"- {name}: output differs from the fp64 reference beyond tolerance")
             if r.graph_breaks:
                 reasons = run.variants[r.name].break_reasons
-                lines.append(f"- {r.name}: {r.graph_breaks} graph break(s): " + "; ".join(reasons[:3]))
+                lines.append(
+                    f"- {name}: {r.graph_breaks} graph break(s): "
+                    + "; ".join(md_text(x) for x in reasons[:3])
+                )
     peak = [r for r in rows if r.peak_memory_bytes]
     if peak:
-        lines += ["", "Peak memory: " + ", ".join(f"{r.name} {format_bytes(r.peak_memory_bytes or 0)}" for r in peak)]
+        lines += ["", "Peak memory: " + ", ".join(
+            f"{md_text(r.name)} {format_bytes(r.peak_memory_bytes or 0)}" for r in peak
+        )]
     if plot_png:
         lines += ["", f"![latency per iteration]({plot_png})"]
     return "\n".join(lines) + "\n"
@@ -152,6 +234,7 @@ def export_markdown(
     folder = Path(folder)
     if not folder.is_dir():
         raise ExportFailed(f"cannot write to {folder}: no such folder")
+    name = safe_file_stem(name, fallback="report")
     files: dict[Path, bytes] = {}
     png_name = None
     if plot_png_bytes is not None:

@@ -16,12 +16,12 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..protocol import RunStatus, VariantStatus
+from ..protocol import Phase, RunStatus, VariantStatus
 from .run_result import (
     GPU_STATE_COLUMNS,
     SCHEMA_VERSION,
@@ -30,6 +30,25 @@ from .run_result import (
     VariantResult,
     config_from_saved,
     summarize,
+)
+from .schema import (
+    ENVIRONMENT,
+    MAX_CSV_BYTES,
+    MAX_NAME,
+    MAX_RUN_JSON_BYTES,
+    MAX_VARIANTS,
+    MEASUREMENT,
+    RUN_DOCUMENT,
+    VARIANT_CHECKS,
+    CsvLines,
+    RunDamaged,
+    Schema,
+    cell_float,
+    cell_int,
+    cell_name,
+    check_regular_file,
+    parse_json_document,
+    read_bytes_capped,
 )
 
 RUN_JSON = "run.json"
@@ -41,19 +60,31 @@ SAMPLES_COLUMNS_V1 = SAMPLES_COLUMNS[:5]
 GPU_STATE_CSV = "gpu_state.csv"
 
 
-class RunDamaged(Exception):
-    """A run folder or file that cannot be read; the message says what is wrong."""
-
-
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` through a temp file + rename (see atomic_write_bytes)."""
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def current_umask() -> int:
+    """The process's umask (read without changing it where the system allows)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temp file in the same folder + rename.
 
-    On any failure the temp file is removed and ``path`` is left as it was.
+    The file gets the permissions the user's umask gives a new file (a temp
+    file starts private). On any failure the temp file is removed and
+    ``path`` is left as it was.
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -61,6 +92,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            os.fchmod(fh.fileno(), 0o666 & ~current_umask())
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -69,6 +101,25 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(value: Any) -> str:
+    """A CSV cell: numbers as they are (``-0.5`` stays a number), text that a
+    spreadsheet would run as a formula prefixed with ``'`` (see :func:`read_cell`)."""
+    if isinstance(value, str):
+        return "'" + value if value.startswith(_FORMULA_START) else value
+    return _fmt(value)
+
+
+def read_cell(text: str) -> str:
+    """The text :func:`safe_cell` wrote."""
+    if text.startswith("'") and text[1:2] and text[1:].startswith(_FORMULA_START):
+        return text[1:]
+    return text
 
 
 def _fmt(value: Any) -> str:
@@ -120,7 +171,7 @@ def summary_to_csv(run: RunResult) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(SummaryRow.fields())
     for row in summarize(run):
-        writer.writerow([_fmt(v) for v in row.to_dict().values()])
+        writer.writerow([safe_cell(v) for v in row.to_dict().values()])
     return buf.getvalue()
 
 
@@ -131,7 +182,7 @@ def samples_to_csv(run: RunResult) -> str:
     for name, v in run.variants.items():
         s = v.samples
         for i, p, w, d, r in zip(s.iteration, s.phase, s.wall_ms, s.device_ms, s.round):
-            writer.writerow([name, i, p, _fmt(w), _fmt(d), _fmt(r)])
+            writer.writerow([safe_cell(name), i, p, _fmt(w), _fmt(d), _fmt(r)])
     return buf.getvalue()
 
 
@@ -140,7 +191,7 @@ def gpu_state_to_csv(run: RunResult) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(GPU_STATE_COLUMNS)
     for row in run.gpu_state:
-        writer.writerow([_fmt(row.get(c)) for c in GPU_STATE_COLUMNS])
+        writer.writerow([safe_cell(row.get(c)) for c in GPU_STATE_COLUMNS])
     return buf.getvalue()
 
 
@@ -171,7 +222,7 @@ class RunWriter:
         dev = device_ms if device_ms is not None else [None] * len(wall_ms)
         r = _fmt(round_index)
         for k, (w, d) in enumerate(zip(wall_ms, dev)):
-            self._csv.writerow([variant, first_iteration + k, phase, _fmt(float(w)), _fmt(d), r])
+            self._csv.writerow([safe_cell(variant), first_iteration + k, phase, _fmt(float(w)), _fmt(d), r])
         self._samples.flush()
 
     def append_gpu_state(self, rows: list[dict[str, Any]]) -> None:
@@ -181,7 +232,7 @@ class RunWriter:
             self._gpu_csv = csv.writer(self._gpu, lineterminator="\n")
             self._gpu_csv.writerow(GPU_STATE_COLUMNS)
         for row in rows:
-            self._gpu_csv.writerow([_fmt(row.get(c)) for c in GPU_STATE_COLUMNS])
+            self._gpu_csv.writerow([safe_cell(row.get(c)) for c in GPU_STATE_COLUMNS])
         self._gpu.flush()
 
     def write_run_json(self) -> None:
@@ -200,76 +251,142 @@ class RunWriter:
 
 
 # -- reading ---------------------------------------------------------------
+#
+# Everything read goes through results.schema: regular files under a size
+# cap, typed and bounded values, one bad row or field skipped and counted.
 
-def _parse_float(text: str) -> float | None:
-    return float(text) if text != "" else None
+_SAMPLE_PHASES = frozenset(str(p) for p in Phase)
 
 
 def read_samples_csv(path: Path, run: RunResult) -> int:
     """Load samples.csv rows into ``run``; returns the number of rows skipped.
 
-    A last line cut short by a crash is skipped, not fatal.
+    A row that does not fit (a last line cut short by a crash, undecodable
+    bytes, an overlong field, a value that is not a finite number) is skipped
+    and counted, not fatal. Raises :class:`RunDamaged` when the file cannot be
+    read or does not start with the samples header.
     """
+    lines = CsvLines(path)
+    skipped = 0
+    reader = csv.reader(lines)
+    try:
+        header = next(reader, None)
+    except csv.Error:
+        header = None
+    if header not in (SAMPLES_COLUMNS, SAMPLES_COLUMNS_V1):
+        raise RunDamaged(
+            f"{path.name} does not start with the header {','.join(SAMPLES_COLUMNS)}"
+        )
+    width = len(header)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error:
+            skipped += 1
+            continue
+        if len(row) != width:
+            skipped += 1
+            continue
+        try:
+            variant = cell_name(read_cell(row[0]))
+            iteration = cell_int(row[1])
+            phase = row[2]
+            if phase not in _SAMPLE_PHASES:
+                raise ValueError("unknown phase")
+            wall_ms = cell_float(row[3])
+            device_ms = cell_float(row[4], optional=True)
+            round_index = cell_int(row[5], optional=True) if width > 5 else None
+        except ValueError:
+            skipped += 1
+            continue
+        if variant not in run.variants and len(run.variants) >= MAX_VARIANTS:
+            skipped += 1
+            continue
+        s = run.variant(variant).samples
+        s.iteration.append(iteration)  # type: ignore[arg-type]
+        s.phase.append(phase)
+        s.wall_ms.append(wall_ms)  # type: ignore[arg-type]
+        s.device_ms.append(device_ms)
+        s.round.append(round_index)
+    return skipped + lines.skipped
+
+
+_GPU_CELLS: dict[str, Any] = {
+    "t_s": lambda t: cell_float(t, optional=True),
+    "gpu": lambda t: cell_int(t, optional=True),
+    "variant": lambda t: cell_name(read_cell(t)) if t else None,
+    "iteration": lambda t: cell_int(t, optional=True),
+    "sm_clock_mhz": lambda t: cell_int(t, optional=True),
+    "temperature_c": lambda t: cell_int(t, optional=True),
+    "power_w": lambda t: cell_float(t, optional=True),
+}
+
+
+def read_gpu_state_csv(path: Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
+    """GPU state readings from gpu_state.csv (rows that do not fit are skipped and counted)."""
+    rows: list[dict[str, Any]] = []
     skipped = 0
     try:
-        fh = open(path, encoding="utf-8", newline="")
-    except OSError as exc:
-        raise RunDamaged(f"cannot read {path.name}: {exc.strerror}") from None
-    with fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if header not in (SAMPLES_COLUMNS, SAMPLES_COLUMNS_V1):
-            raise RunDamaged(
-                f"{path.name} does not start with the header {','.join(SAMPLES_COLUMNS)}"
-            )
-        width = len(header)
-        for row in reader:
-            if len(row) != width:
+        lines = CsvLines(path)
+        reader = csv.reader(lines)
+        try:
+            header = next(reader, None)
+        except csv.Error:
+            header = None
+        if header != GPU_STATE_COLUMNS:
+            raise RunDamaged(f"{path.name} does not start with its header")
+        while True:
+            try:
+                raw = next(reader)
+            except StopIteration:
+                break
+            except csv.Error:
+                skipped += 1
+                continue
+            if len(raw) != len(GPU_STATE_COLUMNS):
                 skipped += 1
                 continue
             try:
-                variant, it, phase, wall, dev = row[:5]
-                iteration = int(it)
-                wall_ms = float(wall)
-                device_ms = _parse_float(dev)
-                round_index = int(row[5]) if width > 5 and row[5] != "" else None
+                rows.append({c: _GPU_CELLS[c](v) for c, v in zip(GPU_STATE_COLUMNS, raw)})
             except ValueError:
                 skipped += 1
-                continue
-            s = run.variant(variant).samples
-            s.iteration.append(iteration)
-            s.phase.append(phase)
-            s.wall_ms.append(wall_ms)
-            s.device_ms.append(device_ms)
-            s.round.append(round_index)
-    return skipped
-
-
-def read_gpu_state_csv(path: Path) -> list[dict[str, Any]]:
-    """GPU state readings from gpu_state.csv (unreadable rows are skipped)."""
-    types = {"t_s": float, "gpu": int, "variant": str, "iteration": int,
-             "sm_clock_mhz": int, "temperature_c": int, "power_w": float}
-    rows = []
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
-            if next(reader, None) != GPU_STATE_COLUMNS:
-                return []
-            for raw in reader:
-                if len(raw) != len(GPU_STATE_COLUMNS):
-                    continue
-                try:
-                    rows.append(
-                        {c: (types[c](v) if v != "" else None) for c, v in zip(GPU_STATE_COLUMNS, raw)}
-                    )
-                except ValueError:
-                    continue
-    except OSError:
-        return []
+        skipped += lines.skipped
+    except RunDamaged as exc:
+        if problems is not None:
+            problems.append(str(exc))
+        return rows
+    if skipped and problems is not None:
+        problems.append(f"{path.name}: {skipped} unreadable rows skipped")
     return rows
 
 
-_VARIANT_FIELDS = {f.name for f in fields(VariantResult)} - {"samples", "name"}
+_VARIANT = Schema.of_dataclass("variant", VariantResult, skip=("samples", "name"))
+
+
+def _read_variants(data: dict[str, Any], run: RunResult, problems: list[str]) -> None:
+    for name, meta in data.items():
+        if not isinstance(name, str) or len(name) > MAX_NAME or not name:
+            problems.append("a variant with an unusable name was left out")
+            continue
+        if len(run.variants) >= MAX_VARIANTS:
+            problems.append(f"more than {MAX_VARIANTS} variants: the rest were left out")
+            break
+        v = run.variant(name)
+        if not isinstance(meta, dict):
+            problems.append(f"variant {name[:40]!r} is not an object")
+            v.status = VariantStatus.FAILED
+            continue
+        status = meta.get("status")
+        values = _VARIANT.read({k: x for k, x in meta.items() if k != "status"}, problems)
+        for key, value in values.items():
+            setattr(v, key, value)
+        v.status = VariantStatus.parse(
+            status if isinstance(status, str) else None, VariantStatus.FAILED
+        )
+        if v.checks:
+            v.checks = VARIANT_CHECKS.read(v.checks, problems)
 
 
 def load_run(path: str | Path) -> RunResult:
@@ -278,9 +395,21 @@ def load_run(path: str | Path) -> RunResult:
     Exported files with a prefix (``<prefix>run.json`` beside
     ``<prefix>samples.csv``) load as a pair from either file.
 
-    Raises :class:`RunDamaged` with a readable reason when it cannot.
+    Every value is checked (see :mod:`results.schema`): a field that does not
+    fit falls back to its default, a row that does not fit is skipped, and
+    both are listed in ``run.load_problems``. Raises :class:`RunDamaged` with a
+    readable reason when the run cannot be read at all, and nothing else.
     """
-    path = Path(path)
+    try:
+        return _load_run(Path(path))
+    except RunDamaged:
+        raise
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError,
+            MemoryError, csv.Error) as exc:
+        raise RunDamaged(f"cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def _load_run(path: Path) -> RunResult:
     if path.is_dir():
         folder = path
         run_json = folder / RUN_JSON
@@ -291,59 +420,47 @@ def load_run(path: str | Path) -> RunResult:
         # an exported pair shares a prefix: "<prefix>samples.csv" + "<prefix>run.json"
         prefix = path.name[: -len(SAMPLES_CSV)] if path.name.endswith(SAMPLES_CSV) else None
         if prefix is not None and (path.parent / f"{prefix}{RUN_JSON}").exists():
-            return load_run(path.parent / f"{prefix}{RUN_JSON}")
+            return _load_run(path.parent / f"{prefix}{RUN_JSON}")
         return _load_bare_samples(path)
     else:
         folder = path.parent
         run_json = path
         prefix = path.name[: -len(RUN_JSON)] if path.name.endswith(RUN_JSON) else ""
         samples = folder / f"{prefix}{SAMPLES_CSV}"
-    try:
-        text = run_json.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunDamaged(f"{run_json} does not exist") from None
-    except OSError as exc:
-        raise RunDamaged(f"cannot read {run_json.name}: {exc.strerror}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RunDamaged(f"{run_json.name} is damaged (line {exc.lineno}: {exc.msg})") from None
+    doc = parse_json_document(read_bytes_capped(run_json, MAX_RUN_JSON_BYTES), run_json.name)
     if not isinstance(doc, dict) or "config" not in doc or "variants" not in doc:
         raise RunDamaged(f"{run_json.name} is not a Compile Studio run record")
-    try:
-        run = RunResult(
-            run_id=str(doc.get("run_id", folder.name)),
-            created=str(doc.get("created", "")),
-            config=config_from_saved(doc["config"]),
-            environment=dict(doc.get("environment") or {}),
-            measurement=dict(doc.get("measurement") or {}),
-            status=RunStatus.parse(doc.get("status"), RunStatus.INCOMPLETE),
-            message=str(doc.get("message", "")),
-            app_version=str(doc.get("app_version", "")),
-            schema_version=int(doc.get("schema_version", SCHEMA_VERSION)),
-        )
-        for name, meta in dict(doc["variants"]).items():
-            v = run.variant(name)
-            for key, value in dict(meta).items():
-                if key == "status":
-                    v.status = VariantStatus.parse(value, VariantStatus.FAILED)
-                elif key in _VARIANT_FIELDS:
-                    setattr(v, key, value)
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise RunDamaged(f"{run_json.name} has unexpected content ({exc})") from None
+    problems: list[str] = []
+    top = RUN_DOCUMENT.read(doc, problems)
+    if not isinstance(top.get("variants"), dict):
+        raise RunDamaged(f"{run_json.name}: variants is not an object")
+    run = RunResult(
+        run_id=top.get("run_id") or folder.name,
+        created=top.get("created") or "",
+        config=config_from_saved(top.get("config")),
+        environment=ENVIRONMENT.read(top.get("environment") or {}, problems),
+        measurement=MEASUREMENT.read(top.get("measurement") or {}, problems),
+        status=RunStatus.parse(top.get("status"), RunStatus.INCOMPLETE),
+        message=top.get("message") or "",
+        app_version=top.get("app_version") or "",
+        schema_version=top.get("schema_version") or SCHEMA_VERSION,
+    )
+    _read_variants(top["variants"], run, problems)
     gpu_csv = samples.parent / samples.name.replace(SAMPLES_CSV, GPU_STATE_CSV)
-    if gpu_csv.exists():
-        run.gpu_state = read_gpu_state_csv(gpu_csv)
-    if samples.exists():
+    if gpu_csv.exists() or gpu_csv.is_symlink():
+        run.gpu_state = read_gpu_state_csv(gpu_csv, problems)
+    if samples.exists() or samples.is_symlink():
         skipped = read_samples_csv(samples, run)
-        if skipped and run.status == "complete":
-            raise RunDamaged(f"{SAMPLES_CSV} has {skipped} unreadable rows")
+        if skipped:
+            problems.append(f"{SAMPLES_CSV}: {skipped} unreadable rows skipped")
     elif run.status == "complete":
         raise RunDamaged(f"{SAMPLES_CSV} is missing")
+    run.load_problems = problems
     return run
 
 
 def _load_bare_samples(path: Path) -> RunResult:
+    check_regular_file(path, MAX_CSV_BYTES)
     run = RunResult(
         run_id=path.stem if path.name != SAMPLES_CSV else path.parent.name,
         created=datetime.fromtimestamp(path.stat().st_mtime).isoformat(timespec="seconds"),
@@ -351,11 +468,13 @@ def _load_bare_samples(path: Path) -> RunResult:
         status=RunStatus.COMPLETE,
         message=f"samples only, from {path.name}",
     )
-    read_samples_csv(path, run)
+    skipped = read_samples_csv(path, run)
     for v in run.variants.values():
         v.status = VariantStatus.DONE
     if not run.variants:
         raise RunDamaged(f"{path.name} holds no samples")
+    if skipped:
+        run.load_problems = [f"{path.name}: {skipped} unreadable rows skipped"]
     return run
 
 
@@ -397,13 +516,19 @@ class RunStore:
         if not self.root.is_dir():
             return []
         out = []
-        for folder in sorted(self.root.iterdir(), reverse=True):
+        try:
+            entries = sorted(self.root.iterdir(), reverse=True)
+        except OSError:
+            return []
+        for folder in entries:
             if not folder.is_dir() or folder.name.startswith("."):
                 continue
             try:
                 out.append(RunListing(folder, load_run(folder)))
             except RunDamaged as exc:
                 out.append(RunListing(folder, None, str(exc)))
+            except Exception as exc:  # noqa: BLE001 - one run never stops the listing
+                out.append(RunListing(folder, None, f"cannot be read ({type(exc).__name__})"))
         return out
 
     def delete(self, folder: str | Path) -> None:
