@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+from typing import Any
+
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QPen
@@ -87,21 +90,32 @@ def style_plot_item(item: pg.PlotItem, left: str, bottom: str | None) -> None:
 
 
 def make_legend(item: pg.PlotItem) -> pg.LegendItem:
-    """A legend in the top-right corner of ``item``."""
-    return item.addLegend(
+    """A legend in the top-right corner of ``item``; its entries are plain text.
+
+    pyqtgraph renders legend labels as HTML: a run label from a shared run
+    folder is escaped, so it shows as typed (``bs<64``) and never as markup.
+    """
+    legend = item.addLegend(
         offset=(-10, 10),
         brush=pg.mkBrush(*LEGEND_BRUSH),
         pen=pg.mkPen(200, 200, 200),
         labelTextColor=FOREGROUND,
         labelTextSize="9pt",
     )
+    add = legend.addItem
+
+    def add_plain(entry: Any, name: str) -> None:
+        add(entry, html.escape(str(name)))
+
+    legend.addItem = add_plain
+    return legend
 
 
 def set_legend_text(legend: pg.LegendItem, curve: pg.PlotDataItem, text: str) -> None:
     """Rename ``curve`` in ``legend`` (nothing when it is not listed)."""
     label = legend.getLabel(curve)
     if label is not None:
-        label.setText(text)
+        label.setText(html.escape(text))
         # Lay the legend out now, not in a posted event (one left pending when
         # Python exits makes PySide crash in its clean-up).
         legend.layout.activate()
