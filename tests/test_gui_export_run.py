@@ -75,8 +75,10 @@ def test_markdown_report_has_the_table_and_a_real_plot_image(qtbot, tiny_config,
     assert f"![latency per iteration]({png.name})" in text
     image = QImage(str(png))
     assert not image.isNull()
-    plot = window.plots.latency_plot
-    assert (image.width(), image.height()) == (plot.width(), plot.height())
+    figure = window.exports.report_figure(run)
+    scale = window.exports.png_scale()
+    assert (image.width(), image.height()) == (figure.width() * scale, figure.height() * scale)
+    figure.deleteLater()
     # not a blank picture: the curves put colour on it
     colours = {image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)}
     assert len(colours) > 5

@@ -1,14 +1,18 @@
 """``compile-studio-cli``: run benchmarks headless, show and compare saved runs.
 
 ``run`` drives the same worker process as the window and writes the same run
-folder. Exit codes: 0 done, 2 bad configuration (every problem listed),
-3 runtime failure, 130 interrupted (the partial run is saved).
+folder. ``show`` and ``compare`` take a run id as ``list`` prints it, a
+unique prefix, ``latest``/``latest~N``, a row number of ``list`` or a path.
+Exit codes: 0 done, 2 bad configuration or a run that cannot be found (every
+problem listed), 3 runtime failure, 130 interrupted (the partial run is saved).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import re
 import signal
 import sys
 import threading
@@ -18,9 +22,16 @@ from typing import TextIO
 from . import __version__, protocol
 from .config import ConfigError, ConfigProblem
 from .config_cli import add_config_flags, config_from_args
-from .protocol import RunStatus
+from .protocol import RunStatus, VariantStatus
 from .results import RunDamaged, RunResult, RunStore, load_run, summarize
-from .results.formatting import SUMMARY_HEADERS, summary_cells, text_table
+from .results.formatting import (
+    SUMMARY_HEADERS,
+    fmt_pays_off,
+    fmt_speedup_ratio,
+    plural,
+    summary_cells,
+    text_table,
+)
 from .results.locations import default_run_store
 from .session import Progress, RunSession
 from .supervisor import ProbeFailed, probe_environment
@@ -43,15 +54,101 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, metavar="DIR", help="run store folder (default: the app's)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     add_config_flags(run)
-    show = sub.add_parser("show", help="print a saved run's summary table")
-    show.add_argument("run", type=Path, help="run folder, run.json or samples.csv")
-    compare = sub.add_parser("compare", help="print saved runs side by side")
-    compare.add_argument("runs", type=Path, nargs="+", help="run folders, run.json or samples.csv files")
+    show = sub.add_parser(
+        "show", help="print a saved run's summary table", epilog=RUN_REF_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    show.add_argument("run", metavar="RUN", help="run id, unique prefix, latest, latest~N, list index or path")
+    show.add_argument("--out", type=Path, metavar="DIR", help="run store folder (default: the app's)")
+    compare = sub.add_parser(
+        "compare", help="print saved runs side by side", epilog=RUN_REF_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    compare.add_argument("runs", metavar="RUN", nargs="+", help="runs, as for show; the first is the reference")
+    compare.add_argument("--out", type=Path, metavar="DIR", help="run store folder (default: the app's)")
     sub.add_parser("env", help="print what this machine and torch offer")
-    sub.add_parser("list", help="list the saved runs of the run store").add_argument(
+    sub.add_parser("list", help="list the saved runs of the run store, newest first").add_argument(
         "--out", type=Path, metavar="DIR", help="run store folder (default: the app's)"
     )
     return parser
+
+
+RUN_REF_HELP = """\
+RUN is any of:
+  20261202-153333_mlp…   a run id as `list` prints it, or any unique prefix of it
+  latest, latest~1, …    the newest run, the one before it, …
+  1, 2, …                the row number `list` prints (1 = newest)
+  PATH                   a run folder, run.json or samples.csv anywhere
+A run that cannot be found is a usage error (exit 2) listing close matches."""
+
+
+class RunNotFound(Exception):
+    """A run reference that names no run (or several); the message says which and lists close matches."""
+
+
+_LATEST = re.compile(r"^latest(?:~(\d+))?$")
+#: A row of ``list``: ``3`` or ``#3`` (a bare number that is no row may begin a run id).
+_INDEX = re.compile(r"^#?(\d{1,7})$")
+
+
+def store_folders(store: RunStore) -> list[Path]:
+    """The run folders of ``store`` in the order ``list`` prints them (newest first)."""
+    if not store.root.is_dir():
+        return []
+    return [
+        f for f in sorted(store.root.iterdir(), reverse=True) if f.is_dir() and not f.name.startswith(".")
+    ]
+
+
+def resolve_run(ref: str, store: RunStore) -> Path:
+    """The path of the run ``ref`` names; raises :class:`RunNotFound` saying why not.
+
+    An existing path wins; then ``latest``/``latest~N``, a row number of
+    ``list`` (1 = newest), an exact run id, a unique prefix of one.
+    """
+    path = Path(ref).expanduser()
+    if path.exists():
+        return path
+    folders = store_folders(store)
+    where = f"the run store {store.root}"
+    latest = _LATEST.match(ref)
+    index = _INDEX.match(ref)
+    if index and not ref.startswith("#") and not 1 <= int(index.group(1)) <= len(folders):
+        # a bare number beyond the list's rows may still be the start of a run id
+        if any(f.name.startswith(ref) for f in folders):
+            index = None
+    if latest or index:
+        k = int(latest.group(1) or 0) if latest else int(index.group(1)) - 1 if index else 0
+        if not folders:
+            raise RunNotFound(f"{ref}: {where} has no runs")
+        if not 0 <= k < len(folders):
+            raise RunNotFound(
+                f"{ref}: {where} has {plural(len(folders), 'run')} "
+                f"(latest … latest~{len(folders) - 1}, or 1 … {len(folders)})"
+            )
+        return folders[k]
+    names = [f.name for f in folders]
+    if ref in names:
+        return store.root / ref
+    matches = [n for n in names if n.startswith(ref)]
+    if len(matches) == 1:
+        return store.root / matches[0]
+    if matches:
+        shown = "\n".join(f"  {n}" for n in matches[:10])
+        more = f"\n  … and {len(matches) - 10} more" if len(matches) > 10 else ""
+        raise RunNotFound(
+            f"{ref}: the prefix matches {plural(len(matches), 'run')} in {where}; "
+            f"give more of the id:\n{shown}{more}"
+        )
+    close = [n for n in names if ref.lower() in n.lower()]
+    close += [n for n in difflib.get_close_matches(ref, names, n=5, cutoff=0.5) if n not in close]
+    if not folders:
+        hint = f"{where} has no runs"
+    elif close:
+        hint = "close matches:\n" + "\n".join(f"  {n}" for n in close[:5])
+    else:
+        hint = "`compile-studio-cli list` shows the runs there"
+    raise RunNotFound(f"{ref}: no such file, and no run with this id in {where}; {hint}")
 
 
 class ProgressBar:
@@ -128,31 +225,34 @@ class ProgressBar:
             self.stream.flush()
 
 
+def variant_count(run: RunResult) -> str:
+    """``3 variants``, saying how many of them did not run (``3 variants, 1 not run``)."""
+    text = plural(len(run.variants), "variant")
+    not_run = sum(1 for v in run.variants.values() if v.status == VariantStatus.NOT_RUN)
+    return text + (f", {not_run} not run" if not_run else "")
+
+
 def print_run(run: RunResult, out: TextIO) -> None:
     """The summary table of one run, with a one-line verdict per compiled variant."""
     out.write(f"{run.title()}  [{run.status}]\n")
-    if run.environment.get("torch"):
-        workload = run.config.workload if run.config is not None else ""
-        out.write(
-            f"torch {run.environment.get('torch')} · "
-            f"{workload} · {len(run.variants)} variants · run {run.run_id}\n"
-        )
+    torch = run.environment.get("torch")
+    parts = [
+        f"torch {torch}" if torch else "",
+        run.config.workload if run.config is not None else "",
+        variant_count(run),
+        f"run {run.run_id}",
+    ]
+    out.write(" · ".join(p for p in parts if p) + "\n")
     rows = summarize(run)
     out.write(text_table(SUMMARY_HEADERS, [summary_cells(r) for r in rows]) + "\n")
     for r in rows:
         if r.error:
-            out.write(f"! {r.name} failed: {r.error}\n")
+            out.write(f"! {r.name} {r.status}: {r.error}\n")
         elif r.name != "eager" and r.verdict:
             line = f"= {r.name}: {r.verdict_text}"
-            if r.compile_s is not None and r.verdict in ("faster", "slower"):
-                from .results.formatting import fmt_break_even
-
-                be = (
-                    f"pays off after {fmt_break_even(r)} calls"
-                    if r.break_even_calls is not None
-                    else "never pays off"
-                )
-                line += f"; compile {r.compile_s:.2f} s, {be}"
+            pays_off = fmt_pays_off(r)
+            if r.compile_s is not None and pays_off is not None:
+                line += f"; compile {r.compile_s:.2f} s, {pays_off}"
             out.write(line + "\n")
     if run.message:
         out.write(f"note: {run.message}\n")
@@ -187,16 +287,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         session.request_stop("interrupted")
 
     old = signal.signal(signal.SIGINT, on_sigint)
+    old_term = signal.signal(signal.SIGTERM, on_sigint)
     try:
         outcome = session.run()
     finally:
         progress.close()
         signal.signal(signal.SIGINT, old)
+        signal.signal(signal.SIGTERM, old_term)
     if outcome.config_problems is not None:
         _print_problems(outcome.config_problems)
         return EXIT_BAD_CONFIG
     if outcome.status == RunStatus.FAILED and outcome.stderr_tail and not outcome.stop_requested:
         sys.stderr.write("\n".join(outcome.stderr_tail) + "\n")
+    if outcome.folder is None:
+        sys.stderr.write(f"error: {outcome.run.message}\n")
+        return EXIT_FAILED
     print_run(outcome.run, sys.stdout)
     sys.stdout.write(f"saved: {outcome.folder}\n")
     if outcome.stop_requested or outcome.status == RunStatus.STOPPED:
@@ -220,8 +325,24 @@ def _load(path: Path) -> RunResult | None:
         return None
 
 
+def _resolve_all(refs: list[str], out: Path | None) -> list[Path] | None:
+    """The paths of ``refs``; None (after saying why on stderr) when any names no run."""
+    store = RunStore(out or default_run_store())
+    paths, ok = [], True
+    for ref in refs:
+        try:
+            paths.append(resolve_run(ref, store))
+        except RunNotFound as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            ok = False
+    return paths if ok else None
+
+
 def cmd_show(args: argparse.Namespace) -> int:
-    run = _load(args.run)
+    paths = _resolve_all([args.run], args.out)
+    if paths is None:
+        return EXIT_BAD_CONFIG
+    run = _load(paths[0])
     if run is None:
         return EXIT_FAILED
     print_run(run, sys.stdout)
@@ -229,19 +350,39 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def compare_table(runs: list[RunResult]) -> str:
-    """Runs side by side: one row per (run, variant)."""
-    headers = ["run", *SUMMARY_HEADERS]
+    """Runs side by side: one row per (run, variant), with each variant's speed against run #1.
+
+    ``vs #1`` is run #1's median of the same variant over this one's: above
+    1 it is faster here than in run #1. Each run is named by its number; the
+    legend above the table gives its full id, label and model.
+    """
+    headers = ["run", "vs #1", *SUMMARY_HEADERS]
     rows = []
+    reference = {r.name: r.median_ms for r in summarize(runs[0])} if runs else {}
     for k, run in enumerate(runs, 1):
-        name = run.label or f"#{k} {run.run_id}"
         for r in summarize(run):
-            rows.append([name[:40], *summary_cells(r)])
-    legend = "\n".join(f"#{k} {run.run_id}: {run.title()} [{run.status}]" for k, run in enumerate(runs, 1))
-    return legend + "\n\n" + text_table(headers, rows)
+            ref = reference.get(r.name)
+            ratio = (
+                "ref" if k == 1 and r.median_ms is not None
+                else fmt_speedup_ratio(ref, r.median_ms)
+            )
+            rows.append([f"#{k}", ratio, *summary_cells(r)])
+    legend = "\n".join(
+        f"#{k} {run.run_id}" + (f" ({run.label})" if run.label else "") + f": {run.title()} [{run.status}]"
+        for k, run in enumerate(runs, 1)
+    )
+    note = (
+        "vs #1 = run #1's median of the same variant / this run's "
+        "(above 1.00×: faster than in run #1)"
+    )
+    return legend + "\n\n" + text_table(headers, rows, left=3) + "\n" + note
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    runs = [_load(p) for p in args.runs]
+    paths = _resolve_all(args.runs, args.out)
+    if paths is None:
+        return EXIT_BAD_CONFIG
+    runs = [_load(p) for p in paths]
     ok = [r for r in runs if r is not None]
     if not ok:
         return EXIT_FAILED
@@ -262,20 +403,23 @@ def cmd_env(_: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     store = RunStore(args.out or default_run_store())
     rows = []
-    for listing in store.list_runs():
+    for k, listing in enumerate(store.list_runs(), 1):
         if listing.run is None:
-            rows.append([listing.folder.name, "damaged", "", listing.problem or ""])
+            rows.append([str(k), listing.folder.name, "damaged", "", listing.problem or ""])
             continue
         best = listing.run.best_speedup()
         rows.append(
             [
+                str(k),
                 listing.folder.name,
                 listing.run.status,
                 "–" if best is None else f"{best:.2f}×",
                 listing.run.title(),
             ]
         )
-    sys.stdout.write(f"{store.root}\n" + text_table(["run", "status", "best", "model"], rows) + "\n")
+    sys.stdout.write(
+        f"{store.root}\n" + text_table(["#", "run", "status", "best", "model"], rows, left=2) + "\n"
+    )
     return EXIT_OK
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -28,7 +29,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..config import BenchmarkConfig, ConfigProblem, EnvironmentInfo, FieldSpec, config_fields
+from ..config import (
+    AA_CONTROL,
+    BenchmarkConfig,
+    ConfigProblem,
+    EnvironmentInfo,
+    FieldSpec,
+    config_fields,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +77,72 @@ class FieldEditor:
     set_environment: Callable[[EnvironmentInfo], None] | None = None
 
 
+#: One tooltip per variant: what it runs and when to choose it.
+VARIANT_HELP = {
+    "eager": "The model as written, without torch.compile: the baseline every speedup is measured against.",
+    AA_CONTROL: "A/A control: a second, independent copy of eager measured like the others. Its "
+    "'speedup' should be 1.00; how far it lands from 1.00 is this machine's noise floor, and "
+    "differences smaller than that are reported as 'cannot tell'.",
+    "default": "torch.compile with Inductor's default mode: fused kernels, a moderate compile time. "
+    "The first thing to try.",
+    "reduce-overhead": "Inductor plus CUDA graphs: replays whole graphs to cut per-call launch "
+    "overhead; helps small batches on a GPU. CUDA only: on another device there are no graphs "
+    "to replay.",
+    "max-autotune": "Inductor that benchmarks several kernel choices (and uses CUDA graphs on a "
+    "GPU): the slowest compile, often the fastest calls on a GPU.",
+    "max-autotune-no-cudagraphs": "max-autotune without CUDA graphs: the autotuned kernels alone.",
+    "lite": "Inductor's lite mode: a light compile that skips most fusion and autotuning; a quick "
+    "check of what compiling costs and gives.",
+    "inductor": "The Inductor backend chosen by name (the same as the default mode).",
+    "cudagraphs": "CUDA graphs only, no Inductor kernels: the launch-overhead saving alone. "
+    "CUDA only: on another device nothing is captured.",
+    "aot_eager": "AOTAutograd tracing with eager kernels: compiles fast, gains nothing by itself; "
+    "separates a problem of tracing from one of Inductor.",
+}
+#: Variants that only do what their name says on a CUDA device.
+CUDA_ONLY_VARIANTS = ("reduce-overhead", "cudagraphs")
+
+
+def variant_tooltip(name: str, device: str | None = None) -> str:
+    """What variant ``name`` runs; on a non-CUDA ``device``, says when it cannot apply there."""
+    text = VARIANT_HELP.get(name, f"The torch.compile mode or backend {name!r}, as this torch offers it.")
+    if device is not None and not device.startswith("cuda") and name in CUDA_ONLY_VARIANTS:
+        text = f"Needs a CUDA device: on {device} it measures no CUDA graphs.\n\n" + text
+    return text
+
+
 class VariantChecklist(QListWidget):
-    """A check box per variant: eager and the compile modes and backends on offer."""
+    """A check box per variant: eager and the compile modes and backends on offer.
+
+    Each variant has a tooltip saying what it is; with :meth:`set_device` on a
+    device other than CUDA, the CUDA-only ones are greyed and say so.
+    """
+
+    _device: str | None = None
+
+    def set_device(self, device: str | None) -> None:
+        """Mark the variants for ``device`` (None: unknown, nothing marked)."""
+        self._device = device
+        for i in range(self.count()):
+            self._mark(self.item(i))
+
+    def cuda_only_marked(self) -> list[str]:
+        """The variants marked as unable to apply on the device set."""
+        return [
+            self.item(i).text()
+            for i in range(self.count())
+            if self.item(i).data(Qt.ItemDataRole.ForegroundRole) is not None
+        ]
+
+    def _mark(self, item: QListWidgetItem) -> None:
+        name = item.text()
+        item.setToolTip(variant_tooltip(name, self._device))
+        off = (
+            self._device is not None
+            and not self._device.startswith("cuda")
+            and name in CUDA_ONLY_VARIANTS
+        )
+        item.setData(Qt.ItemDataRole.ForegroundRole, QBrush(QColor("#888888")) if off else None)
 
     def choices(self) -> list[str]:
         return [self.item(i).text() for i in range(self.count())]
@@ -92,6 +164,7 @@ class VariantChecklist(QListWidget):
             item = QListWidgetItem(name)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if name in checked else Qt.CheckState.Unchecked)
+            self._mark(item)
             self.addItem(item)
         self.blockSignals(blocked)
 
@@ -289,7 +362,13 @@ class ConfigPanel(QWidget):
         self.preset_combo.blockSignals(blocked)
 
     def _revalidate(self) -> None:
-        self._problems = self.config().problems(self._env)
+        config = self.config()
+        self._problems = config.problems(self._env)
+        if "variants" in self._editors:
+            device = self._env.resolve_device(config.device) if self._env is not None else (
+                None if config.device == "auto" else config.device
+            )
+            self.variants_list.set_device(device)
         by_field: dict[str, list[str]] = {}
         if self.preset_problem:
             by_field["preset"] = [self.preset_problem]

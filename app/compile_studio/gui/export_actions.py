@@ -9,11 +9,12 @@ files by :mod:`compile_studio.results.export`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from html import escape
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMenu, QVBoxLayout, QWidget
 
 from ..config import BenchmarkConfig
 from ..results import RunResult
@@ -177,6 +178,53 @@ class ExportActions(QObject):
         self._window.statusBar().showMessage("Plot copied to the clipboard", 5000)
         return True
 
+    def report_figure(self, run: RunResult) -> QWidget:
+        """A figure of ``run`` alone: its latency plot under its title, verdicts, machine, load and threads.
+
+        Built apart from the window (other runs ticked there are not in it),
+        at the size of the window's latency plot; the caller deletes it.
+        """
+        from ..results.formatting import run_context, verdict_lines
+        from .plots import PlotPanel
+
+        figure = QWidget()
+        figure.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+        figure.setStyleSheet("background: white; color: black;")
+        layout = QVBoxLayout(figure)
+        layout.setContentsMargins(8, 8, 8, 8)
+        caption_lines = [f"<b>{escape(run.title())}</b> · run {escape(run.run_id)} [{escape(str(run.status))}]"]
+        caption_lines += [escape(line) for line in verdict_lines(run)]
+        caption_lines += [f"{escape(key)}: {escape(value)}" for key, value in run_context(run)]
+        caption = QLabel("<br>".join(caption_lines))
+        caption.setObjectName("reportCaption")
+        caption.setTextFormat(Qt.TextFormat.RichText)
+        caption.setWordWrap(True)
+        layout.addWidget(caption)
+        panel = PlotPanel(figure)
+        panel.hide()
+        panel.load_run(run, key_prefix=f"{run.run_id}/")
+        panel.latency.set_log_scale(self._plots.latency.log_scale_checkbox.isChecked())
+        layout.addWidget(panel.latency, 1)
+        panel.latency.show()
+        panel.latency.log_scale_checkbox.hide()
+        shown = self._plots.latency_plot.size()
+        width = max(720, shown.width())
+        figure.resize(width, max(420, shown.height()) + caption.heightForWidth(width - 16) + 24)
+        figure.show()
+        panel.refresh()
+        return figure
+
+    def report_figure_png(self, run: RunResult, scale: float | None = None) -> bytes:
+        """:meth:`report_figure` as PNG bytes at ``scale`` (default: the PNG scale chosen)."""
+        from .export import encode_png, render_widget_image
+
+        figure = self.report_figure(run)
+        try:
+            return encode_png(render_widget_image(figure, scale or self.png_scale()))
+        finally:
+            figure.hide()
+            figure.deleteLater()
+
     def latency_plot_png(self, scale: float = 1.0) -> bytes:
         """The latency plot as PNG bytes (raises ExportError when it cannot be rendered)."""
         from .export import encode_png, render_widget_image
@@ -184,18 +232,19 @@ class ExportActions(QObject):
         return encode_png(render_widget_image(self._plots.latency_plot, scale))
 
     # -- run files ------------------------------------------------------------------------------------
-    def _ask_export_folder(self, title: str) -> Path | None:
-        if self._run_to_export() is None:
+    def _ask_export_folder(self, title: str, run: RunResult | None = None) -> Path | None:
+        if (run or self._run_to_export()) is None:
             self._show_error(NOTHING_TO_EXPORT)
             return None
         folder = QFileDialog.getExistingDirectory(self._window, title, self._export_folder())
         return Path(folder) if folder else None
 
-    def export_run_dialog(self) -> None:
-        """File → Export run…: ask for a folder, then :meth:`export_run_to`."""
-        folder = self._ask_export_folder("Export run to folder")
+    def export_run_dialog(self, run: RunResult | None = None) -> None:
+        """File → Export run… (or a run's own Export… in the history): ask for a folder, then export."""
+        title = f"Export run {run.run_id} to folder" if run is not None else "Export run to folder"
+        folder = self._ask_export_folder(title, run)
         if folder is not None:
-            self.export_run_to(folder)
+            self.export_run_to(folder, run)
 
     def export_run_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
         """Write samples.csv, summary.csv and run.json of the run into ``folder``.
@@ -224,7 +273,8 @@ class ExportActions(QObject):
             self.export_report_to(folder)
 
     def export_report_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
-        """Write ``<run id>_report.md`` and the latency plot beside it as ``<run id>_report.png``.
+        """Write ``<run id>_report.md`` and beside it ``<run id>_report.png``, the figure of that
+        run alone (:meth:`report_figure`) at the PNG scale chosen.
 
         Returns the files written; on failure nothing is written and the user is told why.
         """
@@ -235,7 +285,7 @@ class ExportActions(QObject):
         try:
             from ..results.export import export_markdown
 
-            png = self.latency_plot_png()
+            png = self.report_figure_png(run)
             written = export_markdown(run, folder, png, name=f"{run.run_id}_report")
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
             self._show_error(f"Cannot export the report to {folder}: {exc}")

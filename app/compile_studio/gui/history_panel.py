@@ -1,7 +1,9 @@
 """The run history: saved runs of the run store (and runs opened from elsewhere).
 
-Tick runs to overlay them on the plots and in the summary table; open a run
-folder, run.json or samples.csv; delete a run folder after confirmation.
+Click a run to show it; tick runs to overlay them on the plots and in the
+summary table; a context menu shows a run alone, overlays it, loads its
+configuration into the form, opens its folder, exports it or deletes it. Runs
+are listed newest first, runs opened from elsewhere among them by date.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMenu,
     QMessageBox,
     QPushButton,
     QTreeWidget,
@@ -66,6 +70,27 @@ def run_device(run: RunResult) -> str:
     return f"{device} ({name})" if name and name != device else device
 
 
+def _open_with_desktop(path: Path) -> bool:
+    return QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+
+
+def _entry_date(entry: HistoryEntry) -> str:
+    """A sortable date of an entry: the run's creation, else its folder name's, else its file's."""
+    if entry.run is not None and entry.run.created:
+        try:
+            return datetime.fromisoformat(entry.run.created).isoformat()
+        except ValueError:
+            pass
+    try:
+        return datetime.strptime(entry.path.name[:15], "%Y%m%d-%H%M%S").isoformat()
+    except ValueError:
+        pass
+    try:
+        return datetime.fromtimestamp(entry.path.stat().st_mtime).isoformat()
+    except OSError:
+        return ""
+
+
 def _confirm_with_dialog(parent: QWidget, text: str) -> bool:
     answer = QMessageBox.question(
         parent,
@@ -80,18 +105,29 @@ def _confirm_with_dialog(parent: QWidget, text: str) -> bool:
 class HistoryPanel(QWidget):
     """Lists saved runs; ticked runs are offered for overlay (``overlay_changed``).
 
-    ``confirm_delete(parent, text) -> bool`` asks before a deletion; replace it
-    to answer without a dialog. ``message`` carries problems (a run that cannot
-    be opened or deleted) for the window to show.
+    A click (or Enter, or a double-click) on a run asks to show it
+    (``show_requested``); the context menu (:meth:`menu_for`) offers the rest.
+    ``confirm_delete(parent, text) -> bool`` asks before a deletion and
+    ``open_folder(path) -> bool`` opens a folder in the file manager; replace
+    them to answer without a dialog. ``message`` carries problems (a run that
+    cannot be opened or deleted) for the window to show.
     """
 
     overlay_changed = Signal()
     message = Signal(str)
+    #: show this run (a RunResult) in the plots and the table; the bool: alone (no overlays)
+    show_requested = Signal(object, bool)
+    #: load this configuration (a BenchmarkConfig) into the form
+    load_config_requested = Signal(object)
+    #: export this run (a RunResult)
+    export_requested = Signal(object)
 
     def __init__(self, store: RunStore, parent: QWidget | None = None):
         super().__init__(parent)
         self.store = store
         self.confirm_delete: Callable[[QWidget, str], bool] = _confirm_with_dialog
+        self.open_folder: Callable[[Path], bool] = _open_with_desktop
+        self._toggled = False
         self._entries: list[HistoryEntry] = []
         self._external: list[HistoryEntry] = []
         self._checked: set[str] = set()
@@ -102,9 +138,16 @@ class HistoryPanel(QWidget):
         self.tree.setHeaderLabels(COLUMNS)
         self.tree.setRootIsDecorated(False)
         self.tree.setAlternatingRowColors(True)
-        self.tree.setToolTip("Tick runs to overlay them on the plots and in the table.")
+        self.tree.setToolTip(
+            "Click a run to show it; tick runs to overlay them on the plots and in the table; "
+            "right-click for more."
+        )
         self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.tree.itemChanged.connect(self._item_changed)
+        self.tree.itemClicked.connect(self._item_clicked)
+        self.tree.itemActivated.connect(self._item_activated)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._context_menu)
         self.tree.itemSelectionChanged.connect(self._update_buttons)
 
         self.refresh_button = QPushButton("Refresh")
@@ -134,6 +177,7 @@ class HistoryPanel(QWidget):
         listings = self.store.list_runs()
         self._entries = [HistoryEntry(x.folder, x.run, x.problem) for x in listings]
         self._entries += [e for e in self._external if e.path.exists()]
+        self._entries.sort(key=_entry_date, reverse=True)
         known = {self._key(e) for e in self._entries}
         before = set(self._checked)
         self._checked &= known
@@ -216,6 +260,7 @@ class HistoryPanel(QWidget):
         checked = item.checkState(0) == Qt.CheckState.Checked
         if checked == (key in self._checked):
             return
+        self._toggled = True
         if checked:
             self._checked.add(key)
         else:
@@ -224,6 +269,104 @@ class HistoryPanel(QWidget):
 
     def entries(self) -> list[HistoryEntry]:
         return list(self._entries)
+
+    def _entry_of(self, item: QTreeWidgetItem | None) -> HistoryEntry | None:
+        if item is None:
+            return None
+        key = item.data(0, _ROLE)
+        return next((e for e in self._entries if self._key(e) == key), None)
+
+    def item_for(self, entry: HistoryEntry) -> QTreeWidgetItem | None:
+        key = self._key(entry)
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            if item is not None and item.data(0, _ROLE) == key:
+                return item
+        return None
+
+    def is_checked(self, entry: HistoryEntry) -> bool:
+        return self._key(entry) in self._checked
+
+    def uncheck_all(self, keep: HistoryEntry | None = None) -> None:
+        """Untick every run (but ``keep``)."""
+        kept = {self._key(keep)} if keep is not None else set()
+        if self._checked <= kept:
+            return
+        self._checked &= kept
+        self._fill()
+        self.overlay_changed.emit()
+
+    # -- clicks and the context menu ------------------------------------------------------
+    def _item_clicked(self, item: QTreeWidgetItem, column: int) -> None:
+        toggled, self._toggled = self._toggled, False
+        if not toggled:
+            self._item_activated(item, column)
+
+    def _item_activated(self, item: QTreeWidgetItem, column: int) -> None:
+        entry = self._entry_of(item)
+        if entry is not None and entry.run is not None:
+            self.show_requested.emit(entry.run, False)
+
+    def show_entry(self, entry: HistoryEntry, alone: bool = False) -> None:
+        """Ask to show ``entry``'s run; ``alone`` unticks every other run first."""
+        if entry.run is None:
+            return
+        if alone:
+            self.uncheck_all()
+        self.show_requested.emit(entry.run, alone)
+
+    def load_config_of(self, entry: HistoryEntry) -> None:
+        if entry.run is None or entry.run.config is None:
+            self.message.emit(f"{entry.path.name} has no configuration to load")
+            return
+        self.load_config_requested.emit(entry.run.config)
+
+    def open_folder_of(self, entry: HistoryEntry) -> bool:
+        folder = entry.path if entry.path.is_dir() else entry.path.parent
+        if not self.open_folder(folder):
+            self.message.emit(f"Cannot open the folder {folder}")
+            return False
+        return True
+
+    def menu_for(self, entry: HistoryEntry) -> QMenu:
+        """The context menu of ``entry`` (its actions are named as they read)."""
+        menu = QMenu(self)
+        readable = entry.run is not None
+
+        def add(text: str, slot: Callable[[], object], enabled: bool = True, tip: str = "") -> None:
+            act = menu.addAction(text)
+            act.setEnabled(enabled)
+            if tip:
+                act.setToolTip(tip)
+            act.triggered.connect(lambda *_: slot())
+
+        add("Show", lambda: self.show_entry(entry), readable)
+        add("Show alone", lambda: self.show_entry(entry, alone=True), readable)
+        checked = self.is_checked(entry)
+        add(
+            "Remove overlay" if checked else "Overlay",
+            lambda: self.set_checked(entry, not checked),
+            readable,
+        )
+        menu.addSeparator()
+        add(
+            "Load its configuration",
+            lambda: self.load_config_of(entry),
+            readable and entry.run is not None and entry.run.config is not None,
+        )
+        add("Open folder", lambda: self.open_folder_of(entry))
+        add("Export…", lambda: self.export_requested.emit(entry.run), readable)
+        menu.addSeparator()
+        add("Remove from list" if entry.external else "Delete…", lambda: self.delete_entry(entry))
+        menu.setToolTipsVisible(True)
+        return menu
+
+    def _context_menu(self, pos: QPoint) -> None:
+        entry = self._entry_of(self.tree.itemAt(pos))
+        if entry is None:
+            return
+        self.select(entry)
+        self.menu_for(entry).exec(self.tree.viewport().mapToGlobal(pos))
 
     def entry_for_run(self, run_id: str) -> HistoryEntry | None:
         for e in self._entries:
@@ -289,10 +432,7 @@ class HistoryPanel(QWidget):
     # -- delete ------------------------------------------------------------------------
     def _selected_entry(self) -> HistoryEntry | None:
         items = self.tree.selectedItems()
-        if not items:
-            return None
-        key = items[0].data(0, _ROLE)
-        return next((e for e in self._entries if self._key(e) == key), None)
+        return self._entry_of(items[0]) if items else None
 
     def select(self, entry: HistoryEntry) -> None:
         key = self._key(entry)

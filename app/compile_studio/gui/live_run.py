@@ -187,7 +187,13 @@ class LiveRun(QObject):
         return progress.fraction() if progress is not None else 0.0
 
     def status_text(self) -> str:
-        """The phase in words: what is running, the compile's elapsed time or the ETA, or how it ended."""
+        """The phase in words: what is running, the compile's elapsed time or the ETA, or how it ended.
+
+        Once a stop was asked for it says so at once, whatever the worker is still busy with.
+        """
+        if self.stop_requested:
+            busy = f" (ending {self._compiling}'s compile)" if self._compiling else ""
+            return f"stopping…{busy}"
         compiling = self.compile_elapsed_s()
         if compiling is not None:
             return f"{self._compiling}: compiling… {compiling:.0f} s"

@@ -148,6 +148,8 @@ class MainWindow(QMainWindow):
         self.error_banner.setObjectName("errorBanner")
         self.error_banner.setStyleSheet(_BANNER_STYLE)
         self.error_label = QLabel()
+        # messages quote run labels and files from elsewhere: never rendered as markup
+        self.error_label.setTextFormat(Qt.TextFormat.PlainText)
         self.error_label.setWordWrap(True)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close_banner = QToolButton()
@@ -186,6 +188,9 @@ class MainWindow(QMainWindow):
         self.history = HistoryPanel(self.store)
         self.history.overlay_changed.connect(self._overlays_changed)
         self.history.message.connect(self.show_error)
+        self.history.show_requested.connect(self.show_run)
+        self.history.load_config_requested.connect(self.load_config)
+        self.history.export_requested.connect(self._export_run_of_history)
         self.history.setMinimumWidth(160)
 
         self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -375,7 +380,10 @@ class MainWindow(QMainWindow):
 
     def stop_run(self) -> None:
         """Ask the running benchmark to stop; returns at once (the stop completes in the background)."""
+        if not self.live.running or self.live.stop_requested:
+            return
         self.live.stop()
+        self.statusBar().showMessage("Stopping… variants not started yet are kept as not run", 5000)
 
     def _on_run_started(self) -> None:
         self.hide_error()
@@ -454,7 +462,40 @@ class MainWindow(QMainWindow):
 
     # -- plots and table ---------------------------------------------------------------------------
     def _overlay_runs(self) -> list[RunResult]:
-        return [r for r in self.history.checked_runs() if r.run_id != self.live.run_id]
+        shown = {self.live.run_id}
+        if self.current_run is not None and not self.is_running():
+            shown.add(self.current_run.run_id)
+        return [r for r in self.history.checked_runs() if r.run_id not in shown]
+
+    def show_run(self, run: RunResult, alone: bool = False) -> bool:
+        """Show a saved ``run`` in the plots and the table (``alone``: without overlays).
+
+        Not while a benchmark runs (the live run stays shown); returns whether it is shown.
+        """
+        if self.is_running():
+            self.statusBar().showMessage(
+                "A run is in progress: tick the run in the history to overlay it", 8000
+            )
+            return False
+        if alone:
+            self.history.uncheck_all()
+        self.current_run = run
+        self._rebuild_views()
+        self.statusBar().showMessage(f"Showing {run_display_name(run)} ({run.run_id})", 5000)
+        return True
+
+    def load_config(self, config: BenchmarkConfig) -> bool:
+        """Put ``config`` into the form (not while a benchmark runs); returns whether it was."""
+        if self.is_running():
+            self.statusBar().showMessage("A run is in progress: the form is locked until it ends", 8000)
+            return False
+        self.config_panel.set_config(config)
+        self._update_run_state()
+        self.statusBar().showMessage("Configuration loaded into the form", 5000)
+        return True
+
+    def _export_run_of_history(self, run: RunResult) -> None:
+        self.exports.export_run_dialog(run)
 
     def _overlays_changed(self) -> None:
         self._rebuild_views()

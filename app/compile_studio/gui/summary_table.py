@@ -9,7 +9,7 @@ from PySide6.QtGui import QAction, QBrush, QColor, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView, QWidget
 
 from ..results import SummaryRow
-from ..results.formatting import SUMMARY_HEADERS, summary_cells
+from ..results.formatting import HEADER_HELP, SUMMARY_HEADERS, summary_cells
 
 _FAILED = QColor("#F8D7DA")
 _WRONG = QColor("#FFE0B2")
@@ -83,6 +83,9 @@ class SummaryTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             headers = self.headers()
             return headers[section] if 0 <= section < len(headers) else None
+        if role == Qt.ItemDataRole.ToolTipRole and orientation == Qt.Orientation.Horizontal:
+            headers = self.headers()
+            return HEADER_HELP.get(headers[section]) if 0 <= section < len(headers) else None
         return None
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole):

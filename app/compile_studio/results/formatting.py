@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ..config import format_bytes
-from .run_result import SummaryRow
+from .run_result import RunResult, SummaryRow
 
 SUMMARY_HEADERS = [
     "variant",
@@ -26,6 +27,28 @@ SUMMARY_HEADERS = [
     "recompiles",
     "peak mem",
 ]
+
+#: One line per column of the summary table: what it means and when it matters.
+HEADER_HELP = {
+    "run": "The run this row belongs to (its label, else its date and time).",
+    "variant": "eager, the A/A control (eager-aa) or a torch.compile mode or backend.",
+    "status": "done, failed, stopped, not run (never started); (noisy) when IQR > 10 % of the median.",
+    "compile s": "Wall time of the first compiled call (the compile), never mixed into the latencies.",
+    "median ms": "Median latency per call over the timed iterations, warm-up excluded.",
+    "p95 ms": "95th percentile latency per call: the slow calls a user still sees often.",
+    "IQR %": "Interquartile range as % of the median: above 10 % the variant is noisy.",
+    "round spread %": "How far this variant's per-round medians lie apart (max / min − 1): drift and load show here.",
+    "speedup [95% CI]": "eager's median / this variant's, with a 95 % interval; above 1.00 = faster than eager.",
+    "device speedup": "The same ratio from device (CUDA event) time: the kernels alone, without host overhead.",
+    "verdict": "faster, slower or cannot tell (interval includes 1.00, inside the noise floor, or checks failed).",
+    "checks": "Failed checks of the timed calls: drift, two levels, heavy tail; ok when none.",
+    "break-even calls": "Calls after which the compile time has paid for itself; only for a variant found faster.",
+    "max rel err": "Largest relative error of the output against an fp64 reference.",
+    "correct": "Whether the output matches the fp64 reference within the dtype's tolerance.",
+    "graph breaks": "Places where torch.compile fell back to Python; each costs speed.",
+    "recompiles": "How often the compiled code was rebuilt (new shapes or guards failing).",
+    "peak mem": "Peak memory this variant needed above what was in use before it.",
+}
 
 
 def fmt_ms(v: float | None) -> str:
@@ -51,6 +74,13 @@ def fmt_speedup(row: SummaryRow) -> str:
     return text
 
 
+def fmt_speedup_ratio(reference_ms: float | None, ms: float | None) -> str:
+    """``reference_ms / ms`` as ``1.23×`` (above 1: faster than the reference); ``–`` when unknown."""
+    if reference_ms is None or ms is None or not ms > 0 or not math.isfinite(reference_ms):
+        return "–"
+    return f"{reference_ms / ms:.2f}×"
+
+
 def fmt_device_speedup(row: SummaryRow) -> str:
     if row.device_speedup is None:
         return "–"
@@ -69,6 +99,29 @@ def fmt_break_even(row: SummaryRow) -> str:
     if row.verdict != "faster" or row.break_even_calls is None:
         return "–"
     return f"{math.ceil(row.break_even_calls):,}"
+
+
+def fmt_pays_off(row: SummaryRow) -> str | None:
+    """The verdict line's words for break-even, from the same number as the table's column.
+
+    ``None`` when the table shows no break-even for this row.
+    """
+    text = fmt_break_even(row)
+    if text == "–":
+        return None
+    if text == "never":
+        return "never pays off"
+    return f"pays off after {text} {plural_word(math.ceil(row.break_even_calls or 0), 'call')}"
+
+
+def plural_word(n: int, word: str, many: str | None = None) -> str:
+    """``word`` for one, ``many`` (default ``word + "s"``) otherwise."""
+    return word if n == 1 else (many or word + "s")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 variant``, ``2 variants``, ``0 variants``."""
+    return f"{n:,} {plural_word(n, word, many)}"
 
 
 def fmt_percent(v: float | None) -> str:
@@ -111,7 +164,7 @@ def fmt_memory(v: int | None) -> str:
 
 def summary_cells(row: SummaryRow) -> list[str]:
     """One summary row as the text of each column of :data:`SUMMARY_HEADERS`."""
-    status = row.status
+    status = "not run" if row.status == "not_run" else row.status
     if row.noisy and row.n:
         status += " (noisy)"
     if row.recompiles_in_window:
@@ -137,13 +190,13 @@ def summary_cells(row: SummaryRow) -> list[str]:
     ]
 
 
-def text_table(headers: list[str], rows: list[list[str]]) -> str:
-    """A plain aligned text table (first column left, others right aligned)."""
+def text_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """A plain aligned text table (the first ``left`` columns left aligned, others right)."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def line(cells: list[str]) -> str:
         return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
         )
 
     out = [line(headers), "  ".join("-" * w for w in widths)]
@@ -159,3 +212,67 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|")
     out.extend("| " + " | ".join(esc(c) for c in r) + " |" for r in rows)
     return "\n".join(out)
+
+
+def load_text(load: Any) -> str:
+    """A run's recorded machine load (``run.measurement["load_before"]``) in one line; "" when unknown."""
+    if not isinstance(load, dict):
+        return ""
+    parts = []
+    avg = load.get("load_average")
+    cpus = load.get("cpu_count")
+    if isinstance(avg, (list, tuple)) and avg and isinstance(avg[0], (int, float)):
+        parts.append(f"load average {avg[0]:.1f}" + (f" on {cpus} CPUs" if isinstance(cpus, int) else ""))
+    elif isinstance(cpus, int):
+        parts.append(f"{cpus} CPUs")
+    pct = load.get("cpu_percent")
+    if isinstance(pct, (int, float)):
+        parts.append(f"CPU {pct:.0f} % busy")
+    busy = [
+        p for p in load.get("busiest") or []
+        if isinstance(p, dict) and isinstance(p.get("cpu_percent"), (int, float)) and p["cpu_percent"] >= 1.0
+    ]
+    if busy:
+        parts.append("busiest: " + ", ".join(f"{p.get('name', '?')} {p['cpu_percent']:.0f} %" for p in busy[:3]))
+    return "; ".join(parts)
+
+
+def machine_text(run: RunResult) -> str:
+    """The measured device with its name, and the CPU: ``cuda:0 (NVIDIA H200) · AMD EPYC …``."""
+    env = run.environment
+    device = str(env.get("device") or (run.config.device if run.config is not None else "") or "")
+    names = env.get("device_names")
+    name = names.get(device, "") if isinstance(names, dict) else ""
+    parts = [f"{device} ({name})" if name and name != device else device, str(env.get("cpu") or "")]
+    return " · ".join(p for p in parts if p)
+
+
+def run_context(run: RunResult) -> list[tuple[str, str]]:
+    """What a shared figure or report says about where the run was measured: machine, load, threads."""
+    out = []
+    machine = machine_text(run)
+    if machine:
+        out.append(("machine", machine))
+    load = load_text(run.measurement.get("load_before"))
+    if load:
+        out.append(("load before the run", load))
+    threads = run.measurement.get("torch_threads")
+    if isinstance(threads, int):
+        out.append(("torch threads", str(threads)))
+    return out
+
+
+def verdict_lines(run: RunResult, rows: list[SummaryRow] | None = None) -> list[str]:
+    """One sentence per judged compiled variant, with the break-even as the table shows it."""
+    from .run_result import summarize
+
+    out = []
+    for r in rows if rows is not None else summarize(run):
+        if r.name == "eager" or not r.verdict:
+            continue
+        line = f"{r.name}: {r.verdict_text}"
+        pays_off = fmt_pays_off(r)
+        if r.compile_s is not None and pays_off is not None:
+            line += f"; compile {r.compile_s:.2f} s, {pays_off}"
+        out.append(line)
+    return out

@@ -39,6 +39,8 @@ class RunRecorder:
             config=config,
             app_version=__version__,
         )
+        for name in config.variants:
+            self.run.variant(name)
         self.writer = RunWriter(folder, self.run) if folder is not None else None
         self.finished = False
 
@@ -130,6 +132,7 @@ class RunRecorder:
     def _end(self, status: RunStatus, message: str, variant_status: VariantStatus) -> None:
         self.run.status = status
         self.run.message = message
+        self._mark_not_run()
         for v in self.run.variants.values():
             if v.status in (VariantStatus.RUNNING, VariantStatus.PENDING):
                 v.status = variant_status
@@ -161,10 +164,17 @@ class RunRecorder:
         if self.finished:
             self._save()
 
+    def _mark_not_run(self) -> None:
+        """Planned variants the worker never started are ``not run`` (kept, with no samples)."""
+        for v in self.run.variants.values():
+            if v.status == VariantStatus.PENDING and not v.samples.wall_ms and v.compile_s is None:
+                v.status = VariantStatus.NOT_RUN
+
     def finish(self) -> None:
         if self.finished:
             return
         self.finished = True
+        self._mark_not_run()
         if self.run.status == RunStatus.STOPPED:
             for v in self.run.variants.values():
                 if v.status == VariantStatus.RUNNING:
