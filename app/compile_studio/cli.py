@@ -303,7 +303,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {outcome.run.message}\n")
         return EXIT_FAILED
     print_run(outcome.run, sys.stdout)
-    sys.stdout.write(f"saved: {outcome.folder}\n")
+    if outcome.write_error:
+        sys.stdout.write(
+            f"not saved in full: {outcome.write_error} (the table above is from memory)\n"
+        )
+    else:
+        sys.stdout.write(f"saved: {outcome.folder}\n")
     if outcome.stop_requested or outcome.status == RunStatus.STOPPED:
         return EXIT_INTERRUPTED
     if outcome.any_failed:

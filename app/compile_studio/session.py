@@ -109,6 +109,8 @@ class RunOutcome:
     #: the last lines the worker wrote to stderr (shown after a crash)
     stderr_tail: list[str] = field(default_factory=list)
     stop_requested: bool = False
+    #: the run folder could not be written (from then on the run was kept in memory only)
+    write_error: str | None = None
 
     @property
     def status(self) -> RunStatus:
@@ -261,6 +263,7 @@ class RunSession:
         worker: WorkerProcess | None = None
         saw_done = False
         refused = False
+        write_failed = False
         start_failed = False
         silent = threading.Event()
         hello_timer: threading.Timer | None = None
@@ -296,6 +299,15 @@ class RunSession:
                 recorder.handle(event)
                 self.progress.update(event)
                 self._emit(event)
+                if recorder.write_error is not None and not write_failed:
+                    write_failed = True
+                    message = (
+                        f"{recorder.write_error}: the run stops; everything measured so far "
+                        "is kept in memory"
+                    )
+                    self._session_error(ErrorKind.INTERNAL, message)
+                    recorder.fail(message)
+                    break
         except WorkerStartFailed as exc:
             start_failed = worker is None
             message = f"cannot start the worker process: {exc}"
@@ -316,7 +328,7 @@ class RunSession:
                 if self._stopper is not None:
                     self._stopper.join()
                 worker.stop()
-                if not saw_done and not refused:
+                if not saw_done and not refused and not write_failed:
                     if silent.is_set():
                         message = (
                             f"the worker did not say hello within {self.hello_timeout:.0f} s "
@@ -340,6 +352,7 @@ class RunSession:
             shutil.rmtree(folder, ignore_errors=True)
             folder = None
         self.outcome = RunOutcome(
+            write_error=recorder.write_error,
             run=recorder.run,
             folder=folder,
             config_problems=problems,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,17 @@ _RUN_FAILING_KINDS = (
     ErrorKind.OOM,
     ErrorKind.PROTOCOL,
 )
+
+
+def describe_write_error(exc: OSError, folder: Path) -> str:
+    """A write failure in words a user understands."""
+    if exc.errno == errno.ENOSPC:
+        return f"the disk is full at {folder}"
+    if exc.errno == errno.ENOENT or not folder.exists():
+        return f"the run folder {folder} was removed"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"the run folder {folder} cannot be written ({exc.strerror})"
+    return f"cannot write the run folder {folder}: {exc.strerror or exc}"
 
 
 class RunRecorder:
@@ -42,6 +55,9 @@ class RunRecorder:
         for name in config.variants:
             self.run.variant(name)
         self.writer = RunWriter(folder, self.run) if folder is not None else None
+        self._folder = folder
+        #: why the folder could no longer be written (the run goes on in memory)
+        self.write_error: str | None = None
         self.finished = False
 
     @classmethod
@@ -55,11 +71,25 @@ class RunRecorder:
 
     @property
     def folder(self) -> Path | None:
-        return self.writer.folder if self.writer else None
+        return self._folder
+
+    def _write(self, action: Callable[[RunWriter], None]) -> None:
+        """Write through the folder's writer; a failure keeps the run in memory and says why."""
+        writer = self.writer
+        if writer is None:
+            return
+        try:
+            action(writer)
+        except OSError as exc:
+            self.writer = None
+            self.write_error = describe_write_error(exc, writer.folder)
+            try:
+                writer.close()
+            except OSError:
+                pass
 
     def _save(self) -> None:
-        if self.writer:
-            self.writer.write_run_json()
+        self._write(RunWriter.write_run_json)
 
     def handle(self, event: protocol.Event) -> None:
         """Apply one event; writes files when the event changes them."""
@@ -83,8 +113,8 @@ class RunRecorder:
             v.samples.extend(
                 event.first_iteration, event.phase, event.wall_ms, event.device_ms, event.round
             )
-            if self.writer:
-                self.writer.append_samples(
+            self._write(
+                lambda w: w.append_samples(
                     v.name,
                     event.first_iteration,
                     event.phase,
@@ -92,6 +122,7 @@ class RunRecorder:
                     event.device_ms,
                     event.round,
                 )
+            )
         elif isinstance(event, protocol.RunInfoEvent):
             info = protocol.to_dict(event)
             info.pop("type")
@@ -106,8 +137,7 @@ class RunRecorder:
         elif isinstance(event, protocol.GpuStateEvent):
             rows = gpu_state_rows(event)
             run.gpu_state.extend(rows)
-            if self.writer:
-                self.writer.append_gpu_state(rows)
+            self._write(lambda w: w.append_gpu_state(rows))
         elif isinstance(event, protocol.WarningEvent):
             if event.variant:
                 run.variant(event.variant).warnings.append(event.message)
@@ -179,5 +209,4 @@ class RunRecorder:
             for v in self.run.variants.values():
                 if v.status == VariantStatus.RUNNING:
                     v.status = VariantStatus.STOPPED
-        if self.writer:
-            self.writer.finish()
+        self._write(RunWriter.finish)
