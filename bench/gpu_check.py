@@ -811,7 +811,7 @@ def stage_gemm(report: Report, plan: Plan, device: torch.device, figures: dict[s
     with torch.inference_mode():
 
         def fn() -> Any:
-            return v.step(x)
+            return v.step((x,))
 
         warm_up(fn, timer, 0.5)
         loop = app_loop(timer, fn, plan.gemm_calls)
@@ -875,9 +875,9 @@ def stage_same_process(
             t0 = time.perf_counter()
             v = build_variant(cfg, name, device, dtype, modes)
 
-            def fn(step: Callable[[torch.Tensor], torch.Tensor] = v.step,
+            def fn(step: Callable[[tuple[Any, ...]], Any] = v.step,
                    xx: torch.Tensor = x) -> Any:
-                return step(xx)
+                return step((xx,))
 
             first[name] = fn().detach().clone()
             timer.sync()

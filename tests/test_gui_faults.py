@@ -243,9 +243,11 @@ def test_damaged_runs_are_listed_with_the_reason_and_the_others_load(qtbot):
     entries = {e.path.name: e for e in window.history.entries()}
     assert set(entries) == {p.name for p in (good, corrupt, truncated, empty)}
     assert not entries[good.name].damaged
+    # a row cut short is skipped and counted; the rest of that run still opens
+    assert not entries[truncated.name].damaged
+    assert entries[truncated.name].run.load_problems == ["samples.csv: 1 unreadable rows skipped"]
     reasons = {
         corrupt.name: "run.json is damaged",
-        truncated.name: "samples.csv has 1 unreadable rows",
         empty.name: "run.json does not exist",
     }
     tree = window.history.tree
@@ -256,7 +258,7 @@ def test_damaged_runs_are_listed_with_the_reason_and_the_others_load(qtbot):
         item = items[str(entry.path)]
         assert item.text(4) == "damaged"
         assert reason in item.toolTip(4)
-    assert "1 run, 3 damaged" == window.history.count_label.text()
+    assert "2 runs, 2 damaged" == window.history.count_label.text()
 
     # the good run still loads and overlays
     window.history.set_checked(entries[good.name].run.run_id, True)

@@ -114,7 +114,7 @@ def parse_layer_spec(text: object) -> list[int]:
     for part in parts:
         if not re.fullmatch(r"[+-]?\d+", part, flags=re.ASCII):
             raise LayerSpecError(f"'{part[:20]}' is not a whole number")
-        if len(part.lstrip("+-").lstrip("0")) > len(str(MAX_LAYER_WIDTH)):
+        if len(part.lstrip("+-").lstrip("0")) > 18:
             raise LayerSpecError(
                 f"'{part[:12]}…' ({len(part)} digits) is beyond the width limit of {MAX_LAYER_WIDTH:,}"
             )

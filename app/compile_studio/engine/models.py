@@ -98,8 +98,12 @@ class Workload:
     def to(self, device: torch.device, dtype: torch.dtype) -> Workload:
         """Model and floating inputs at ``dtype`` on ``device`` (integer inputs keep theirs)."""
         model = self.model.to(device, dtype)
-        inputs = tuple(_move(x, device, dtype) for x in self.inputs)
-        return Workload(model, inputs, self.loss, self.options)
+        return Workload(model, move_inputs(self.inputs, device, dtype), self.loss, self.options)
+
+
+def move_inputs(inputs: tuple[Any, ...], device: torch.device, dtype: torch.dtype) -> tuple[Any, ...]:
+    """Floating inputs at ``dtype`` on ``device``; integer inputs keep their dtype."""
+    return tuple(_move(x, device, dtype) for x in inputs)
 
 
 def _move(x: Any, device: torch.device, dtype: torch.dtype) -> Any:

@@ -35,7 +35,7 @@ from .cudagraphs import CudagraphSkipLog
 from .gpu_monitor import nvml_handle
 from .memory import PeakMeter
 from .model import TORCH_DTYPES
-from .models import build_workload, count_flops
+from .models import build_workload, count_flops, move_inputs
 from .timing import CallTimer
 from .variant import Variant, build_variant, first_tensor, is_eager, reference_output, variant_of
 
@@ -263,8 +263,9 @@ class BenchmarkRunner:
         cfg = self.config
         workload = build_workload(cfg)
         self.flops_per_call = count_flops(workload, self.training)
+        self.x = move_inputs(workload.inputs, self.device, self.dtype)
+        # converts the model in place: one copy of the weights at a time
         self.reference, self.reference_grads = reference_output(workload, self.training)
-        self.x = build_workload(cfg).to(self.device, self.dtype).inputs
         del workload
         if cfg.cold_l2:
             self.flush = CacheFlush.for_device(self.device)
