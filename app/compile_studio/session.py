@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import protocol
-from .config import BenchmarkConfig, ConfigProblem, factory_file
+from .config import BenchmarkConfig, ConfigProblem
+from .model_specs import factory_file
 from .protocol import ErrorKind, RunStatus, VariantStatus
 from .results.recorder import RunRecorder
 from .results.run_result import RunResult

@@ -23,7 +23,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..config import BenchmarkConfig, factory_file, parse_cnn_spec, parse_transformer_spec
+from ..config import BenchmarkConfig
+from ..model_specs import factory_file, parse_cnn_spec, parse_transformer_spec
 from .model import _ACTIVATIONS, MLP
 
 

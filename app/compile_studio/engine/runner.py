@@ -11,6 +11,11 @@ figure, and the variant's own peak memory.
 
 Reports everything through an :class:`EventSink` (protocol events); holds no
 state a supervisor needs after the fact. Pure torch, no Qt.
+
+Longer than most modules, on purpose: the timed loop and the checks around it
+share one runner's state (inputs, reference, timer, memory meter, clock); the
+pieces that stand alone live in timing, checks, memory, clocks, cache_flush,
+cudagraphs, variant and models.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""What one run measured: per-variant samples and diagnostics, and its summary."""
+"""What one run measured: per-variant samples and diagnostics, and its summary.
+
+Longer than most modules, on purpose: the run's data and its summary rows are
+one unit; the statistics live in stats.py and the verdict in verdict.py.
+"""
 
 from __future__ import annotations
 

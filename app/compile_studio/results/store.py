@@ -4,6 +4,10 @@
 a crash loses at most the batch in flight; ``run.json`` and ``summary.csv``
 are replaced atomically (temp file + rename). Written by the supervising side
 only, never by the worker.
+
+Longer than most modules, on purpose: writing and reading each file format sit
+side by side so the two stay in step; the checks on what is read are in
+schema.py.
 """
 
 from __future__ import annotations
