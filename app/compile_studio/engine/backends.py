@@ -14,15 +14,34 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 
 
 class BackendModuleError(ImportError):
     """A backend module could not be imported; the message says which and why."""
 
 
-def _module_name(path: Path) -> str:
+def import_file(path: Path, prefix: str) -> ModuleType:
+    """Import the Python file ``path`` as a module of its own (once per path).
+
+    Raises ImportError when it is not a Python file; anything the file's own
+    code raises propagates.
+    """
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
-    return f"compile_studio_user_backends_{path.stem}_{digest}"
+    name = f"{prefix}_{path.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise ImportError(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 def load_backend_modules(specs: list[str]) -> list[str]:
@@ -36,15 +55,7 @@ def load_backend_modules(specs: list[str]) -> list[str]:
                 path = Path(spec).expanduser().resolve()
                 if not path.is_file():
                     raise BackendModuleError(f"backend module {spec}: no such file")
-                name = _module_name(path)
-                if name in sys.modules:
-                    continue
-                module_spec = importlib.util.spec_from_file_location(name, path)
-                if module_spec is None or module_spec.loader is None:
-                    raise BackendModuleError(f"backend module {spec}: not a Python file")
-                module = importlib.util.module_from_spec(module_spec)
-                sys.modules[name] = module
-                module_spec.loader.exec_module(module)
+                import_file(path, "compile_studio_user_backends")
             else:
                 importlib.import_module(spec)
         except BackendModuleError:

@@ -10,7 +10,6 @@ variant and the fp64 reference see the same numbers.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import sys
@@ -25,6 +24,7 @@ from torch import nn
 
 from ..config import BenchmarkConfig
 from ..model_specs import factory_file, parse_cnn_spec, parse_transformer_spec
+from .backends import import_file
 from .model import _ACTIVATIONS, MLP
 
 
@@ -186,13 +186,7 @@ def _import_factory(spec: str, model_path: str) -> Callable[[], Any]:
             path = path.resolve()
             if not path.is_file():
                 raise FactoryError(f"the model file {path} does not exist")
-            mod_name = f"compile_studio_user_model_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
-            module_spec = importlib.util.spec_from_file_location(mod_name, path)
-            if module_spec is None or module_spec.loader is None:
-                raise FactoryError(f"{path} is not a Python file")
-            module = importlib.util.module_from_spec(module_spec)
-            sys.modules[mod_name] = module
-            module_spec.loader.exec_module(module)
+            module = import_file(path, "compile_studio_user_model")
         else:
             if model_path:
                 folder = str(Path(model_path).expanduser().resolve())

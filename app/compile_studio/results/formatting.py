@@ -65,13 +65,17 @@ def fmt_seconds(v: float | None) -> str:
     return "–" if v is None else f"{v:.2f}"
 
 
-def fmt_speedup(row: SummaryRow) -> str:
-    if row.speedup is None:
+def _fmt_interval(name: str, point: float | None, lo: float | None, hi: float | None) -> str:
+    if point is None:
         return "–"
-    text = f"{row.speedup:.2f}×"
-    if row.name != "eager" and row.speedup_lo is not None and row.speedup_hi is not None:
-        text += f" [{row.speedup_lo:.2f}–{row.speedup_hi:.2f}]"
+    text = f"{point:.2f}×"
+    if name != "eager" and lo is not None and hi is not None:
+        text += f" [{lo:.2f}–{hi:.2f}]"
     return text
+
+
+def fmt_speedup(row: SummaryRow) -> str:
+    return _fmt_interval(row.name, row.speedup, row.speedup_lo, row.speedup_hi)
 
 
 def fmt_speedup_ratio(reference_ms: float | None, ms: float | None) -> str:
@@ -82,12 +86,9 @@ def fmt_speedup_ratio(reference_ms: float | None, ms: float | None) -> str:
 
 
 def fmt_device_speedup(row: SummaryRow) -> str:
-    if row.device_speedup is None:
-        return "–"
-    text = f"{row.device_speedup:.2f}×"
-    if row.name != "eager" and row.device_speedup_lo is not None and row.device_speedup_hi is not None:
-        text += f" [{row.device_speedup_lo:.2f}–{row.device_speedup_hi:.2f}]"
-    return text
+    return _fmt_interval(
+        row.name, row.device_speedup, row.device_speedup_lo, row.device_speedup_hi
+    )
 
 
 def fmt_break_even(row: SummaryRow) -> str:
