@@ -40,6 +40,20 @@ def test_torch_py_in_the_current_folder_is_never_imported(tmp_path):
     assert "Traceback" not in p.stderr
 
 
+def test_the_isolated_compile_process_never_imports_the_users_folder(tmp_path):
+    """The worker's own child (a variant's compile in a fresh process) starts safely too."""
+    marker = tmp_path / "ran"
+    (tmp_path / "torch.py").write_text(f"open({str(marker)!r}, 'w').write('x')\nraise SystemExit(9)\n")
+    p = cli(
+        "run", "--quiet", "--out", str(tmp_path / "runs"), "--layers", "8,8", "--batch-size", "2",
+        "--device", "cpu", "--iterations", "3", "--warmup", "0", "--rounds", "1",
+        "--variants", "eager,aot_eager", "--compile-timing", "isolated",
+        cwd=tmp_path, timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    assert not marker.exists()
+
+
 def test_worker_returns_to_the_users_folder(tmp_path):
     """Relative paths in a config still mean the folder the user started in."""
     launcher = WorkerLauncher(command=(sys.executable, "-c", textwrap.dedent("""

@@ -149,6 +149,8 @@ class IsolatedCompile:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
                 text=True, env=env, start_new_session=True,
+                # like this worker: never in the user's folder, whose files `-m` would import
+                cwd=_START_FOLDER,
             )
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write(self.config.to_json() + "\n")
@@ -198,6 +200,10 @@ def _isolated_compile_main(variant: str, sink: StreamSink) -> int:
     return 0
 
 
+#: the safe folder this worker was started in; its own child processes start there too
+_START_FOLDER: str | None = None
+
+
 def _return_to_user_folder() -> None:
     """Back to the folder the user started in, without putting it on the import path.
 
@@ -207,7 +213,12 @@ def _return_to_user_folder() -> None:
     there is never imported. Empty ``sys.path`` entries (the current folder)
     are dropped.
     """
+    global _START_FOLDER
     sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+    try:
+        _START_FOLDER = os.getcwd()
+    except OSError:
+        _START_FOLDER = None
     folder = os.environ.get(protocol.WORKER_CWD_ENV)
     if folder:
         try:
