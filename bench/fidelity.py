@@ -136,7 +136,7 @@ def timer_child(request: dict[str, Any]) -> int:
     device = torch.device(resolve_device(config.device))
     dtype = TORCH_DTYPES[config.dtype]
     BenchmarkRunner._apply_precision(config.dtype)
-    x = make_input(config).to(device, dtype)
+    x = (make_input(config).to(device, dtype),)  # a step takes the tuple of inputs
     modes = compile_modes()
     out: dict[str, tuple[float, float]] = {}
     with torch.inference_mode():

@@ -92,7 +92,8 @@ from compile_studio.engine.cache_flush import CacheFlush, last_level_cache_bytes
 from compile_studio.engine.clocks import ClockProbe, normalise_uuid, read_cpu_mhz
 from compile_studio.engine.environment import compile_modes
 from compile_studio.engine.gpu_monitor import nvml_handle
-from compile_studio.engine.model import TORCH_DTYPES, build_model
+from compile_studio.engine.model import TORCH_DTYPES
+from compile_studio.engine.models import build_workload
 from compile_studio.engine.runner import BenchmarkRunner, make_input, resolve_device
 from compile_studio.engine.timing import CallTimer
 from compile_studio.engine.variant import build_variant
@@ -853,11 +854,12 @@ def stage_same_process(
                           variants=list(plan.compare_variants))
     BenchmarkRunner._apply_precision(cfg.dtype)
     dtype = TORCH_DTYPES[cfg.dtype]
-    x_cpu = make_input(cfg)
+    workload = build_workload(cfg)
+    x_cpu = workload.inputs[0]
     x = x_cpu.to(device, dtype)
     with torch.no_grad():
-        reference = build_model(cfg.layer_sizes(), cfg.activation, cfg.seed).to(
-            device, torch.float64)(x_cpu.to(device, torch.float64))
+        reference = workload.model.to(device, torch.float64)(x_cpu.to(device, torch.float64))
+    del workload
     timer = CallTimer(device, use_events=cuda)
     flush = CacheFlush.for_device(device)
     threads = torch.get_num_threads()

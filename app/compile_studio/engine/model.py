@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import types
-
 import torch
 from torch import nn
 
@@ -38,26 +36,3 @@ class MLP(nn.Module):
             if i < last:
                 x = self.act(x)
         return x
-
-
-def mlp_class_for(variant: str) -> type[MLP]:
-    """A subclass of MLP whose ``forward`` has a code object of its own.
-
-    Dynamo caches compiled code per code object; giving each variant its own
-    keeps one variant's graphs from counting as another's recompiles (and from
-    using up the recompile limit when several variants live side by side).
-    """
-    code = MLP.forward.__code__.replace(co_name=f"forward_{variant.replace('-', '_')}")
-    forward = types.FunctionType(code, MLP.forward.__globals__, code.co_name)
-    return type(f"MLP_{variant.replace('-', '_')}", (MLP,), {"forward": forward})
-
-
-def build_model(sizes: list[int], activation: str, seed: int, variant: str = "") -> MLP:
-    """The MLP with weights drawn from ``seed`` (identical for every variant), on CPU, fp32."""
-    gen_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    try:
-        cls = mlp_class_for(variant) if variant else MLP
-        return cls(sizes, activation)
-    finally:
-        torch.random.set_rng_state(gen_state)
