@@ -70,7 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list the saved runs of the run store, newest first").add_argument(
         "--out", type=Path, metavar="DIR", help="run store folder (default: the app's)"
     )
+    for register in _more_commands():
+        register(sub)
     return parser
+
+
+def _more_commands() -> list:
+    """Subcommands kept in their own modules: each ``register(sub)`` adds a parser
+    whose defaults carry ``handler`` (a function of the parsed arguments)."""
+    return []
 
 
 RUN_REF_HELP = """\
@@ -430,8 +438,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare, "env": cmd_env, "list": cmd_list}
-    return handler[args.command](args)
+    handlers = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare, "env": cmd_env, "list": cmd_list}
+    handler = getattr(args, "handler", None) or handlers[args.command]
+    return handler(args)
 
 
 if __name__ == "__main__":
