@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from PySide6.QtCore import QSize
 
 from compile_studio.config import BenchmarkConfig
@@ -74,3 +77,53 @@ def test_unusable_saved_config_is_dropped_with_a_message(qtbot):
     window = open_window(qtbot)
     assert window.config_panel.config() == BenchmarkConfig()
     assert "saved configuration was not usable" in window.statusBar().currentMessage()
+
+
+HUGE_NUMBER = "16," + "9" * 5000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"layers": "' + HUGE_NUMBER + '"}',  # a number too long to convert
+        "[" * 5000 + "]" * 5000,  # nesting deeper than any configuration
+        '{"batch_size": "' + "x" * 200_000 + '"}',  # a value far larger than any field
+        '{"iterations": 1e999, "warmup": -1}',
+        "not json at all",
+        '["a", "list"]',
+    ],
+    ids=["huge-number", "deep-nesting", "huge-string", "infinite", "not-json", "a-list"],
+)
+def test_a_crafted_saved_config_never_reaches_the_form(qtbot, text):
+    settings = AppSettings()
+    settings._qs.setValue("run/last_config", text)
+    settings._qs.setValue("export/folder", ["a", "list"])
+    settings.sync()
+    window = open_window(qtbot)
+    assert window.config_panel.config() == BenchmarkConfig()
+    assert "saved configuration" in window.statusBar().currentMessage()
+    assert window.settings.export_folder() is None
+    assert window.run_action.isEnabled()
+
+
+def test_an_oversized_settings_file_is_set_aside_unread(qtbot):
+    path = settings_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("[run]\nlast_config=" + "x" * (2 << 20) + "\n")
+    window = open_window(qtbot)
+    assert window.config_panel.config() == BenchmarkConfig()
+    assert "far larger than settings can be" in window.log.text()
+    assert path.with_name(path.name + ".bad").exists()
+
+
+def test_a_saved_config_keeps_its_good_fields_and_resets_the_bad_one(qtbot):
+    settings = AppSettings()
+    good = BenchmarkConfig(batch_size=12, iterations=77)
+    data = {**good.to_dict(), "layers": HUGE_NUMBER}
+    settings._qs.setValue("run/last_config", json.dumps(data))
+    settings.sync()
+    window = open_window(qtbot)
+    config = window.config_panel.config()
+    assert (config.batch_size, config.iterations) == (12, 77)
+    assert config.layers == BenchmarkConfig().layers
+    assert "unusable values (layers)" in window.statusBar().currentMessage()

@@ -14,20 +14,13 @@ from hypothesis import strategies as st
 
 from compile_studio.results import RunDamaged, RunResult, RunStore, load_run, summarize
 from compile_studio.results.run_result import config_from_saved
-from untrusted_helpers import saved_run
+from untrusted_helpers import DAMAGES, edit_json, saved_run
 
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 
 
 def cli(*args, timeout=120):
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
-
-
-def edit_json(folder: Path, change) -> None:
-    path = folder / "run.json"
-    doc = json.loads(path.read_text())
-    change(doc)
-    path.write_text(json.dumps(doc))
 
 
 def load_ok_or_damaged(folder: Path) -> RunResult | None:
@@ -178,16 +171,6 @@ def test_config_from_saved_never_raises():
 
 # -- one bad run never stops the others ---------------------------------------
 
-DAMAGES = {
-    "ff_byte": lambda f: (f / "samples.csv").write_bytes((f / "samples.csv").read_bytes() + b"\xff"),
-    "latin1": lambda f: (f / "run.json").write_bytes('{"config": {"label": "caf\u00e9"}, "variants": {}}'.encode("latin-1")),
-    "nested": lambda f: (f / "run.json").write_text('{"config": {}, "variants": ' + "[" * 100_000 + "]" * 100_000 + "}"),
-    "infinity": lambda f: (f / "run.json").write_text('{"config": {}, "variants": {"eager": {"compile_s": Infinity}}, "status": 1}'),
-    "device_names": lambda f: edit_json(f, lambda d: d["environment"].update(device_names=["x"])),
-    "label_number": lambda f: edit_json(f, lambda d: d["config"].update(label=5)),
-    "huge_int": lambda f: (f / "run.json").write_text('{"config": {}, "variants": {}, "schema_version": ' + "9" * 5000 + "}"),
-    "variants_list": lambda f: edit_json(f, lambda d: d.update(variants=[1, 2])),
-}
 
 
 def test_list_show_compare_survive_every_damage(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from compile_studio import protocol
@@ -34,3 +35,23 @@ def saved_run(root: Path, label: str = "t", variants=("eager", "default")) -> Pa
     for e in fake_events(variants):
         rec.handle(protocol.from_dict(e))
     return rec.folder
+
+
+def edit_json(folder: Path, change) -> None:
+    path = folder / "run.json"
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+#: Ways a shared run folder arrives damaged, each applied to a saved run's folder.
+DAMAGES = {
+    "ff_byte": lambda f: (f / "samples.csv").write_bytes((f / "samples.csv").read_bytes() + b"\xff"),
+    "latin1": lambda f: (f / "run.json").write_bytes('{"config": {"label": "caf\u00e9"}, "variants": {}}'.encode("latin-1")),
+    "nested": lambda f: (f / "run.json").write_text('{"config": {}, "variants": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    "infinity": lambda f: (f / "run.json").write_text('{"config": {}, "variants": {"eager": {"compile_s": Infinity}}, "status": 1}'),
+    "device_names": lambda f: edit_json(f, lambda d: d["environment"].update(device_names=["x"])),
+    "label_number": lambda f: edit_json(f, lambda d: d["config"].update(label=5)),
+    "huge_int": lambda f: (f / "run.json").write_text('{"config": {}, "variants": {}, "schema_version": ' + "9" * 5000 + "}"),
+    "variants_list": lambda f: edit_json(f, lambda d: d.update(variants=[1, 2])),
+}

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import stat
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
 from ..app_info import APPLICATION, ORGANIZATION
-from ..config import BenchmarkConfig, ConfigError
+from ..config import BenchmarkConfig, ConfigError, ConfigProblem
 from .paths import settings_file
 
 _CONFIG_KEY = "run/last_config"
 _GEOMETRY_KEY = "window/geometry"
 _SPLITTER_PREFIX = "window/splitter/"
 _EXPORT_KEY = "export/folder"
+#: A settings file larger than this is not read (ours are a few KiB).
+MAX_SETTINGS_BYTES = 1 << 20
+#: The longest saved configuration or path taken from the settings file.
+MAX_TEXT_CHARS = 64 * 1024
 
 
 class AppSettings:
@@ -30,6 +36,9 @@ class AppSettings:
         path = path if path is not None else settings_file()
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
+            oversized = _oversized(path)
+            if oversized:
+                self._move_aside(path, oversized)
             self._qs = QSettings(str(path), QSettings.Format.IniFormat)
         else:
             self._qs = QSettings(
@@ -51,6 +60,11 @@ class AppSettings:
     def _reset(self, reason: str) -> None:
         """Move the unreadable file aside and start from defaults."""
         path = self.path
+        self._move_aside(path, reason)
+        self._qs = QSettings(str(path), QSettings.Format.IniFormat)
+        self._qs.clear()
+
+    def _move_aside(self, path: Path, reason: str) -> None:
         moved = ""
         try:
             if path.exists():
@@ -59,9 +73,14 @@ class AppSettings:
                 moved = f"; kept as {backup.name}"
         except OSError:
             pass
-        self._qs = QSettings(str(path), QSettings.Format.IniFormat)
-        self._qs.clear()
         self._problems.append(f"Settings reset to defaults: {reason}{moved}.")
+
+    def _text(self, key: str) -> str | None:
+        """The value at ``key`` when it is a string of a sane length, else None."""
+        value = self._qs.value(key)
+        if isinstance(value, str) and 0 < len(value) <= MAX_TEXT_CHARS:
+            return value
+        return None
 
     @property
     def problem(self) -> str | None:
@@ -75,15 +94,33 @@ class AppSettings:
 
     # -- last configuration ------------------------------------------------
     def last_config(self) -> BenchmarkConfig | None:
-        text = self._qs.value(_CONFIG_KEY)
-        if text in (None, ""):
+        if self._qs.value(_CONFIG_KEY) in (None, ""):
             return None
+        text = self._text(_CONFIG_KEY)
         try:
-            return BenchmarkConfig.from_json(str(text))
+            if text is None:
+                raise ConfigError([ConfigProblem("config", "not a configuration text of a sane size")])
+            return self._checked(BenchmarkConfig.from_json(text))
         except ConfigError as exc:
             self._problems.append(f"The saved configuration was not usable ({exc}); using defaults.")
             self._qs.remove(_CONFIG_KEY)
             return None
+
+    def _checked(self, config: BenchmarkConfig) -> BenchmarkConfig:
+        """``config`` with each field that has a problem back at its default (said once)."""
+        problems = config.problems()
+        if not problems:
+            return config
+        fields = sorted({p.field for p in problems if p.field in config.to_dict()})
+        defaults = BenchmarkConfig()
+        config = dataclasses.replace(config, **{f: getattr(defaults, f) for f in fields})
+        if config.problems():
+            raise ConfigError(problems)
+        named = ", ".join(fields)
+        self._problems.append(
+            f"The saved configuration had unusable values ({named}); those are back to their defaults."
+        )
+        return config
 
     def set_last_config(self, config: BenchmarkConfig) -> None:
         self._qs.setValue(_CONFIG_KEY, config.to_json())
@@ -109,8 +146,8 @@ class AppSettings:
 
     # -- export ----------------------------------------------------------------
     def export_folder(self) -> Path | None:
-        value = self._qs.value(_EXPORT_KEY)
-        return Path(str(value)) if value else None
+        value = self._text(_EXPORT_KEY)
+        return Path(value) if value and "\x00" not in value else None
 
     def set_export_folder(self, folder: Path) -> None:
         self._qs.setValue(_EXPORT_KEY, str(folder))
@@ -119,3 +156,16 @@ class AppSettings:
     def sync(self) -> None:
         """Write pending changes to disk."""
         self._qs.sync()
+
+
+def _oversized(path: Path) -> str | None:
+    """Why ``path`` must not be read as settings (too large, not a regular file), or None."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return "the settings path is not a regular file"
+    if st.st_size > MAX_SETTINGS_BYTES:
+        return f"the settings file is {st.st_size / 2**20:.0f} MiB, far larger than settings can be"
+    return None
