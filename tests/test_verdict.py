@@ -275,6 +275,24 @@ def test_cannot_tell_when_a_check_fails_on_eager(tmp_path):
     assert "cannot tell" in print_run_text(rec.run) and "cannot tell" in markdown_report(rec.run)
 
 
+def test_a_difference_larger_than_what_the_checks_saw_still_stands(tmp_path):
+    """Two levels 50 % apart cannot hide a variant three times as slow: "slower", checks named."""
+    rng = np.random.default_rng(21)
+    eager = [np.where(rng.random(40) < 0.3, 7.5, 5.0) * np.exp(rng.normal(0, 0.01, 40)) for _ in range(5)]
+    rounds = {"eager": eager, "slow": steady(rng, 16.0)}
+    rec = record(tmp_path, round_events(rounds), rounds)
+    rows = rows_of(rec.run)
+    assert rows["eager"].two_level
+    row = rows["slow"]
+    assert row.verdict == "slower"
+    assert "the whole interval lies beyond what the checks saw" in row.verdict_reason
+    assert "eager's calls fall into two levels" in row.verdict_reason
+    # the same two levels against a variant only 30 % slower: cannot tell
+    rounds = {"eager": eager, "slow": steady(rng, 5.0 * 1.3)}
+    rec = record(tmp_path / "b", round_events(rounds), rounds)
+    assert rows_of(rec.run)["slow"].verdict == "cannot tell"
+
+
 def test_aa_control_gives_the_noise_floor(tmp_path):
     rng = np.random.default_rng(12)
     eager, aa = abab(rng, 1.0, load=0.04)

@@ -6,7 +6,9 @@ both samples (:class:`stats.SampleChecks`) and, when the run has one, the
 A/A control (eager measured again as a second, independent copy), whose own
 interval is the noise floor of this machine now. "Cannot tell" when the
 interval contains 1.00, when drift or two levels make eager's or the
-variant's median unfit, or when the difference is inside the noise floor;
+variant's median unfit (unless the whole interval lies farther from 1.00
+than the drift or the gap between the two levels could move a median), or
+when the difference is inside the noise floor;
 the sentence then says what to do about it. A wrong output is "incorrect"
 whatever its speed. Pure Python and numpy.
 """
@@ -98,6 +100,24 @@ def _check_words(name: str, checks: SampleChecks | None) -> list[str]:
     return out
 
 
+def _disturbance(checks: SampleChecks | None) -> float:
+    """How far (in log ratio) the blocking checks of one variant could move its median."""
+    if checks is None:
+        return 0.0
+    far = 0.0
+    if checks.drifting and checks.drift is not None:
+        far = max(far, abs(math.log1p(max(checks.drift.change, -0.99))))
+    if checks.two_levelled and checks.two_level is not None:
+        t = checks.two_level
+        far = max(far, abs(math.log(t.high_ms / t.low_ms)) if t.low_ms > 0 else math.inf)
+    return far
+
+
+def _beyond(interval: SpeedupInterval, far: float) -> bool:
+    """Whether the whole interval lies farther from 1.00 than ``far`` (a log ratio)."""
+    return math.log(interval.lo) > far or math.log(interval.hi) < -far
+
+
 def _one_round_note(interval: SpeedupInterval) -> str:
     if interval.method == "rounds":
         return f" across {interval.rounds} rounds"
@@ -139,12 +159,21 @@ def judge(
     shown = interval_text(interval)
     unfit = _check_words(baseline_name, baseline_checks) + _check_words(name, checks)
     covers_one = interval.covers(1.0)
-    if unfit or covers_one:
+    far = max(_disturbance(baseline_checks), _disturbance(checks))
+    # a difference larger than anything drift or two levels could make still stands
+    outgrown = bool(unfit) and not covers_one and name != AA_CONTROL and _beyond(interval, far)
+    if (unfit and not outgrown) or covers_one:
         kind = VerdictKind.CANNOT_TELL
     else:
         kind = VerdictKind.FASTER if interval.lo > 1.0 else VerdictKind.SLOWER
     if name == AA_CONTROL:
         return _aa_verdict(kind, interval, unfit)
+    if outgrown:
+        return Verdict(
+            kind,
+            f"{shown} of {baseline_name}'s speed{_one_round_note(interval)}: the whole interval "
+            f"lies beyond what the checks saw (" + "; ".join(unfit) + ")",
+        )
     if unfit:
         reason = (
             f"{shown}, but not resolvable on this machine now: " + "; ".join(unfit) + f"; {ADVICE}"
