@@ -93,6 +93,7 @@ class ErrorKind(_Words):
     INTERNAL = "internal"
     CRASHED = "crashed"
     PROTOCOL = "protocol"
+    WRITE_FAILED = "write_failed"
 
 
 #: Spellings written by earlier versions, read as today's.
@@ -199,6 +200,8 @@ class RunInfoEvent:
     gpu_uuid: str | None = None
     #: FLOPs of one call, counted by torch's FlopCounterMode on the model itself
     flops_per_call: int | None = None
+    #: where the timing thread ran: "timing thread alone on CPU 1 (…)", or why it was not pinned
+    cpu_pinning: str | None = None
 
 
 @dataclass

@@ -10,6 +10,8 @@ version, feeds every event to a :class:`~compile_studio.results.recorder.RunReco
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import protocol
+from . import affinity, protocol
 from .config import BenchmarkConfig, ConfigProblem
 from .model_specs import factory_file
 from .protocol import ErrorKind, RunStatus, VariantStatus
@@ -260,6 +262,12 @@ class RunSession:
         self.recorder = recorder
         self._note_load(recorder, "load_before")
         self._keep_factory(recorder)
+        cores = contextlib.ExitStack()
+        split = cores.enter_context(
+            affinity.supervising(affinity.plan() if self.launcher.runs_here() else None)
+        )
+        if split is not None:
+            recorder.run.measurement["core_split"] = split.describe()
         problems: list[ConfigProblem] | None = None
         worker: WorkerProcess | None = None
         saw_done = False
@@ -269,7 +277,11 @@ class RunSession:
         silent = threading.Event()
         hello_timer: threading.Timer | None = None
         try:
-            worker = WorkerProcess(on_log=self.on_log, launcher=self.launcher)
+            launcher = self.launcher
+            if split is not None:
+                env = {**(launcher.env if launcher.env is not None else os.environ), **split.worker_env()}
+                launcher = dataclasses.replace(launcher, env=env)
+            worker = WorkerProcess(on_log=self.on_log, launcher=launcher)
             self.worker_pid = worker.pid
             hello_timer = self._start_hello_timer(worker, silent)
             with self._lock:
@@ -306,7 +318,7 @@ class RunSession:
                         f"{recorder.write_error}: the run stops; everything measured so far "
                         "is kept in memory"
                     )
-                    self._session_error(ErrorKind.INTERNAL, message)
+                    self._session_error(ErrorKind.WRITE_FAILED, message)
                     recorder.fail(message)
                     break
         except WorkerStartFailed as exc:
@@ -347,6 +359,7 @@ class RunSession:
                 recorder.cut_short(self._cut_short_message)
             self._note_load(recorder, "load_after")
             recorder.finish()
+            cores.close()
         folder = recorder.folder
         if start_failed and folder is not None:
             # nothing ran: leave no folder behind that looks like a run

@@ -71,6 +71,10 @@ class WorkerLauncher:
             return cls(env=env, prefix_problem=f"{WORKER_PREFIX_ENV}={text!r} cannot be read: {exc}")
         return cls(prefix=prefix, env=env)
 
+    def runs_here(self) -> bool:
+        """Whether this is the plain local worker (its timing thread may get a core of its own)."""
+        return type(self) is WorkerLauncher and not self.prefix and not self.command
+
     def argv(self, *args: str) -> list[str]:
         """The command line that starts a worker (a frozen app re-runs itself)."""
         if self.prefix_problem:

@@ -21,7 +21,7 @@ import threading
 import traceback
 from typing import IO
 
-from . import protocol
+from . import affinity, protocol
 from .config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
 from .engine.sink import BatchingSink
 
@@ -229,6 +229,7 @@ def _return_to_user_folder() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    affinity.widen_from_env()  # before torch sizes its thread pool from the cores it may use
     _return_to_user_folder()
     out = _protocol_stdout()
     sink = StreamSink(out)

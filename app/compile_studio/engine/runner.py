@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import re
 import threading
 import time
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 
 import torch
 
-from .. import protocol
+from .. import affinity, protocol
 from ..config import BenchmarkConfig, format_bytes
 from . import checks
 from .cache_flush import CacheFlush
@@ -235,6 +236,7 @@ class BenchmarkRunner:
         self._set_precision()
         try:
             self._prepare_inputs()
+            self.cpu_pinning = self._pin_timing_thread()
             self._report_run_info()
         except BaseException as exc:  # noqa: BLE001 - reported; nothing was measured yet
             if isinstance(exc, KeyboardInterrupt):
@@ -290,7 +292,30 @@ class BenchmarkRunner:
                 correctness_rule=checks.rule_text(self.config.dtype),
                 gpu_uuid=self.gpu_uuid,
                 flops_per_call=self.flops_per_call,
+                cpu_pinning=self.cpu_pinning,
             )
+        )
+
+    def _pin_timing_thread(self) -> str:
+        """Give this (the timing) thread the core the launcher chose; words for run.json."""
+        cpu = affinity.timing_cpu_from_env()
+        if cpu is None:
+            return "not pinned (a remote worker, one core, or turned off)"
+        if cpu not in affinity.available_cpus():
+            return f"not pinned: CPU {cpu} is not available to the worker"
+        if torch.get_num_threads() > 1:
+            # start torch's thread pool now, from a thread on every core: threads it
+            # starts later would inherit the timing thread's one core
+            torch.empty(1 << 20).fill_(1.0)
+        if not affinity.pin_timing_thread(cpu):
+            return f"not pinned: the system refused CPU {cpu}"
+        try:
+            others = max(0, len(os.listdir("/proc/self/task")) - 1)
+        except OSError:
+            others = 0
+        return (
+            f"timing thread alone on CPU {cpu}; {torch.get_num_threads()} torch threads, "
+            f"{others} other threads on the other cores"
         )
 
     def _set_precision(self) -> None:

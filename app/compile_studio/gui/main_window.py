@@ -481,7 +481,13 @@ class MainWindow(QMainWindow):
             self.history.uncheck_all()
         self.current_run = run
         self._rebuild_views()
-        self.statusBar().showMessage(f"Showing {run_display_name(run)} ({run.run_id})", 5000)
+        shown = f"Showing {run_display_name(run)} ({run.run_id})"
+        if run.load_problems:
+            read = "; ".join(run.load_problems)
+            self.log.append_line(f"{run.run_id} was read with problems: {read}")
+            self.statusBar().showMessage(f"{shown}, read with problems: {read}", 15000)
+        else:
+            self.statusBar().showMessage(shown, 5000)
         return True
 
     def load_config(self, config: BenchmarkConfig) -> bool:
