@@ -11,8 +11,8 @@ length (iterations, warm-up and rounds of a new configuration):
   difference (target ≤ 3 of 20).
 * **Power** — runs of eager against ``run_twice`` (a test backend that runs
   the model twice per call, from ``tests/backends_for_tests.py``). Its true
-  ratio is measured first with eight times the rounds and calls (tried again,
-  up to three times, while its own verdict is not "slower"); counts "slower"
+  ratio is measured first: the geometric mean of three runs (each its own
+  process) with eight times the rounds and calls; counts "slower"
   verdicts (target ≥ 19 of 20) and intervals that cover the true ratio
   (target ≥ 17 of 20).
 
@@ -49,8 +49,10 @@ CONFIGS = {
 }
 #: The true ratio is measured with this many times the default rounds and iterations.
 TRUTH_FACTOR = 8
-#: Runs tried for the true ratio until one gives a clear verdict.
-TRUTH_ATTEMPTS = 3
+#: Long runs (each its own process) whose geometric mean is the true ratio.
+TRUTH_RUNS = 3
+#: Further long runs tried when one of them gives no clear verdict.
+TRUTH_ATTEMPTS = 2
 #: Longest a competing load may run, seconds (it is stopped after its run anyway).
 LOAD_LIMIT_S = 900
 
@@ -148,22 +150,29 @@ def calibrate(name: str, model: dict[str, Any], args: argparse.Namespace, out: P
         "iterations": defaults.iterations * TRUTH_FACTOR,
         "rounds": defaults.rounds * TRUTH_FACTOR,
     }
-    for attempt in range(1, TRUTH_ATTEMPTS + 1):
+    # one long run has an offset of its own process (memory layout, core placement): the true
+    # ratio is the geometric mean of TRUTH_RUNS long runs, each its own process
+    truths: list[float] = []
+    for attempt in range(1, TRUTH_RUNS + TRUTH_ATTEMPTS + 1):
         truth_run, truth_s = run_cli(truth_cfg, out / name / "truth")
         truth_row = row_of(truth_run, SLOW_VARIANT)
-        if truth_row.verdict == "slower":
+        print(
+            f"   true ratio, run {attempt} ({truth_cfg['iterations']} calls in {truth_cfg['rounds']} rounds, "
+            f"{truth_s:.0f} s): "
+            + ("–" if truth_row.speedup is None else
+               f"{truth_row.speedup:.3f}× [{truth_row.speedup_lo:.3f}–{truth_row.speedup_hi:.3f}]")
+            + f" {truth_row.verdict}" + (f"  checks: {truth_row.checks}" if truth_row.checks else ""),
+            flush=True,
+        )
+        if truth_row.verdict == "slower" and truth_row.speedup:
+            truths.append(truth_row.speedup)
+        if len(truths) == TRUTH_RUNS:
             break
-        print(f"   true ratio, attempt {attempt}: {truth_row.verdict}: {truth_row.verdict_reason}")
-    else:
-        print("   warning: the machine was not steady enough for the true ratio; the last attempt is used")
-    truth = truth_row.speedup
-    if truth is None:
+    if not truths:
         sys.exit(f"the true ratio could not be measured: {truth_row.verdict_reason or truth_row.error}")
-    print(
-        f"   true ratio ({truth_cfg['iterations']} calls in {truth_cfg['rounds']} rounds, {truth_s:.0f} s): "
-        f"{truth:.3f}× [{truth_row.speedup_lo:.3f}–{truth_row.speedup_hi:.3f}]"
-        + (f"  checks: {truth_row.checks}" if truth_row.checks else "")
-    )
+    truth = math.exp(sum(math.log(x) for x in truths) / len(truths))
+    spread = (max(truths) / min(truths) - 1) * 100
+    print(f"   true ratio: {truth:.3f}× (geometric mean of {len(truths)} runs; they differ by {spread:.1f} %)")
     power: list[Outcome] = []
     for i in range(runs):
         run, seconds = run_cli(slow, out / name / "power")
