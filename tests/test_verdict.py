@@ -293,6 +293,21 @@ def test_a_difference_larger_than_what_the_checks_saw_still_stands(tmp_path):
     assert rows_of(rec.run)["slow"].verdict == "cannot tell"
 
 
+def test_a_few_stalled_calls_do_not_hide_a_clear_difference(tmp_path):
+    """One call in eight stalled 600× (a busy machine's preemptions): the medians stand."""
+    rng = np.random.default_rng(22)
+
+    def stalled(median):
+        return [np.where(rng.random(40) < 0.12, 15.0, median) * np.exp(rng.normal(0, 0.02, 40)) for _ in range(5)]
+
+    rounds = {"eager": stalled(0.025), "slow": stalled(0.08)}
+    rec = record(tmp_path, round_events(rounds), rounds)
+    rows = rows_of(rec.run)
+    assert rows["eager"].two_level and rows["slow"].two_level
+    assert rows["slow"].verdict == "slower"
+    assert "two levels" in rows["slow"].verdict_reason
+
+
 def test_aa_control_gives_the_noise_floor(tmp_path):
     rng = np.random.default_rng(12)
     eager, aa = abab(rng, 1.0, load=0.04)

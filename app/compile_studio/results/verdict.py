@@ -48,6 +48,8 @@ class Verdict:
 
 
 ADVICE = "close other programs or raise rounds"
+#: A slow level with at least this share of the calls can move a median by the gap between levels.
+TWO_LEVEL_MEDIAN_SHARE = 0.25
 
 
 def interval_text(interval: SpeedupInterval) -> str:
@@ -109,7 +111,11 @@ def _disturbance(checks: SampleChecks | None) -> float:
         far = max(far, abs(math.log1p(max(checks.drift.change, -0.99))))
     if checks.two_levelled and checks.two_level is not None:
         t = checks.two_level
-        far = max(far, abs(math.log(t.high_ms / t.low_ms)) if t.low_ms > 0 else math.inf)
+        # a median sits in the level that holds most calls: a slow level with a quarter
+        # of them or more could hold half in some round and move the median by the gap;
+        # fewer slow calls move it only within the fast level, which the rounds see
+        if t.high_share >= TWO_LEVEL_MEDIAN_SHARE:
+            far = max(far, abs(math.log(t.high_ms / t.low_ms)) if t.low_ms > 0 else math.inf)
     return far
 
 
