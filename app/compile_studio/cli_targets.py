@@ -1,0 +1,137 @@
+"""``compile-studio-cli targets``: list, add, remove and check where runs can go.
+
+``targets`` lists the targets of the targets file (the same the window edits);
+``targets add NAME --kind ssh --host HOST …`` adds or replaces one;
+``targets remove NAME`` removes one; ``targets check NAME`` asks the target's
+Python whether it has torch and copies the worker there. Runs go to a target
+with ``run --target NAME``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .results.formatting import text_table
+from .supervisor import WorkerStartFailed
+from .targets import (
+    KIND_WORDS,
+    KINDS,
+    LOCAL,
+    TargetsFileError,
+    check_target,
+    load_targets,
+    save_targets,
+)
+
+EXIT_OK = 0
+EXIT_BAD = 2
+EXIT_FAILED = 3
+
+
+def register(sub: Any) -> None:
+    """Add the ``targets`` command to the CLI's subparsers."""
+    parser = sub.add_parser(
+        "targets", help="list or edit where runs can go (this machine, SSH hosts, Slurm)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=cmd_targets, targets_command="list")
+    actions = parser.add_subparsers(dest="targets_command")
+    actions.add_parser("list", help="list the targets (the default)")
+    add = actions.add_parser("add", help="add a target, or replace the one of that name")
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("--kind", choices=KINDS, required=True)
+    add.add_argument("--host", default="", help="ssh: the host as in ~/.ssh/config")
+    add.add_argument("--port", type=int, default=None, help="ssh: port")
+    add.add_argument("--user", default="", help="ssh: user name")
+    add.add_argument("--identity", default="", help="ssh: key file")
+    add.add_argument("--ssh-option", action="append", default=[], dest="ssh_options",
+                     metavar="ARG", help="ssh: one more ssh argument (repeatable), e.g. -F")
+    add.add_argument("--python", default="", help="the remote Python (a path or command)")
+    add.add_argument("--preamble", default="", help="shell lines run before the remote Python")
+    add.add_argument("--via", default="", help="slurm: the SSH target of the login node")
+    add.add_argument("--partition", default="", help="slurm: partition")
+    add.add_argument("--gpus", type=int, default=0, help="slurm: GPUs per job step (--gres=gpu:N)")
+    add.add_argument("--gpu-type", default="", help="slurm: GPU type in --gres (gpu:TYPE:N)")
+    add.add_argument("--time", default="", dest="time_limit", help="slurm: time limit (HH:MM:SS)")
+    add.add_argument("--account", default="", help="slurm: account")
+    add.add_argument("--srun-flag", action="append", default=[], dest="srun_flags",
+                     metavar="ARG", help="slurm: one more srun argument (repeatable)")
+    add.add_argument("--gpu-ids", default="", help="GPUs to spread sweep workers over, e.g. 0,1,2,3")
+    add.add_argument("--workers", type=int, default=0, help="workers at once (0: one per GPU id)")
+    remove = actions.add_parser("remove", help="remove a target")
+    remove.add_argument("name", metavar="NAME")
+    check = actions.add_parser("check", help="check a target's Python and torch, copy the worker")
+    check.add_argument("name", metavar="NAME")
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    try:
+        targets = load_targets()
+    except TargetsFileError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_BAD
+    action = args.targets_command or "list"
+    if action == "list":
+        rows = [[t.name, KIND_WORDS[t.kind], t.describe()] for t in targets.items]
+        where = targets.path if targets.path is not None else "(no file yet)"
+        sys.stdout.write(f"{where}\n" + text_table(["name", "kind", "where"], rows, left=3) + "\n")
+        return EXIT_OK
+    if action == "remove":
+        if args.name == LOCAL or args.name not in targets.names():
+            sys.stderr.write(f"error: no target {args.name!r} to remove; targets: "
+                             f"{', '.join(n for n in targets.names() if n != LOCAL) or 'none'}\n")
+            return EXIT_BAD
+        path = save_targets(targets.without(args.name))
+        sys.stdout.write(f"removed {args.name} from {path}\n")
+        return EXIT_OK
+    if action == "check":
+        return _check(args.name, targets)
+    data: dict[str, Any] = {
+        k: v for k, v in vars(args).items()
+        if k in ("host", "port", "user", "identity", "ssh_options", "python", "preamble", "via",
+                 "partition", "gpus", "gpu_type", "time_limit", "account", "srun_flags", "workers")
+        and v not in ("", None, [], 0)
+    }
+    data.update(name=args.name, kind=args.kind)
+    if args.gpu_ids:
+        try:
+            data["gpu_ids"] = [int(x) for x in args.gpu_ids.split(",") if x.strip()]
+        except ValueError:
+            sys.stderr.write(f"error: --gpu-ids {args.gpu_ids!r} is not a list of GPU numbers\n")
+            return EXIT_BAD
+    target, problems = check_target(data)
+    updated = targets.with_target(target) if target is not None else targets
+    problems += updated.problems() if target is not None else []
+    if target is None or problems:
+        sys.stderr.write("The target cannot be used:\n" + "".join(f"  - {p}\n" for p in problems))
+        return EXIT_BAD
+    path = save_targets(updated)
+    sys.stdout.write(f"saved {target.name} ({target.describe()}) in {path}\n")
+    return EXIT_OK
+
+
+def _check(name: str, targets: Any) -> int:
+    from .remote import RemoteLauncher, launcher_for
+
+    try:
+        launcher = launcher_for(name, targets)
+    except (KeyError, ValueError) as exc:
+        sys.stderr.write(f"error: {exc.args[0]}\n")
+        return EXIT_BAD
+    if not isinstance(launcher, RemoteLauncher):
+        sys.stdout.write(f"{name}: this machine\n")
+        return EXIT_OK
+    try:
+        launcher.prepare(lambda line: print(line, file=sys.stderr))
+    except WorkerStartFailed as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_FAILED
+    found = launcher.found
+    sys.stdout.write(
+        f"{name}: host {found.get('host')}, Python {found.get('python')} at "
+        f"{found.get('executable')}, torch present, "
+        f"worker {launcher.active_bundle().file_name} in place\n"
+    )
+    return EXIT_OK

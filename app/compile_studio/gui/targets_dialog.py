@@ -1,0 +1,355 @@
+"""Where a run goes, in the window: a target chooser and a dialog to add and edit targets.
+
+The targets live in the same ``targets.json`` the CLI reads
+(:mod:`compile_studio.targets`); every edit is checked there before it is saved.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..remote import launcher_for
+from ..supervisor import WorkerLauncher
+from ..targets import (
+    KIND_WORDS,
+    KINDS,
+    LOCAL,
+    LOCAL_TARGET,
+    Target,
+    Targets,
+    TargetsFileError,
+    check_target,
+    load_targets,
+    save_targets,
+)
+from .benchmark_thread import EnvironmentProbe
+
+_TEXT_FIELDS = ("host", "user", "identity", "python", "preamble", "via", "partition", "gpu_type",
+                "time_limit", "account")
+_LIST_FIELDS = ("ssh_options", "srun_flags")
+_FIELD_WORDS = {
+    "host": "SSH host", "user": "User", "identity": "Key file", "python": "Remote Python",
+    "preamble": "Preamble", "via": "Login node (SSH target)", "partition": "Partition",
+    "gpu_type": "GPU type", "time_limit": "Time limit", "account": "Account",
+    "ssh_options": "More ssh arguments", "srun_flags": "More srun flags",
+}
+_KIND_FIELDS = {
+    "local": {"gpu_ids", "workers"},
+    "ssh": {"host", "port", "user", "identity", "ssh_options", "python", "preamble", "gpu_ids", "workers"},
+    "slurm": {"via", "python", "preamble", "partition", "gpus", "gpu_type", "time_limit", "account",
+              "srun_flags", "workers"},
+}
+
+
+class TargetsDialog(QDialog):
+    """Add, edit and remove targets; Save checks each one and writes ``targets.json``."""
+
+    def __init__(self, targets: Targets, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Run targets")
+        self.targets = Targets(list(targets.items), targets.path)
+        self._current: str | None = None
+        self.list = QListWidget()
+        self.list.currentTextChanged.connect(self._select)
+        add = QPushButton("Add")
+        add.clicked.connect(self._add)
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.clicked.connect(self._remove)
+        self.name = QLineEdit()
+        self.kind = QComboBox()
+        for kind in KINDS:
+            self.kind.addItem(KIND_WORDS[kind], kind)
+        self.kind.currentIndexChanged.connect(self._show_fields)
+        self.edits: dict[str, QLineEdit] = {k: QLineEdit() for k in (*_TEXT_FIELDS, *_LIST_FIELDS)}
+        self.edits["gpu_ids"] = QLineEdit()
+        self.edits["gpu_ids"].setPlaceholderText("e.g. 0,1,2,3: one worker per GPU")
+        self.edits["python"].setPlaceholderText("python3, or ~/venv/bin/python")
+        self.edits["preamble"].setPlaceholderText("module load cuda; source ~/venv/bin/activate")
+        self.edits["ssh_options"].setPlaceholderText("-F ~/.ssh/other_config")
+        self.port = QSpinBox()
+        self.port.setRange(0, 65535)
+        self.port.setSpecialValueText("default")
+        self.gpus = QSpinBox()
+        self.gpus.setRange(0, 1024)
+        self.workers = QSpinBox()
+        self.workers.setRange(0, 1024)
+        self.workers.setSpecialValueText("one per GPU")
+        self.form = QFormLayout()
+        self.form.addRow("Name", self.name)
+        self.form.addRow("Kind", self.kind)
+        self._rows: dict[str, QWidget] = {}
+        for key, widget in [*self.edits.items(), ("port", self.port), ("gpus", self.gpus),
+                            ("workers", self.workers)]:
+            words = _FIELD_WORDS.get(key, {"gpu_ids": "GPUs to use", "port": "Port",
+                                           "gpus": "GPUs per job step", "workers": "Workers at once"}.get(key, key))
+            self.form.addRow(words, widget)
+            self._rows[key] = widget
+        self.problem_label = QLabel()
+        self.problem_label.setObjectName("targetProblems")
+        self.problem_label.setWordWrap(True)
+        self.problem_label.setStyleSheet("color: #B00020;")
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.save)
+        buttons.rejected.connect(self.reject)
+        left = QVBoxLayout()
+        left.addWidget(self.list)
+        row = QHBoxLayout()
+        row.addWidget(add)
+        row.addWidget(self.remove_button)
+        left.addLayout(row)
+        right = QVBoxLayout()
+        right.addLayout(self.form)
+        right.addWidget(self.problem_label)
+        top = QHBoxLayout()
+        top.addLayout(left, 1)
+        top.addLayout(right, 2)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(buttons)
+        self._fill_list(self.targets.names()[0])
+
+    # -- editing ---------------------------------------------------------------------------
+    def _fill_list(self, select: str) -> None:
+        self.list.blockSignals(True)
+        self.list.clear()
+        self.list.addItems(self.targets.names())
+        self.list.blockSignals(False)
+        self._current = None
+        matches = self.list.findItems(select, Qt.MatchFlag.MatchExactly)
+        self.list.setCurrentItem(matches[0] if matches else self.list.item(0))
+
+    def _select(self, name: str) -> None:
+        if self._current is not None and not self._keep_form():
+            return
+        if not name:
+            return
+        self._current = name
+        self._load(self.targets.get(name))
+
+    def _load(self, target: Target) -> None:
+        self.name.setText(target.name)
+        self.kind.setCurrentIndex(KINDS.index(target.kind))
+        for key in _TEXT_FIELDS:
+            self.edits[key].setText(getattr(target, key))
+        for key in _LIST_FIELDS:
+            self.edits[key].setText(shlex.join(getattr(target, key)))
+        self.edits["gpu_ids"].setText(",".join(str(g) for g in target.gpu_ids))
+        self.port.setValue(target.port or 0)
+        self.gpus.setValue(target.gpus)
+        self.workers.setValue(target.workers)
+        local = target.name == LOCAL
+        self.name.setEnabled(not local)
+        self.kind.setEnabled(not local)
+        self.remove_button.setEnabled(not local)
+        self.problem_label.clear()
+        self._show_fields()
+
+    def _show_fields(self) -> None:
+        kind = self.kind.currentData()
+        for key, widget in self._rows.items():
+            visible = key in _KIND_FIELDS.get(kind, set())
+            widget.setVisible(visible)
+            label = self.form.labelForField(widget)
+            if label is not None:
+                label.setVisible(visible)
+
+    def form_target(self) -> tuple[Target | None, list[str]]:
+        """The target the form describes, checked as the file would be."""
+        kind = self.kind.currentData()
+        data: dict[str, object] = {"name": self.name.text().strip(), "kind": kind}
+        shown = _KIND_FIELDS.get(kind, set())
+        problems: list[str] = []
+        for key in _TEXT_FIELDS:
+            if key in shown and self.edits[key].text().strip():
+                data[key] = self.edits[key].text().strip()
+        for key in _LIST_FIELDS:
+            if key in shown and self.edits[key].text().strip():
+                try:
+                    data[key] = shlex.split(self.edits[key].text())
+                except ValueError as exc:
+                    problems.append(f"{_FIELD_WORDS[key]}: {exc}")
+        if "gpu_ids" in shown and self.edits["gpu_ids"].text().strip():
+            try:
+                data["gpu_ids"] = [int(x) for x in self.edits["gpu_ids"].text().split(",") if x.strip()]
+            except ValueError:
+                problems.append("GPUs to use: a list of GPU numbers such as 0,1")
+        for key, box in (("port", self.port), ("gpus", self.gpus), ("workers", self.workers)):
+            if key in shown and box.value():
+                data[key] = box.value()
+        if problems:
+            return None, problems
+        return check_target(data)
+
+    def _keep_form(self) -> bool:
+        """Put the form's target back in the list; False (saying why) when it is not valid."""
+        if self._current is None:
+            return True
+        target, problems = self.form_target()
+        if target is None:
+            self.problem_label.setText("\n".join(problems))
+            return False
+        items = [target if t.name == self._current else t for t in self.targets.items]
+        self.targets = Targets(items, self.targets.path)
+        problems = self.targets.problems()
+        if problems:
+            self.problem_label.setText("\n".join(problems))
+            return False
+        if target.name != self._current:
+            self._current = target.name
+            self._fill_list(target.name)
+        return True
+
+    def _add(self) -> None:
+        if not self._keep_form():
+            return
+        k = 1
+        while f"target{k}" in self.targets.names():
+            k += 1
+        name = f"target{k}"
+        self.targets = self.targets.with_target(Target(name=name, kind="ssh", host="host"))
+        self._current = None
+        self._fill_list(name)
+
+    def _remove(self) -> None:
+        if self._current in (None, LOCAL):
+            return
+        self.targets = self.targets.without(self._current or "")
+        self._current = None
+        self._fill_list(LOCAL)
+
+    def save(self) -> None:
+        """Check the form and every target, write the file, close; says what is wrong otherwise."""
+        if not self._keep_form():
+            return
+        try:
+            save_targets(self.targets)
+        except OSError as exc:
+            self.problem_label.setText(f"cannot save the targets: {exc.strerror or exc}")
+            return
+        self.accept()
+
+
+class TargetChooser(QWidget):
+    """``Run on: [target ▾] [Edit…]``: picks where the next run goes."""
+
+    #: the name of the chosen target
+    target_changed = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.combo = QComboBox()
+        self.combo.setToolTip("Where the worker runs: this machine, an SSH host or a Slurm cluster")
+        self.combo.currentIndexChanged.connect(self._changed)
+        edit = QPushButton("Edit…")
+        edit.setToolTip("Add or edit SSH hosts and Slurm clusters")
+        edit.clicked.connect(self.edit)
+        self.problem = ""
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(QLabel("Run on"))
+        layout.addWidget(self.combo, 1)
+        layout.addWidget(edit)
+        self.targets = Targets([])
+        self.reload()
+
+    def reload(self, select: str | None = None) -> None:
+        """Read the targets file again (a damaged one leaves just this machine, saying why)."""
+        current = select or self.current_name()
+        try:
+            self.targets = load_targets()
+            self.problem = ""
+        except TargetsFileError as exc:
+            self.targets = Targets([])
+            self.problem = str(exc)
+        self.combo.blockSignals(True)
+        self.combo.clear()
+        for t in self.targets.items:
+            self.combo.addItem(t.name if t.name != LOCAL else "this machine", t.name)
+            self.combo.setItemData(self.combo.count() - 1, t.describe(), Qt.ItemDataRole.ToolTipRole)
+        index = self.combo.findData(current)
+        self.combo.setCurrentIndex(max(0, index))
+        self.combo.blockSignals(False)
+        if current and self.current_name() != current:
+            self._changed()
+
+    def current_name(self) -> str:
+        data = self.combo.currentData()
+        return str(data) if data else LOCAL
+
+    def current(self) -> Target:
+        try:
+            return self.targets.get(self.current_name())
+        except KeyError:
+            return LOCAL_TARGET
+
+    def is_local(self) -> bool:
+        return self.current().is_local
+
+    def set_current(self, name: str) -> None:
+        index = self.combo.findData(name)
+        if index >= 0:
+            self.combo.setCurrentIndex(index)
+
+    def launcher(self) -> WorkerLauncher:
+        """The launcher of a worker on the chosen target (ValueError saying why not)."""
+        return launcher_for(self.current(), self.targets)
+
+    def edit(self) -> None:
+        dialog = TargetsDialog(self.targets, self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.reload()
+
+    def _changed(self, *_: object) -> None:
+        self.target_changed.emit(self.current_name())
+
+
+def install_target_chooser(window: Any) -> TargetChooser:
+    """Put a :class:`TargetChooser` above the window's Run/Stop buttons.
+
+    Choosing a target asks that target's worker about its machine (the
+    window's environment probe, run there), so the form offers its devices;
+    the run then starts there (``window.start_run`` asks the chooser).
+    """
+    chooser = TargetChooser(window)
+    buttons = window.run_button.parentWidget().layout()
+    buttons.insertWidget(max(0, buttons.count() - 1), chooser)
+    if chooser.problem:
+        window.statusBar().showMessage(chooser.problem, 20000)
+
+    def probe_target(_: str) -> None:
+        old = window._probe
+        if old is not None:
+            old.cancel()
+            old.wait(5000)
+        window.hello = None
+        try:
+            launcher = chooser.launcher()
+        except (KeyError, ValueError) as exc:
+            window.show_error(str(exc.args[0]))
+            return
+        probe = EnvironmentProbe(window, launcher=launcher)
+        probe.probed.connect(window.set_hello)
+        probe.failed.connect(window._probe_failed)
+        window._probe = probe
+        window.env_label.setText(f"asking {chooser.current().describe()}…")
+        probe.start()
+
+    chooser.target_changed.connect(probe_target)
+    return chooser

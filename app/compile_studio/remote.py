@@ -1,0 +1,579 @@
+"""Workers on an SSH host or in Slurm job steps: launchers built from a target (no Qt, no torch).
+
+A :class:`RemoteLauncher` is a :class:`~compile_studio.supervisor.WorkerLauncher`
+whose command line reaches the target through the system ``ssh`` client
+(``-T``, BatchMode: no terminal, so the JSON lines stay clean) and/or ``srun``
+(a job step streams stdin and stdout). Before the worker starts,
+:meth:`RemoteLauncher.prepare` asks the remote Python whether it has torch and
+the worker bundle (:mod:`compile_studio.worker_bundle`), and copies the bundle
+when it is missing, verified by its sha256. The worker starts in the bundle's
+own cache folder, so nothing lying in the remote home is importable.
+
+Stopping: ``stop`` on stdin, then stdin is closed; a worker still there after
+that is ended through a second command: its process group (from ``hello``)
+is killed over ``ssh``, or its job step is ``scancel``-ed. Whatever the end,
+:meth:`RemoteLauncher.cleanup` makes sure nothing of the run is left running.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import protocol
+from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
+from .targets import LOCAL_TARGET, Target, Targets, load_targets
+from .worker_bundle import WorkerBundle, worker_bundle
+
+if TYPE_CHECKING:
+    from .config import BenchmarkConfig
+    from .results.store import RunStore
+    from .session import RunSession
+
+#: The remote folder the bundle is kept in and the worker starts in (shell text;
+#: ``$HOME/...`` or ``~/...`` is expanded there, anything else is taken literally).
+REMOTE_CACHE_ENV = "COMPILE_STUDIO_REMOTE_CACHE"
+DEFAULT_REMOTE_CACHE = "$HOME/.cache/compile-studio"
+#: How long a side command (check, copy, kill, squeue) may take.
+SIDE_COMMAND_TIMEOUT_S = 60.0
+#: Seconds between two looks at the Slurm queue while a job waits.
+QUEUE_POLL_S = 1.0
+RUN_TAG_FLAG = "--run-tag"
+
+_CHECK = r"""
+import hashlib, importlib.util, json, os, socket, sys
+path = os.path.join(sys.argv[1], sys.argv[2])
+try:
+    with open(path, "rb") as fh:
+        present = hashlib.sha256(fh.read()).hexdigest() == sys.argv[3]
+except OSError:
+    present = False
+print(json.dumps({"host": socket.gethostname(), "python": sys.version.split()[0],
+                  "executable": sys.executable, "bundle": present,
+                  "torch": importlib.util.find_spec("torch") is not None}))
+"""
+
+_INSTALL = r"""
+import hashlib, os, sys
+folder, name, sha = sys.argv[1:4]
+data = sys.stdin.buffer.read()
+got = hashlib.sha256(data).hexdigest()
+if got != sha:
+    sys.exit(f"the worker bundle arrived damaged (sha256 {got}, expected {sha})")
+os.makedirs(folder, exist_ok=True)
+tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+with open(tmp, "wb") as fh:
+    fh.write(data)
+os.replace(tmp, os.path.join(folder, name))
+print("installed")
+"""
+
+
+def remote_cache() -> str:
+    """The remote cache folder as shell text (quoted, with ``$HOME`` left to expand there)."""
+    text = os.environ.get(REMOTE_CACHE_ENV, DEFAULT_REMOTE_CACHE)
+    for home in ("$HOME/", "~/"):
+        if text.startswith(home):
+            return '"$HOME"/' + shlex.quote(text[len(home):])
+    return shlex.quote(text)
+
+
+def ssh_argv(target: Target) -> list[str]:
+    """``ssh`` and its options for an SSH target; the remote command follows."""
+    argv = [
+        "ssh", "-T",
+        "-o", "BatchMode=yes",
+        "-o", "ServerAliveInterval=5",
+        "-o", "ServerAliveCountMax=3",
+    ]
+    if target.port:
+        argv += ["-p", str(target.port)]
+    if target.user:
+        argv += ["-l", target.user]
+    if target.identity:
+        argv += ["-i", os.path.expanduser(target.identity)]
+    argv += list(target.ssh_options)
+    argv += ["--", target.host]
+    return argv
+
+
+def gres(target: Target) -> str | None:
+    """The ``--gres`` value of a Slurm target (``gpu:2``, ``gpu:a100:1``); None without GPUs."""
+    if target.gpus <= 0:
+        return None
+    return f"gpu:{target.gpu_type + ':' if target.gpu_type else ''}{target.gpus}"
+
+
+def srun_argv(target: Target, job_name: str) -> list[str]:
+    """``srun`` for one job step of a Slurm target (the step's command follows)."""
+    argv = ["srun", f"--job-name={job_name}", "--ntasks=1", "--input=all", "--unbuffered"]
+    if target.partition:
+        argv.append(f"--partition={target.partition}")
+    spec = gres(target)
+    if spec:
+        argv.append(f"--gres={spec}")
+    if target.time_limit:
+        argv.append(f"--time={target.time_limit}")
+    if target.account:
+        argv.append(f"--account={target.account}")
+    return argv + list(target.srun_flags)
+
+
+class GpuPool:
+    """The GPUs of one machine, handed to concurrent workers one each (``CUDA_VISIBLE_DEVICES``).
+
+    :meth:`acquire` waits for a free GPU (lowest number first); :meth:`release` frees it.
+    """
+
+    def __init__(self, gpu_ids: tuple[int, ...]):
+        self.gpu_ids = tuple(gpu_ids)
+        self._free = list(self.gpu_ids)
+        self._cond = threading.Condition()
+
+    def acquire(self) -> int:
+        with self._cond:
+            while not self._free:
+                self._cond.wait()
+            return self._free.pop(0)
+
+    def release(self, gpu: int) -> None:
+        with self._cond:
+            if gpu in self.gpu_ids and gpu not in self._free:
+                self._free.append(gpu)
+                self._free.sort(key=self.gpu_ids.index)
+                self._cond.notify()
+
+
+class _PooledGpu:
+    """A launcher's GPU: fixed (``gpu``), or taken from a pool in ``prepare`` until ``cleanup``."""
+
+    gpu: int | None
+    pool: GpuPool | None
+    found: dict[str, Any]
+
+    def _take_gpu(self) -> None:
+        if self.pool is not None and "gpu" not in self.found:
+            self.found["gpu"] = self.pool.acquire()
+
+    def _give_gpu_back(self) -> None:
+        gpu = self.found.pop("gpu", None)
+        if self.pool is not None and gpu is not None:
+            self.pool.release(gpu)
+
+    def visible_gpu(self) -> int | None:
+        """The GPU this worker is given (``CUDA_VISIBLE_DEVICES``), None for all."""
+        gpu = self.found.get("gpu", self.gpu)
+        return None if gpu is None else int(gpu)
+
+
+@dataclass(frozen=True)
+class LocalGpuLauncher(_PooledGpu, WorkerLauncher):
+    """A worker on this machine that sees one GPU of several (one worker per GPU)."""
+
+    gpu: int | None = None
+    pool: GpuPool | None = None
+    found: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def describe(self) -> str:
+        gpu = self.visible_gpu()
+        return "this machine" if gpu is None else f"this machine, GPU {gpu}"
+
+    def prepare(self, on_status: Callable[[str], None] | None = None) -> None:
+        self._take_gpu()
+
+    def environment(self) -> dict[str, str]:
+        env = super().environment()
+        gpu = self.visible_gpu()
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        return env
+
+    def cleanup(self, hello: protocol.HelloEvent | None) -> None:
+        self._give_gpu_back()
+
+
+@dataclass(frozen=True)
+class RemoteLauncher(_PooledGpu, WorkerLauncher):
+    """A worker on an SSH host or in a Slurm job step (see the module's notes).
+
+    ``login`` is the SSH target commands go through (an SSH target itself, or
+    a Slurm target's login node); None runs them on this machine (Slurm
+    here). ``gpu`` pins the worker to one GPU of a multi-GPU host
+    (``CUDA_VISIBLE_DEVICES``); Slurm's ``--gres`` sets it in a job step.
+    """
+
+    target: Target = LOCAL_TARGET
+    login: Target | None = None
+    bundle: WorkerBundle | None = None
+    gpu: int | None = None
+    pool: GpuPool | None = None
+    run_tag: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    #: what :meth:`prepare` learnt of the remote (host, Python, …)
+    found: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    # -- words -------------------------------------------------------------------------------
+    def describe(self) -> str:
+        t = self.target
+        if t.kind == "ssh":
+            return f"SSH target {t.name!r} (host {t.host})"
+        login = f" via {self.login.name!r} (host {self.login.host})" if self.login else ""
+        part = f", partition {t.partition}" if t.partition else ""
+        return f"Slurm target {t.name!r}{login}{part}"
+
+    @property
+    def job_name(self) -> str:
+        return f"compile-studio-{self.run_tag}"
+
+    def active_bundle(self) -> WorkerBundle:
+        return self.bundle or worker_bundle()
+
+    # -- command lines -----------------------------------------------------------------------
+    def shell(self, script: str) -> list[str]:
+        """The command line that runs the shell ``script`` where this target's commands run."""
+        if self.login is None:
+            return ["sh", "-c", script]
+        return [*ssh_argv(self.login), "sh -c " + shlex.quote(script)]
+
+    def _python(self) -> str:
+        if self.target.python:
+            return self.target.python
+        if self.login is None:
+            return shlex.quote(sys.executable)  # Slurm on this machine: this Python
+        return "python3"
+
+    def _with_preamble(self, script: str) -> str:
+        pre = self.target.preamble.strip()
+        return f"{pre}\n{script}" if pre else script
+
+    def worker_script(self, *args: str) -> str:
+        """The shell script that starts the worker where it runs (in the bundle's folder)."""
+        cache = remote_cache()
+        bundle = f"{cache}/{self.active_bundle().file_name}"
+        env = [f'PYTHONPATH={bundle}"${{PYTHONPATH:+:$PYTHONPATH}}"', "PYTHONUNBUFFERED=1"]
+        gpu = self.visible_gpu()
+        if gpu is not None:
+            env.append(f"CUDA_VISIBLE_DEVICES={gpu}")
+        command = " ".join(
+            [*env, "exec", self._python(), "-m", "compile_studio.worker",
+             *(shlex.quote(a) for a in args), f"{RUN_TAG_FLAG}={self.run_tag}"]
+        )
+        return self._with_preamble(f"cd {cache} || exit 97\n{command}")
+
+    def argv(self, *args: str) -> list[str]:
+        self.found["started"] = True
+        script = self.worker_script(*args)
+        if self.target.kind == "slurm":
+            step = shlex.join(srun_argv(self.target, self.job_name)) + " sh -c " + shlex.quote(script)
+            return self.shell(step)
+        return self.shell(script)
+
+    # -- side commands -----------------------------------------------------------------------
+    def _side(self, script: str, data: bytes | None = None,
+              timeout: float = SIDE_COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
+        try:
+            return subprocess.run(
+                self.shell(script), input=data if data is not None else b"",
+                capture_output=True, timeout=timeout, cwd=_start_folder(),
+                env=self.environment(),
+            )
+        except FileNotFoundError as exc:
+            raise WorkerStartFailed(f"{self.describe()}: {exc.filename or 'ssh'} is not installed") from None
+        except subprocess.TimeoutExpired:
+            raise WorkerStartFailed(f"{self.describe()} did not answer within {timeout:.0f} s") from None
+
+    def _unreachable(self, proc: subprocess.CompletedProcess[bytes], doing: str) -> WorkerStartFailed:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        tail = err[-1] if err else f"exit code {proc.returncode}"
+        if proc.returncode == 255 and self.login is not None:
+            return WorkerStartFailed(f"cannot reach {self.describe()} over ssh: {tail}")
+        if proc.returncode == 127:
+            return WorkerStartFailed(
+                f"{self.describe()}: the Python {self._python()!r} was not found there ({tail})"
+            )
+        return WorkerStartFailed(f"{self.describe()}: {doing} failed: {tail}")
+
+    def prepare(self, on_status: Callable[[str], None] | None = None) -> None:
+        """Check the remote Python and torch, and copy the worker bundle if it is not there.
+
+        Raises WorkerStartFailed naming the target and what is missing.
+        """
+        bundle = self.active_bundle()
+        cache = remote_cache()
+        args = f"{cache} {shlex.quote(bundle.file_name)} {bundle.sha256}"
+        check = f"{self._python()} -c {shlex.quote(_CHECK)} {args}"
+        proc = self._side(self._with_preamble(check))
+        found = _last_json(proc.stdout)
+        if proc.returncode != 0 or found is None:
+            raise self._unreachable(proc, "checking the remote Python")
+        self.found.update(found)
+        host = found.get("host", "?")
+        python = f"Python {found.get('python', '?')} at {found.get('executable', '?')}"
+        if not found.get("torch"):
+            raise WorkerStartFailed(
+                f"{self.describe()}: host {host} has no torch for {python}; install torch "
+                "there, or set the target's Python (or preamble) to one that has it"
+            )
+        if not found.get("bundle"):
+            self._install(bundle, args, host, on_status)
+        self._take_gpu()
+
+    def _install(self, bundle: WorkerBundle, args: str, host: str,
+                 on_status: Callable[[str], None] | None) -> None:
+        if on_status is not None:
+            on_status(f"copying the worker ({len(bundle.data) // 1024} KiB) to {host}")
+        install = f"{self._python()} -c {shlex.quote(_INSTALL)} {args}"
+        proc = self._side(self._with_preamble(install), data=bundle.data)
+        if proc.returncode != 0 or b"installed" not in proc.stdout:
+            raise self._unreachable(proc, "copying the worker")
+
+    def waits_in_queue(self) -> bool:
+        return self.target.kind == "slurm"
+
+    def queue_state(self) -> str | None:
+        """``queued on partition P, reason: R`` while the job step waits; None otherwise."""
+        if self.target.kind != "slurm":
+            return None
+        try:
+            proc = subprocess.run(
+                self.shell(f"squeue -h -n {self.job_name} -o '%i|%T|%r|%P'"),
+                capture_output=True, timeout=15, cwd=_start_folder(), env=self.environment(),
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        for line in proc.stdout.decode("utf-8", "replace").splitlines():
+            parts = line.strip().split("|")
+            if len(parts) == 4 and parts[1] == "PENDING":
+                return f"queued on partition {parts[3]}, reason: {parts[2]}"
+        return None
+
+    def end_remote(self, hello: protocol.HelloEvent | None) -> None:
+        """End the run's remote processes: scancel its step, or kill its process group."""
+        if self.target.kind == "slurm":
+            script = f"scancel --name={self.job_name} 2>/dev/null; "
+            if hello is not None and hello.slurm_job_id:
+                job = _slurm_id(hello.slurm_job_id)
+                step = _slurm_id(hello.slurm_step_id) if hello.slurm_step_id else ""
+                if job:
+                    script += f"scancel {job}{'.' + step if step else ''} 2>/dev/null; "
+            self._quiet(script + "true")
+            return
+        groups = []
+        if hello is not None and hello.pgid > 1:
+            groups.append(str(int(hello.pgid)))
+        # the worker's group as the tag finds it (a worker stopped before its hello)
+        tagged = f"$(ps -o pgid= -p \"$(pgrep -f -- '{RUN_TAG_FLAG}={self.run_tag}' | head -n1)\" 2>/dev/null)"
+        script = (
+            f"for g in {' '.join(groups)} {tagged}; do "
+            "g=$(echo $g | tr -d ' '); [ -n \"$g\" ] && [ \"$g\" -gt 1 ] || continue; "
+            "if pgrep -g \"$g\" -f 'compile_studio|torch' >/dev/null; then "
+            "kill -TERM -- -\"$g\" 2>/dev/null; sleep 0.3; kill -KILL -- -\"$g\" 2>/dev/null; fi; "
+            "done; true"
+        )
+        self._quiet(script)
+
+    def _quiet(self, script: str) -> None:
+        try:
+            subprocess.run(self.shell(script), stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=15, cwd=_start_folder(), env=self.environment())
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+    def stop_worker(self, worker: WorkerProcess, hello: protocol.HelloEvent | None) -> None:
+        """``stop``, close stdin; a worker still there after 1.5 s is ended remotely, then here."""
+        worker.request_stop()
+        worker.close_stdin()
+        try:
+            worker.proc.wait(1.5)
+        except subprocess.TimeoutExpired:
+            self.end_remote(hello)
+        worker.stop(grace_s=1.0, term_s=1.0)
+
+    def cleanup(self, hello: protocol.HelloEvent | None) -> None:
+        """After the run: nothing of it left running remotely; its GPU is free again."""
+        try:
+            if self.found.pop("started", False):
+                self.end_remote(hello)
+        finally:
+            self._give_gpu_back()
+
+    def lost_connection(self, worker: WorkerProcess) -> str | None:
+        """Words for a dropped connection (ssh's exit code 255), else None."""
+        if self.login is not None and worker.returncode == 255:
+            return f"the connection to {self.describe()} was lost ({worker.exit_description()})"
+        return None
+
+    def explain(self, event: protocol.Event) -> protocol.Event:
+        """Events as seen from here: the target in ``hello``, the host in run-level errors."""
+        if isinstance(event, protocol.HelloEvent):
+            env = dict(event.environment)
+            env.setdefault("host", event.host or self.found.get("host", ""))
+            env["target"] = self.target.name
+            env["target_kind"] = self.target.kind
+            if self.target.kind == "slurm" and self.target.partition:
+                env["slurm_partition"] = self.target.partition
+            return dataclasses.replace(event, environment=env)
+        if isinstance(event, protocol.ErrorEvent) and event.variant is None:
+            host = self.found.get("host")
+            where = self.describe() + (f", host {host}" if host else "")
+            return dataclasses.replace(event, message=f"on {where}: {event.message}")
+        return event
+
+
+def _slurm_id(text: object) -> str:
+    value = str(text).strip()
+    return value if value.isdigit() else ""
+
+
+def _last_json(data: bytes) -> dict[str, Any] | None:
+    for line in reversed(data.decode("utf-8", "replace").splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None
+
+
+def _start_folder() -> str:
+    from .supervisor import safe_start_folder
+
+    return safe_start_folder()
+
+
+class QueueClock:
+    """The hello timeout of a worker that may wait in a queue first.
+
+    Looks at the queue every second until ``cancel``: while the job waits,
+    ``on_queued`` gets its state in words (once per change) and the clock
+    does not run; ``timeout_s`` without ``hello`` after that calls ``expire``.
+    """
+
+    def __init__(self, launcher: WorkerLauncher, timeout_s: float,
+                 expire: Callable[[], None], on_queued: Callable[[str], None]):
+        self._launcher = launcher
+        self._timeout_s = timeout_s
+        self._expire = expire
+        self._on_queued = on_queued
+        self._cancelled = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="compile-studio-queue", daemon=True)
+        self._thread.start()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def _watch(self) -> None:
+        deadline = time.monotonic() + self._timeout_s
+        shown: str | None = None
+        while not self._cancelled.wait(QUEUE_POLL_S):
+            state = self._launcher.queue_state()
+            if self._cancelled.is_set():
+                return
+            if state:
+                deadline = time.monotonic() + self._timeout_s
+                if state != shown:
+                    self._on_queued(state)
+            shown = state
+            if time.monotonic() > deadline:
+                self._expire()
+                return
+
+
+# -- targets to launchers and sessions -------------------------------------------------------
+
+def launcher_for(
+    target: Target | str,
+    targets: Targets | None = None,
+    index: int | None = None,
+    bundle: WorkerBundle | None = None,
+    pool: GpuPool | None = None,
+) -> WorkerLauncher:
+    """The launcher of one worker on ``target`` (a name is looked up in ``targets``).
+
+    On a target with ``gpu_ids`` (this machine or an SSH host) the worker sees
+    one GPU (``CUDA_VISIBLE_DEVICES``): the one ``pool`` hands out while it
+    runs, or else ``gpu_ids[index % len(gpu_ids)]`` for a sweep point's
+    ``index``. On Slurm every worker is its own job step, whose ``--gres``
+    gives it its GPUs. Raises KeyError for an unknown name and ValueError for
+    a Slurm target whose login target is unusable.
+    """
+    if isinstance(target, str):
+        targets = targets if targets is not None else load_targets()
+        target = targets.get(target)
+    gpu = None
+    if target.gpu_ids and target.kind != "slurm" and pool is None:
+        gpu = target.gpu_ids[(index or 0) % len(target.gpu_ids)] if index is not None else None
+    if target.kind != "slurm" and not target.gpu_ids:
+        pool = None
+    if target.kind == "local":
+        if gpu is None and pool is None:
+            return WorkerLauncher.local()
+        prefix = WorkerLauncher.local()
+        return LocalGpuLauncher(prefix=prefix.prefix, prefix_problem=prefix.prefix_problem,
+                                gpu=gpu, pool=pool)
+    if target.kind == "ssh":
+        return RemoteLauncher(target=target, login=target, bundle=bundle, gpu=gpu, pool=pool)
+    login = None
+    if target.via:
+        targets = targets if targets is not None else load_targets()
+        try:
+            login = targets.get(target.via)
+        except KeyError as exc:
+            raise ValueError(f"target {target.name!r}: {exc.args[0]}") from None
+        if login.kind != "ssh":
+            raise ValueError(f"target {target.name!r}: via {target.via!r} is not an SSH target")
+    return RemoteLauncher(target=target, login=login, bundle=bundle)
+
+
+def session_for(
+    target: Target | str,
+    config: BenchmarkConfig,
+    store: RunStore | None,
+    index: int | None = None,
+    targets: Targets | None = None,
+    **kwargs: Any,
+) -> RunSession:
+    """A :class:`~compile_studio.session.RunSession` whose worker runs on ``target``.
+
+    Sweep point ``index`` gets its own worker (its own GPU, or its own job step).
+    """
+    from .session import RunSession
+
+    return RunSession(config, store, launcher=launcher_for(target, targets, index), **kwargs)
+
+
+def session_factory(
+    target: Target | str, targets: Targets | None = None
+) -> Callable[..., RunSession]:
+    """A sweep's ``session_factory`` for ``target``: ``factory(config, store, on_event, on_log)``.
+
+    Concurrent points on a target with ``gpu_ids`` get one GPU each from a
+    shared :class:`GpuPool` (a point waits for a free one); on Slurm each
+    point is its own job step. Run ``target.concurrency()`` points at once.
+    """
+    if isinstance(target, str):
+        targets = targets if targets is not None else load_targets()
+        target = targets.get(target)
+    resolved = target
+    pool = GpuPool(resolved.gpu_ids) if resolved.gpu_ids and resolved.kind != "slurm" else None
+
+    def factory(config: BenchmarkConfig, store: RunStore | None,
+                on_event: Callable[[protocol.Event], None] | None = None,
+                on_log: Callable[[str], None] | None = None) -> RunSession:
+        from .session import RunSession
+
+        launcher = launcher_for(resolved, targets, pool=pool)
+        return RunSession(config, store, launcher=launcher, on_event=on_event, on_log=on_log)
+
+    return factory

@@ -1,0 +1,73 @@
+"""The worker as one file (a zipapp) for a remote machine that has only Python and torch.
+
+The bundle holds the pure-Python modules the worker imports — the protocol,
+the config, the model specs, the worker and the engine — and nothing of the
+window, the CLI or the results. It is built in memory, byte for byte the same
+for the same sources (fixed timestamps, sorted entries), so its sha256 names
+it: ``worker-<version>-<sha16>.pyz``. A remote runs it as
+``PYTHONPATH=<bundle> python -m compile_studio.worker`` (so the worker's own
+child processes, started with ``-m``, find it too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from . import __version__
+
+PACKAGE = Path(__file__).resolve().parent
+#: The modules the worker imports (``engine/`` is taken whole).
+WORKER_MODULES = ("__init__.py", "protocol.py", "config.py", "model_specs.py", "worker.py")
+MAIN = (
+    "import sys\n"
+    "from compile_studio.worker import main\n"
+    "sys.exit(main())\n"
+)
+
+
+@dataclass(frozen=True)
+class WorkerBundle:
+    """A built worker zipapp: its bytes, sha256 and the file name it is kept under."""
+
+    data: bytes
+    sha256: str
+    version: str
+
+    @property
+    def file_name(self) -> str:
+        return f"worker-{self.version}-{self.sha256[:16]}.pyz"
+
+
+def bundle_sources(package: Path = PACKAGE) -> list[tuple[str, bytes]]:
+    """(name in the zip, bytes) of every file the bundle holds, sorted."""
+    files = [package / name for name in WORKER_MODULES]
+    files += sorted((package / "engine").glob("*.py"))
+    out = [(f"compile_studio/{f.relative_to(package).as_posix()}", f.read_bytes()) for f in files]
+    out.append(("__main__.py", MAIN.encode()))
+    return sorted(out)
+
+
+def build_bundle(
+    sources: list[tuple[str, bytes]] | None = None, version: str = __version__
+) -> WorkerBundle:
+    """The zipapp of ``sources`` (default: this installation's worker modules)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in sources if sources is not None else bundle_sources():
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, data)
+    data = b"#!/usr/bin/env python3\n" + buf.getvalue()
+    return WorkerBundle(data=data, sha256=hashlib.sha256(data).hexdigest(), version=version)
+
+
+@lru_cache(maxsize=1)
+def worker_bundle() -> WorkerBundle:
+    """This installation's worker bundle (built once per process)."""
+    return build_bundle()
