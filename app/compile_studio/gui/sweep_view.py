@@ -1,0 +1,557 @@
+"""The Sweep view: start, stop, resume or open a sweep, and watch its chart fill point by point.
+
+The view shows; a :class:`~compile_studio.gui.sweep_thread.SweepThread` runs.
+A new sweep takes the form's configuration as its base and a parameter with
+its values from :class:`SweepDialog`. Double-clicking a point asks the window
+to show that point's run (:attr:`SweepView.run_requested`); problems go to
+:attr:`SweepView.message` (the window's banner).
+
+Over 500 lines because the dialog, the view and the few lines that install
+them in the main window (a dock and the Sweep menu) are one feature; the
+chart is in plots/sweep_plot.py, the thread in sweep_thread.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDockWidget,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
+from ..model_specs import LayerSpecError, parse_layer_spec
+from ..results import RunDamaged, RunResult, load_run
+from ..results.store import atomic_write_text
+from ..results.sweep_store import (
+    SweepDamaged,
+    SweepFolder,
+    SweepRecord,
+    record_to_csv,
+)
+from ..sweep import (
+    HIDDEN_WIDTH,
+    SEQ_LEN,
+    SweepOutcome,
+    SweepSpec,
+    describe_points,
+    new_sweep,
+    swept_fields,
+    value_text,
+)
+from .export import ExportError, save_plot_png, save_plot_svg
+from .plots.sweep_plot import SweepPlot
+from .sweep_thread import SweepThread
+
+#: How often the progress bar follows a running sweep.
+PROGRESS_INTERVAL_MS = 250
+#: Values offered for a parameter when the dialog opens.
+SUGGESTED_VALUES = {
+    "batch_size": "1:1024:x2",
+    HIDDEN_WIDTH: "64:1024:x2",
+    SEQ_LEN: "32:512:x2",
+    "dtype": "fp32,bf16",
+    "dynamic": "false,true",
+    "workload": "inference,training",
+}
+
+
+def dialog_params(base: BenchmarkConfig) -> list[str]:
+    """The parameters the dialog offers for ``base``: the common ones first, ``layer:K`` per layer."""
+    common = ["batch_size", HIDDEN_WIDTH, "dtype", "dynamic", "workload"]
+    if base.model == "transformer":
+        common.insert(2, SEQ_LEN)
+    try:
+        layers = [f"layer:{k}" for k in range(len(parse_layer_spec(base.layers)))]
+    except LayerSpecError:
+        layers = []
+    rest = [name for name in swept_fields() if name not in common]
+    return common + layers + rest
+
+
+class SweepDialog(QDialog):
+    """Asks for the parameter, its values and how many points run at once; checks them as typed."""
+
+    def __init__(self, base: BenchmarkConfig, env: EnvironmentInfo | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("New sweep")
+        self.base = base
+        self.env = env
+        self.param = QComboBox()
+        self.param.addItems(dialog_params(base))
+        self.param.setEditable(False)
+        self.values = QLineEdit()
+        self.values.setPlaceholderText("1,4,16,64 or a range: 1:1024:x2, 64:512:+64")
+        self.concurrency = QSpinBox()
+        self.concurrency.setRange(1, 16)
+        self.concurrency.setToolTip(
+            "points run at once; above 1 they share this machine's cores, which changes what they measure"
+        )
+        self.problem_label = QLabel()
+        self.problem_label.setWordWrap(True)
+        self.problem_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.problem_label.setStyleSheet("color: #B00020;")
+        base_text = QLabel(f"Base: {base.model_text()} · batch {base.batch_size} · {base.dtype} · "
+                           f"{', '.join(base.variants)} (the form's configuration)")
+        base_text.setWordWrap(True)
+        base_text.setTextFormat(Qt.TextFormat.PlainText)
+        form = QFormLayout()
+        form.addRow("Parameter", self.param)
+        form.addRow("Values", self.values)
+        form.addRow("Points at once", self.concurrency)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Run sweep")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        lay = QVBoxLayout(self)
+        lay.addWidget(base_text)
+        lay.addLayout(form)
+        lay.addWidget(self.problem_label)
+        lay.addWidget(self.buttons)
+        self.param.currentTextChanged.connect(self._suggest)
+        self.values.textChanged.connect(self.check)
+        self._suggest(self.param.currentText())
+
+    def _suggest(self, param: str) -> None:
+        self.values.setText(SUGGESTED_VALUES.get(param, ""))
+        self.check()
+
+    def spec(self) -> SweepSpec:
+        """The sweep as typed; raises ConfigError saying what is wrong."""
+        text = self.values.text().strip()
+        param = self.param.currentText()
+        if not text:
+            raise ConfigError([ConfigProblem("values", "type the values")])
+        is_range = ":" in text and "," not in text and ";" not in text and param not in ("layers", "transformer", "cnn")
+        spec = SweepSpec.parse(param, None if is_range else text, text if is_range else None)
+        problems = spec.problems(self.base)
+        if self.env is not None and not problems:
+            for value in spec.values:
+                problems.extend(
+                    ConfigProblem(p.field, f"{param}={value_text(value)}: {p.message}")
+                    for p in spec.point_config(self.base, value).problems(self.env)
+                )
+        if problems:
+            raise ConfigError(problems)
+        return spec
+
+    def check(self) -> bool:
+        """Show what is wrong (if anything); Run sweep is enabled only when nothing is."""
+        try:
+            spec = self.spec()
+        except ConfigError as exc:
+            self.problem_label.setText("; ".join(str(p) for p in exc.problems[:4]))
+            ok = False
+        else:
+            self.problem_label.setText(f"{len(spec.values)} points: " + ", ".join(map(value_text, spec.values[:12]))
+                                       + (" …" if len(spec.values) > 12 else ""))
+            ok = True
+        self.problem_label.setStyleSheet("color: #B00020;" if not ok else "color: #333333;")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
+        return ok
+
+
+class SweepView(QWidget):
+    """A sweep's chart with New / Open / Resume / Stop and exports (PNG, SVG, CSV)."""
+
+    #: a point's run, loaded, to be shown by the window
+    run_requested = Signal(object)
+    #: a problem to show the user
+    message = Signal(str)
+    #: a log line (the sweep's workers' stderr, point by point)
+    log_line = Signal(str)
+    #: the sweep started or ended (True while running)
+    running_changed = Signal(bool)
+
+    def __init__(
+        self,
+        base_config: Callable[[], BenchmarkConfig],
+        root: Path,
+        environment: Callable[[], EnvironmentInfo | None] = lambda: None,
+        busy: Callable[[], str] = lambda: "",
+        parent: QWidget | None = None,
+    ):
+        super().__init__(parent)
+        self._base_config = base_config
+        self._environment = environment
+        self._busy = busy
+        self.root = Path(root)
+        self.folder: SweepFolder | None = None
+        self.record: SweepRecord | None = None
+        self.sweep_thread: SweepThread | None = None
+        self.last_outcome: SweepOutcome | None = None
+        #: the dock the view sits in, in the main window (None elsewhere)
+        self.dock: QDockWidget | None = None
+
+        self.title = QLabel("No sweep")
+        self.title.setTextFormat(Qt.TextFormat.PlainText)
+        self.title.setWordWrap(True)
+        self.status = QLabel("")
+        self.status.setTextFormat(Qt.TextFormat.PlainText)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(False)
+        self.progress.setMaximumWidth(200)
+        self.progress.hide()
+        self.new_button = QPushButton("New sweep…")
+        self.open_button = QPushButton("Open…")
+        self.resume_button = QPushButton("Resume")
+        self.stop_button = QPushButton("Stop")
+        self.png_button = QPushButton("PNG…")
+        self.svg_button = QPushButton("SVG…")
+        self.csv_button = QPushButton("CSV…")
+        self.new_button.clicked.connect(lambda: self.new_sweep_dialog())
+        self.open_button.clicked.connect(lambda: self.open_dialog())
+        self.resume_button.clicked.connect(lambda: self.resume())
+        self.stop_button.clicked.connect(lambda: self.stop())
+        self.png_button.clicked.connect(lambda: self._export_dialog("png"))
+        self.svg_button.clicked.connect(lambda: self._export_dialog("svg"))
+        self.csv_button.clicked.connect(lambda: self._export_dialog("csv"))
+        for button, tip in (
+            (self.resume_button, "Run the points this sweep has not finished"),
+            (self.png_button, "Save the sweep chart as PNG"),
+            (self.svg_button, "Save the sweep chart as SVG"),
+            (self.csv_button, "Save sweep.csv: one row per point × variant"),
+        ):
+            button.setToolTip(tip)
+        self.plot = SweepPlot()
+        self.plot.point_activated.connect(self.open_point)
+        self.plot.set_record(None)
+
+        buttons = QHBoxLayout()
+        for b in (self.new_button, self.open_button, self.resume_button, self.stop_button):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        buttons.addWidget(QLabel("Export:"))
+        for b in (self.png_button, self.svg_button, self.csv_button):
+            buttons.addWidget(b)
+        line = QHBoxLayout()
+        line.addWidget(self.status, 1)
+        line.addWidget(self.progress)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addLayout(buttons)
+        lay.addWidget(self.title)
+        lay.addLayout(line)
+        lay.addWidget(self.plot, 1)
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(PROGRESS_INTERVAL_MS)
+        self._timer.timeout.connect(self._tick)
+        self._phase = ""
+        self._update_buttons()
+
+    # -- state ----------------------------------------------------------------------------------
+    def is_running(self) -> bool:
+        return self.sweep_thread is not None
+
+    def _update_buttons(self) -> None:
+        running = self.is_running()
+        stopping = running and self.sweep_thread is not None and self.sweep_thread.stop_requested
+        has = self.record is not None
+        missing = has and any(p.missing for p in self.record.points) if self.record else False
+        self.new_button.setEnabled(not running)
+        self.open_button.setEnabled(not running)
+        self.resume_button.setEnabled(not running and bool(missing))
+        self.stop_button.setEnabled(running and not stopping)
+        for b in (self.png_button, self.svg_button, self.csv_button):
+            b.setEnabled(has)
+
+    def show_record(self, record: SweepRecord | None) -> None:
+        """Draw ``record`` and say where it stands."""
+        self.record = record
+        self.plot.set_record(record)
+        if record is None:
+            self.title.setText("No sweep")
+            self.status.setText("")
+        else:
+            self.title.setText(f"Sweep: {record.title()}")
+            status = "running" if self.is_running() else record.status
+            text = f"[{status}] {describe_points(record)}"
+            if record.message and not self.is_running():
+                text += f" · {record.message}"
+            if self._phase and self.is_running():
+                text += f" · {self._phase}"
+            failed = [p for p in record.points if p.status == "failed"]
+            if failed:
+                text += f" · failed: {record.param}={value_text(failed[0].value)}: {failed[0].message[:120]}"
+            self.status.setText(text)
+        self._update_buttons()
+
+    # -- starting and stopping ------------------------------------------------------------------
+    def new_sweep_dialog(self) -> None:
+        busy = self._busy()
+        if busy:
+            self.message.emit(busy)
+            return
+        base = self._base_config()
+        dialog = SweepDialog(base, self._environment(), self)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return
+        try:
+            spec = dialog.spec()
+        except ConfigError as exc:
+            self.message.emit("Cannot sweep: " + "; ".join(str(p) for p in exc.problems))
+            return
+        self.start(spec, base, dialog.concurrency.value())
+
+    def start(self, spec: SweepSpec, base: BenchmarkConfig, concurrency: int = 1) -> bool:
+        """Make a sweep folder for ``spec`` from ``base`` and run it; returns whether it started."""
+        if self.is_running():
+            self.message.emit("A sweep is running: stop it first")
+            return False
+        busy = self._busy()
+        if busy:
+            self.message.emit(busy)
+            return False
+        try:
+            folder = new_sweep(spec, base, self.root)
+        except ConfigError as exc:
+            self.message.emit("Cannot sweep: " + "; ".join(str(p) for p in exc.problems))
+            return False
+        except OSError as exc:
+            self.message.emit(f"Cannot create the sweep folder in {self.root}: {exc.strerror or exc}")
+            return False
+        return self._run(folder, concurrency)
+
+    def resume(self, concurrency: int | None = None) -> bool:
+        """Run the points of the shown sweep that are missing (pending, stopped, cut off)."""
+        if self.is_running() or self.folder is None:
+            return False
+        busy = self._busy()
+        if busy:
+            self.message.emit(busy)
+            return False
+        try:
+            folder = SweepFolder.open(self.folder.path)
+        except SweepDamaged as exc:
+            self.message.emit(f"Cannot resume {self.folder.path.name}: {exc}")
+            return False
+        if not any(p.missing for p in folder.record.points):
+            self.message.emit("Nothing to resume: every point of this sweep has run")
+            return False
+        return self._run(folder, concurrency or folder.record.concurrency)
+
+    def _run(self, folder: SweepFolder, concurrency: int) -> bool:
+        self.folder = folder
+        thread = SweepThread(folder, concurrency=concurrency, parent=self)
+        thread.point_changed.connect(self._on_point)
+        thread.phase.connect(self._on_phase)
+        thread.log.connect(self.log_line)
+        thread.failed.connect(self.message)
+        thread.finished_sweep.connect(self._on_finished)
+        thread.finished.connect(self._on_thread_ended)
+        self.sweep_thread = thread
+        self.last_outcome = None
+        self._phase = ""
+        self.progress.setValue(0)
+        self.progress.show()
+        self._timer.start()
+        thread.start()
+        self.show_record(folder.snapshot())
+        self.running_changed.emit(True)
+        return True
+
+    def stop(self) -> None:
+        """Stop the running sweep: no new point starts, the running one stops; points done are kept."""
+        if self.sweep_thread is not None and not self.sweep_thread.stop_requested:
+            self.sweep_thread.request_stop()
+            self.status.setText(self.status.text() + " · stopping…")
+            self._update_buttons()
+
+    def close_sweep(self, wait_ms: int) -> None:
+        """The window closes: stop a running sweep and wait up to ``wait_ms`` for its workers."""
+        thread = self.sweep_thread
+        if thread is None:
+            return
+        thread.request_stop("the window was closed during the sweep")
+        thread.wait(wait_ms)
+
+    def _on_point(self, record: SweepRecord, index: int) -> None:
+        self.show_record(record)
+
+    def _on_phase(self, index: int, variant: str, phase: str) -> None:
+        record = self.record
+        if record is None:
+            return
+        point = next((p for p in record.points if p.index == index), None)
+        where = f"{record.param}={value_text(point.value)}" if point is not None else f"point {index + 1}"
+        self._phase = f"{where}: {variant} {phase}"
+        self.show_record(record)
+
+    def _tick(self) -> None:
+        if self.sweep_thread is not None:
+            self.progress.setValue(int(1000 * self.sweep_thread.fraction()))
+
+    def _on_finished(self, outcome: SweepOutcome) -> None:
+        self.last_outcome = outcome
+        if outcome.refused is not None:
+            self.message.emit("Cannot sweep: " + "; ".join(str(p) for p in outcome.refused))
+
+    def _on_thread_ended(self) -> None:
+        thread = self.sweep_thread
+        self.sweep_thread = None
+        self._timer.stop()
+        self.progress.hide()
+        self._phase = ""
+        if thread is not None:
+            outcome = thread.outcome
+            record = outcome.record if outcome is not None else (self.folder.snapshot() if self.folder else None)
+            if outcome is not None and outcome.write_error:
+                self.message.emit(outcome.write_error)
+            thread.deleteLater()
+            self.show_record(record)
+        self.running_changed.emit(False)
+
+    def wait_done(self, timeout_ms: int) -> bool:
+        """Wait (processing nothing) for the sweep thread to end; for scripts and tests."""
+        thread = self.sweep_thread
+        return thread is None or thread.wait(timeout_ms)
+
+    # -- opening ----------------------------------------------------------------------------------
+    def open_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open sweep folder", str(self.root))
+        if path:
+            self.open_sweep(Path(path))
+
+    def open_sweep(self, path: str | Path) -> bool:
+        """Show the sweep in ``path`` (its folder or sweep.json); a damaged one is reported."""
+        if self.is_running():
+            self.message.emit("A sweep is running: stop it before opening another")
+            return False
+        try:
+            folder = SweepFolder.open(Path(path))
+        except SweepDamaged as exc:
+            self.message.emit(f"Cannot open the sweep {Path(path).name}: {exc}")
+            return False
+        self.folder = folder
+        record = folder.snapshot()
+        if record.status == "running":
+            record.status = "incomplete"
+        self.show_record(record)
+        if record.load_problems:
+            self.log_line.emit(f"{folder.path.name} was read with problems: " + "; ".join(record.load_problems[:10]))
+        return True
+
+    def open_point(self, index: int) -> RunResult | None:
+        """Load point ``index``'s run and ask the window to show it (:attr:`run_requested`)."""
+        if self.folder is None or self.record is None:
+            return None
+        point = next((p for p in self.record.points if p.index == index), None)
+        if point is None or not point.run:
+            self.message.emit("This point has no run yet")
+            return None
+        try:
+            run = load_run(self.folder.path / point.run)
+        except RunDamaged as exc:
+            self.message.emit(f"Cannot open the run of {self.record.param}={value_text(point.value)}: {exc}")
+            return None
+        self.run_requested.emit(run)
+        return run
+
+    # -- exports ----------------------------------------------------------------------------------
+    def _default_name(self, suffix: str) -> str:
+        name = self.record.sweep_id if self.record is not None else "sweep"
+        return f"{name}{suffix}"
+
+    def _export_dialog(self, kind: str) -> None:
+        filters = {"png": "PNG image (*.png)", "svg": "SVG image (*.svg)", "csv": "CSV (*.csv)"}
+        start = str((self.folder.path if self.folder else self.root) / self._default_name(f".{kind}"))
+        path, _ = QFileDialog.getSaveFileName(self, f"Export sweep as {kind.upper()}", start, filters[kind])
+        if path:
+            self.export(Path(path))
+
+    def export(self, path: Path, scale: float = 2.0) -> bool:
+        """Save the chart (``.png``/``.svg``) or the table (``.csv``); a failure is reported."""
+        if self.record is None:
+            self.message.emit("Nothing to export: start or open a sweep")
+            return False
+        suffix = path.suffix.lower()
+        try:
+            if suffix == ".svg":
+                save_plot_svg(self.plot, path, title=f"Sweep: {self.record.title()}")
+            elif suffix == ".csv":
+                try:
+                    atomic_write_text(path, record_to_csv(self.record))
+                except OSError as exc:
+                    raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from exc
+            else:
+                save_plot_png(self.plot, path, scale=scale)
+        except ExportError as exc:
+            self.message.emit(str(exc))
+            return False
+        return True
+
+
+def install_sweep_view(window: Any) -> SweepView:
+    """Give the main window its Sweep view (a dock, hidden until used) and a Sweep menu.
+
+    Sweep folders go beside the window's run store (``<data>/sweeps``); the base
+    of a new sweep is the form's configuration; double-clicking a point shows
+    its run in the window (``window.show_run``). Returns the view.
+    """
+    view = SweepView(
+        window.config_panel.config,
+        window.store.root.parent / "sweeps",
+        lambda: window.environment,
+        busy=lambda: "A run is in progress: start the sweep when it has ended" if window.is_running() else "",
+    )
+    view.run_requested.connect(window.show_run)
+    view.message.connect(window.show_error)
+    view.log_line.connect(window.log.append_line)
+    dock = QDockWidget("Sweep", window)
+    dock.setObjectName("sweepDock")
+    dock.setWidget(view)
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+    dock.hide()
+    view.dock = dock
+
+    def shown(then: Callable[[], object]) -> Callable[[], None]:
+        def call() -> None:
+            show_dock(window, dock)
+            then()
+
+        return call
+
+    menu = window.menuBar().addMenu("&Sweep")
+    for text, slot, shortcut in (
+        ("New sweep…", shown(view.new_sweep_dialog), "Ctrl+Shift+R"),
+        ("Open sweep…", shown(view.open_dialog), None),
+        ("Resume sweep", shown(view.resume), None),
+        ("Stop sweep", view.stop, None),
+    ):
+        act = QAction(text, window)
+        if shortcut:
+            act.setShortcut(QKeySequence(shortcut))
+        act.triggered.connect(lambda *_, s=slot: s())
+        menu.addAction(act)
+        window.addAction(act)
+    menu.addSeparator()
+    menu.addAction(dock.toggleViewAction())
+    return view
+
+
+def show_dock(window: Any, dock: QDockWidget) -> None:
+    """Show the sweep dock over about half of the window's width."""
+    dock.show()
+    dock.raise_()
+    window.resizeDocks([dock], [max(480, int(window.width() * 0.55))], Qt.Orientation.Horizontal)

@@ -1,0 +1,518 @@
+"""A sweep on disk: one folder holding sweep.json, sweep.csv and each point's run folder.
+
+``sweep.json`` is the record: the swept parameter and its values, the base
+configuration, the environment, and every point with its status, its run
+folder's name and the summary numbers of each variant. ``sweep.csv`` is the
+same numbers as a table, one row per point × variant. Both are replaced
+atomically (temp file + rename) after every change of a point, so a sweep
+stopped or killed at any moment keeps the points done.
+
+A sweep folder may come from elsewhere: everything read back is checked for
+type and size as run folders are (see :mod:`results.schema`); a file that
+cannot be read raises :class:`SweepDamaged` saying why.
+
+Over 500 lines because writing and the checked reading of sweep.json sit side
+by side, so the two stay in step (as store.py does for runs).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import re
+import threading
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..config import BenchmarkConfig
+from .run_result import SummaryRow, config_from_saved
+from .schema import (
+    MAX_NAME,
+    MAX_TEXT,
+    RunDamaged,
+    Schema,
+    Unfit,
+    check_regular_file,
+    conform,
+    parse_json_document,
+    read_bytes_capped,
+)
+from .store import atomic_write_text, safe_cell
+
+SWEEP_JSON = "sweep.json"
+SWEEP_CSV = "sweep.csv"
+#: Version of sweep.json; whoever adds a field bumps it, the loader reads every older one.
+SWEEP_SCHEMA_VERSION = 1
+#: Largest sweep.json read (a thousand points of a dozen variants is about 5 MiB).
+MAX_SWEEP_JSON_BYTES = 32 * 1024 * 1024
+#: Most points in one sweep.
+MAX_POINTS = 1000
+#: Most variants kept per point.
+MAX_POINT_VARIANTS = 64
+
+# point statuses
+PENDING = "pending"
+RUNNING = "running"
+COMPLETE = "complete"
+FAILED = "failed"
+STOPPED = "stopped"
+POINT_STATUSES = (PENDING, RUNNING, COMPLETE, FAILED, STOPPED)
+#: Points a resumed sweep runs again (a failed one only when asked to).
+MISSING_STATUSES = (PENDING, RUNNING, STOPPED)
+
+#: A run folder's name inside the sweep folder: one plain name, no path.
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
+
+#: The columns of sweep.csv.
+SWEEP_CSV_COLUMNS = [
+    "point",
+    "param",
+    "value",
+    "variant",
+    "status",
+    "median_ms",
+    "p5_ms",
+    "p95_ms",
+    "iqr_pct",
+    "speedup",
+    "speedup_lo",
+    "speedup_hi",
+    "verdict",
+    "compile_s",
+    "break_even_calls",
+    "tflops",
+    "max_rel_error",
+    "allclose",
+    "graph_breaks",
+    "recompiles",
+    "run",
+    "error",
+]
+
+
+class SweepDamaged(RunDamaged):
+    """A sweep folder or sweep.json that cannot be read; the message says what is wrong."""
+
+
+@dataclass
+class PointVariant:
+    """One variant of one point: the numbers of its run's stored summary row."""
+
+    variant: str
+    status: str = ""
+    median_ms: float | None = None
+    p5_ms: float | None = None
+    p95_ms: float | None = None
+    iqr_pct: float | None = None
+    speedup: float | None = None
+    speedup_lo: float | None = None
+    speedup_hi: float | None = None
+    verdict: str = ""
+    compile_s: float | None = None
+    break_even_calls: float | None = None
+    tflops: float | None = None
+    max_rel_error: float | None = None
+    allclose: bool | None = None
+    graph_breaks: int | None = None
+    recompiles: int | None = None
+    error: str = ""
+
+    @classmethod
+    def from_summary(cls, row: SummaryRow) -> PointVariant:
+        return cls(
+            variant=row.name,
+            status=str(row.status),
+            median_ms=row.median_ms,
+            p5_ms=row.p5_ms,
+            p95_ms=row.p95_ms,
+            iqr_pct=row.iqr_pct,
+            speedup=row.speedup,
+            speedup_lo=row.speedup_lo,
+            speedup_hi=row.speedup_hi,
+            verdict=row.verdict,
+            compile_s=row.compile_s,
+            break_even_calls=row.break_even_calls,
+            tflops=row.tflops,
+            max_rel_error=row.max_rel_error,
+            allclose=row.allclose,
+            graph_breaks=row.graph_breaks,
+            recompiles=row.recompiles,
+            error=row.error or "",
+        )
+
+
+#: A point's swept value: a whole number, a name (dtype, layer sizes) or true/false.
+PointValue = bool | int | str
+
+
+@dataclass
+class SweepPoint:
+    """One value of the swept parameter: its status, its run folder and its variants' numbers."""
+
+    index: int
+    value: PointValue
+    status: str = PENDING
+    #: the name of the point's run folder inside the sweep folder ("" before it started)
+    run: str = ""
+    message: str = ""
+    started: str = ""
+    finished: str = ""
+    #: run folders of earlier attempts (stopped, then resumed), kept with what they measured
+    earlier_runs: list[str] = field(default_factory=list)
+    variants: list[PointVariant] = field(default_factory=list)
+
+    @property
+    def missing(self) -> bool:
+        """Not run to its end yet (pending, stopped or cut off while running)."""
+        return self.status in MISSING_STATUSES
+
+    def variant(self, name: str) -> PointVariant | None:
+        return next((v for v in self.variants if v.variant == name), None)
+
+
+@dataclass
+class SweepRecord:
+    """What sweep.json holds: the swept parameter, the base configuration and every point."""
+
+    sweep_id: str
+    created: str
+    param: str
+    config: BenchmarkConfig
+    points: list[SweepPoint] = field(default_factory=list)
+    #: how the values were given (``1:1024:x2``, ``1,4,16``), for the title
+    values_text: str = ""
+    environment: dict[str, Any] = field(default_factory=dict)
+    #: running, complete, stopped or incomplete (its supervisor went away)
+    status: str = PENDING
+    message: str = ""
+    concurrency: int = 1
+    app_version: str = __version__
+    schema_version: int = SWEEP_SCHEMA_VERSION
+    #: what did not fit when the record was read from disk
+    load_problems: list[str] = field(default_factory=list, compare=False)
+
+    @property
+    def values(self) -> list[PointValue]:
+        return [p.value for p in self.points]
+
+    def variant_names(self) -> list[str]:
+        """The variants of the points, in the configuration's order, then any others met."""
+        names = list(self.config.variants)
+        for p in self.points:
+            for v in p.variants:
+                if v.variant not in names:
+                    names.append(v.variant)
+        return names
+
+    def counts(self) -> dict[str, int]:
+        """How many points have each status."""
+        out = {s: 0 for s in POINT_STATUSES}
+        for p in self.points:
+            out[p.status] = out.get(p.status, 0) + 1
+        return out
+
+    def title(self) -> str:
+        c = self.config
+        values = self.values_text or ", ".join(str(v) for v in self.values)
+        return f"{self.param} over {values} · {c.model_text()} · {c.dtype} · {c.device}"
+
+    def copy(self) -> SweepRecord:
+        return copy.deepcopy(self)
+
+
+# -- writing ------------------------------------------------------------------------------
+
+def record_to_json(record: SweepRecord) -> str:
+    doc = {
+        "schema_version": SWEEP_SCHEMA_VERSION,
+        "app_version": record.app_version,
+        "kind": "compile-studio-sweep",
+        "sweep_id": record.sweep_id,
+        "created": record.created,
+        "param": record.param,
+        "values_text": record.values_text,
+        "status": record.status,
+        "message": record.message,
+        "concurrency": record.concurrency,
+        "config": record.config.to_dict(),
+        "environment": record.environment,
+        "points": [asdict(p) for p in record.points],
+    }
+    return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return safe_cell(value)
+
+
+def record_to_csv(record: SweepRecord) -> str:
+    """sweep.csv: one row per point × variant of the points that ran."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(SWEEP_CSV_COLUMNS)
+    for p in record.points:
+        for v in p.variants:
+            data = asdict(v)
+            row = {
+                **data,
+                "point": p.index,
+                "param": record.param,
+                "value": p.value,
+                "run": p.run,
+            }
+            writer.writerow([_cell(row.get(c)) for c in SWEEP_CSV_COLUMNS])
+    return buf.getvalue()
+
+
+class SweepFolder:
+    """A sweep's folder and its record, saved as a whole after every change.
+
+    Safe to share between threads: :meth:`update` changes the record under a
+    lock and saves it; :meth:`snapshot` gives a copy to read.
+    """
+
+    def __init__(self, path: Path, record: SweepRecord):
+        self.path = Path(path)
+        self.record = record
+        self._lock = threading.RLock()
+        #: why the last save failed (None: saved)
+        self.write_error: str | None = None
+
+    @classmethod
+    def create(cls, root: Path, slug: str, record: SweepRecord, when: datetime | None = None) -> SweepFolder:
+        """A new sweep folder under ``root`` named ``<time>_sweep_<slug>``; writes sweep.json."""
+        when = when or datetime.now()
+        base = f"{when:%Y%m%d-%H%M%S}_sweep_{re.sub(r'[^A-Za-z0-9_.+-]', '-', slug)[:80]}"
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        for k in range(1000):
+            path = root / (base if k == 0 else f"{base}_{k}")
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:
+                continue
+        else:  # pragma: no cover - a thousand sweeps in one second
+            raise OSError(f"cannot create a unique sweep folder in {root}")
+        record.sweep_id = path.name
+        record.created = record.created or when.isoformat(timespec="seconds")
+        folder = cls(path, record)
+        folder.save(raise_errors=True)
+        return folder
+
+    @classmethod
+    def open(cls, path: str | Path) -> SweepFolder:
+        path = sweep_folder_of(Path(path))
+        return cls(path, load_sweep(path))
+
+    def save(self, raise_errors: bool = False) -> bool:
+        """Write sweep.json and sweep.csv (atomically); returns whether it worked."""
+        with self._lock:
+            try:
+                atomic_write_text(self.path / SWEEP_JSON, record_to_json(self.record))
+                atomic_write_text(self.path / SWEEP_CSV, record_to_csv(self.record))
+            except OSError as exc:
+                self.write_error = f"cannot write the sweep in {self.path}: {exc.strerror or exc}"
+                if raise_errors:
+                    raise
+                return False
+            self.write_error = None
+            return True
+
+    def update(self, change: Any = None) -> SweepRecord:
+        """Apply ``change(record)`` (if given) under the lock, save, and return a copy of the record."""
+        with self._lock:
+            if change is not None:
+                change(self.record)
+            self.save()
+            return self.record.copy()
+
+    def snapshot(self) -> SweepRecord:
+        with self._lock:
+            return self.record.copy()
+
+    def run_folder(self, point: SweepPoint) -> Path | None:
+        """The folder of ``point``'s run; None before it started."""
+        return self.path / point.run if point.run else None
+
+
+# -- reading ------------------------------------------------------------------------------
+
+def is_sweep_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a sweep folder or its sweep.json (cheap: the file's name only)."""
+    p = Path(path)
+    try:
+        if p.name == SWEEP_JSON and p.is_file():
+            return True
+        return p.is_dir() and (p / SWEEP_JSON).is_file()
+    except OSError:
+        return False
+
+
+def sweep_folder_of(path: Path) -> Path:
+    """The sweep folder ``path`` names (the folder itself, or the folder of its sweep.json)."""
+    return path.parent if path.name == SWEEP_JSON and not path.is_dir() else path
+
+
+_TOP_FIELDS: dict[str, Any] = {
+    "schema_version": int,
+    "app_version": str,
+    "kind": str,
+    "sweep_id": str,
+    "created": str,
+    "param": str,
+    "values_text": str,
+    "status": str,
+    "message": str,
+    "concurrency": int,
+    "config": dict,
+    "environment": dict,
+    "points": list,
+}
+_VARIANT = Schema.of_dataclass("variant", PointVariant)
+_POINT = Schema.of_dataclass("point", SweepPoint, skip=("variants",))
+
+
+def _read_top(doc: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    out = {}
+    for key, hint in _TOP_FIELDS.items():
+        if key not in doc:
+            continue
+        value = doc[key]
+        if hint in (dict, list):
+            if isinstance(value, hint):
+                out[key] = value
+            else:
+                problems.append(f"sweep.json: {key} must be {'an object' if hint is dict else 'a list'}")
+            continue
+        try:
+            out[key] = conform(value, hint, MAX_TEXT)
+        except (Unfit, RecursionError) as exc:
+            problems.append(f"sweep.json: {key} {exc}")
+    return out
+
+
+def _read_point(k: int, data: Any, problems: list[str]) -> SweepPoint | None:
+    if not isinstance(data, dict):
+        problems.append(f"point {k} is not an object: left out")
+        return None
+    if "value" not in data or "index" not in data:
+        problems.append(f"point {k} has no index or value: left out")
+        return None
+    own: list[str] = []
+    values = _POINT.read(data, own)
+    if any(".index " in p or ".value " in p for p in own):
+        problems.append(f"point {k}: " + "; ".join(own))
+        return None
+    problems.extend(own)
+    status = values.get("status", PENDING)
+    if status not in POINT_STATUSES:
+        problems.append(f"point {k}: status {str(status)[:20]!r} is unknown: read as pending")
+        values["status"] = PENDING
+    for key in ("run",):
+        name = values.get(key, "")
+        if name and not _FOLDER_NAME.fullmatch(name):
+            problems.append(f"point {k}: run {name[:40]!r} is not a folder name: left out")
+            values[key] = ""
+    values["earlier_runs"] = [n for n in values.get("earlier_runs", []) if _FOLDER_NAME.fullmatch(n)]
+    point = SweepPoint(**values)
+    raw_variants = data.get("variants", [])
+    if not isinstance(raw_variants, list):
+        problems.append(f"point {k}: variants is not a list")
+        raw_variants = []
+    if len(raw_variants) > MAX_POINT_VARIANTS:
+        problems.append(f"point {k}: more than {MAX_POINT_VARIANTS} variants: the rest left out")
+        raw_variants = raw_variants[:MAX_POINT_VARIANTS]
+    for item in raw_variants:
+        got = _VARIANT.read(item, problems)
+        name = got.get("variant")
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME:
+            problems.append(f"point {k}: a variant without a name left out")
+            continue
+        point.variants.append(PointVariant(**got))
+    return point
+
+
+def load_sweep(path: str | Path) -> SweepRecord:
+    """Read a sweep folder (or its sweep.json); raises :class:`SweepDamaged` saying why it cannot.
+
+    A field that does not fit falls back to its default, a point that does not
+    fit is left out; both are listed in ``record.load_problems``.
+    """
+    folder = sweep_folder_of(Path(path))
+    target = folder / SWEEP_JSON
+    try:
+        return _load(folder, target)
+    except SweepDamaged:
+        raise
+    except RunDamaged as exc:
+        raise SweepDamaged(str(exc)) from None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError) as exc:
+        raise SweepDamaged(f"{SWEEP_JSON} cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def _load(folder: Path, target: Path) -> SweepRecord:
+    check_regular_file(target, MAX_SWEEP_JSON_BYTES)
+    doc = parse_json_document(read_bytes_capped(target, MAX_SWEEP_JSON_BYTES), SWEEP_JSON)
+    if not isinstance(doc, dict) or "points" not in doc or "param" not in doc:
+        raise SweepDamaged(f"{SWEEP_JSON} is not a Compile Studio sweep record")
+    problems: list[str] = []
+    top = _read_top(doc, problems)
+    param = top.get("param")
+    if not isinstance(param, str) or not param or len(param) > MAX_NAME:
+        raise SweepDamaged(f"{SWEEP_JSON}: the swept parameter is missing or not a short name")
+    raw_points = top.get("points")
+    if not isinstance(raw_points, list):
+        raise SweepDamaged(f"{SWEEP_JSON}: points is not a list")
+    if len(raw_points) > MAX_POINTS:
+        raise SweepDamaged(f"{SWEEP_JSON}: more than {MAX_POINTS:,} points")
+    config = config_from_saved(top.get("config"))
+    if config is None:
+        raise SweepDamaged(f"{SWEEP_JSON}: the base configuration is missing")
+    points = []
+    seen: set[int] = set()
+    for k, data in enumerate(raw_points):
+        point = _read_point(k, data, problems)
+        if point is None:
+            continue
+        if point.index in seen:
+            problems.append(f"point {k}: index {point.index} appears twice: left out")
+            continue
+        seen.add(point.index)
+        points.append(point)
+    environment = top.get("environment") or {}
+    try:
+        environment = conform(environment, Any)
+    except Unfit as exc:
+        problems.append(f"sweep.json: environment {exc}")
+        environment = {}
+    concurrency = top.get("concurrency", 1)
+    return SweepRecord(
+        sweep_id=top.get("sweep_id") or folder.name,
+        created=top.get("created") or "",
+        param=param,
+        config=config,
+        points=points,
+        values_text=top.get("values_text") or "",
+        environment=environment if isinstance(environment, dict) else {},
+        status=top.get("status") or "incomplete",
+        message=top.get("message") or "",
+        concurrency=concurrency if isinstance(concurrency, int) and 1 <= concurrency <= 64 else 1,
+        app_version=top.get("app_version") or "",
+        schema_version=top.get("schema_version") or SWEEP_SCHEMA_VERSION,
+        load_problems=problems,
+    )
+
+
+def point_variant_fields() -> list[str]:
+    """The names of a point variant's numbers (the columns of sweep.csv after the point's)."""
+    return [f.name for f in fields(PointVariant)]
