@@ -8,8 +8,8 @@ are listed newest first, runs opened from elsewhere among them by date.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -31,23 +31,66 @@ from PySide6.QtWidgets import (
 
 from ..config import EnvironmentInfo
 from ..results import RunDamaged, RunResult, RunStore, load_run
+from ..results.store import ensure_samples, summary_of
 
 COLUMNS = ["date", "model", "device", "variants", "status", "best speedup"]
+#: The columns left to right as shown: what a run is, how it did, then the rest.
+VISUAL_ORDER = ["model", "best speedup", "status", "date", "device", "variants"]
+#: The best speedup of a run whose summary is being computed (a run of an older version).
+PENDING_SPEEDUP = "…"
+#: Starting width of the model column (px; the user may drag it): legible at 1280×760.
+MODEL_COLUMN_WIDTH = 190
 _ROLE = Qt.ItemDataRole.UserRole
 
 
-@dataclass
 class HistoryEntry:
-    """One line of the history: a run (or a damaged folder and why), where it lives."""
+    """One line of the history: a run (or a damaged folder and why), where it lives.
 
-    path: Path
-    run: RunResult | None
-    problem: str | None = None
-    external: bool = False
+    A run of the store is listed from its run.json alone (its stored summary
+    gives the best speedup); :attr:`run` reads its samples the first time it
+    is asked for (a run whose samples cannot be read then turns damaged).
+    """
+
+    def __init__(
+        self, path: Path, run: RunResult | None, problem: str | None = None, external: bool = False
+    ) -> None:
+        self.path = path
+        self._run = run
+        self.problem = problem
+        self.external = external
+        self._lock = threading.Lock()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HistoryEntry):
+            return NotImplemented
+        return (self.path, self._run, self.problem, self.external) == (
+            other.path, other._run, other.problem, other.external
+        )
+
+    def __repr__(self) -> str:
+        return f"HistoryEntry({self.path!s}, damaged={self.damaged})"
+
+    @property
+    def listed(self) -> RunResult | None:
+        """The run as listed (samples maybe not read yet); None when damaged."""
+        return self._run
+
+    @property
+    def run(self) -> RunResult | None:
+        """The run with its samples (read now if they were not); None when damaged."""
+        with self._lock:
+            run = self._run
+            if run is not None and not run.samples_loaded:
+                try:
+                    ensure_samples(run)
+                except RunDamaged as exc:
+                    self._run, self.problem = None, str(exc)
+                    return None
+            return self._run
 
     @property
     def damaged(self) -> bool:
-        return self.run is None
+        return self._run is None
 
 
 def run_display_name(run: RunResult) -> str:
@@ -76,9 +119,10 @@ def _open_with_desktop(path: Path) -> bool:
 
 def _entry_date(entry: HistoryEntry) -> str:
     """A sortable date of an entry: the run's creation, else its folder name's, else its file's."""
-    if entry.run is not None and entry.run.created:
+    run = entry.listed
+    if run is not None and run.created:
         try:
-            return datetime.fromisoformat(entry.run.created).isoformat()
+            return datetime.fromisoformat(run.created).isoformat()
         except ValueError:
             pass
     try:
@@ -121,6 +165,10 @@ class HistoryPanel(QWidget):
     load_config_requested = Signal(object)
     #: export this run (a RunResult)
     export_requested = Signal(object)
+    #: a summary computed in the background: (entry key, rows, counts), or (key, None, why)
+    _summary_ready = Signal(str, object, object)
+    #: a run's samples were read in the background: (entry key, alone)
+    _loaded = Signal(str, bool)
 
     def __init__(self, store: RunStore, parent: QWidget | None = None):
         super().__init__(parent)
@@ -142,7 +190,19 @@ class HistoryPanel(QWidget):
             "Click a run to show it; tick runs to overlay them on the plots and in the table; "
             "right-click for more."
         )
-        self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header = self.tree.header()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(False)
+        for visual, name in enumerate(VISUAL_ORDER):
+            header.moveSection(header.visualIndex(COLUMNS.index(name)), visual)
+        model = COLUMNS.index("model")
+        header.setSectionResizeMode(model, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(model, MODEL_COLUMN_WIDTH)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self._summary_ready.connect(self._on_summary_ready)
+        self._loaded.connect(self._on_loaded)
+        self._loading: set[str] = set()
+        self._summarizing: set[str] = set()
         self.tree.itemChanged.connect(self._item_changed)
         self.tree.itemClicked.connect(self._item_clicked)
         self.tree.itemActivated.connect(self._item_activated)
@@ -159,22 +219,30 @@ class HistoryPanel(QWidget):
         self.delete_button.clicked.connect(self.delete_selected)
         self.count_label = QLabel()
 
+        # the count on its own line: beside the buttons a narrow panel clipped it
+        self.count_label.setWordWrap(True)
         buttons = QHBoxLayout()
         buttons.addWidget(self.refresh_button)
         buttons.addWidget(self.open_button)
         buttons.addWidget(self.delete_button)
         buttons.addStretch(1)
-        buttons.addWidget(self.count_label)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.count_label)
         layout.addWidget(self.tree)
         layout.addLayout(buttons)
         self._update_buttons()
 
     # -- listing -----------------------------------------------------------------
     def refresh(self) -> None:
-        """Read the run store again (ticks are kept for runs still there)."""
-        listings = self.store.list_runs()
+        """Read the run store again (ticks are kept for runs still there).
+
+        Each run is listed from its run.json (its stored summary): no
+        samples are read here. A run of an older version, with no summary
+        stored or cached, shows PENDING_SPEEDUP until its summary, computed
+        once in the background and cached, arrives.
+        """
+        listings = self.store.list_runs(samples=False)
         self._entries = [HistoryEntry(x.folder, x.run, x.problem) for x in listings]
         self._entries += [e for e in self._external if e.path.exists()]
         self._entries.sort(key=_entry_date, reverse=True)
@@ -189,14 +257,62 @@ class HistoryPanel(QWidget):
     def _key(entry: HistoryEntry) -> str:
         return str(entry.path)
 
+    def _summarize_in_background(self, entries: list[HistoryEntry]) -> None:
+        """Summaries of runs of older versions, computed (and cached) off the GUI thread.
+
+        Each is computed on a run read anew in that thread; only the rows
+        come back (:meth:`_on_summary_ready`).
+        """
+        todo = [(self._key(e), e.path) for e in entries if self._key(e) not in self._summarizing]
+        if not todo:
+            return
+        self._summarizing.update(key for key, _ in todo)
+        ready = self._summary_ready
+
+        def work() -> None:
+            for key, path in todo:
+                try:
+                    run = load_run(path, samples=False)
+                    rows = summary_of(run)
+                    ready.emit(key, rows, dict(run.summary_counts))
+                except Exception as exc:  # noqa: BLE001 - shown on its line, never raised
+                    ready.emit(key, None, str(exc) or type(exc).__name__)
+
+        threading.Thread(target=work, name="history-summaries", daemon=True).start()
+
+    def _on_summary_ready(self, key: str, rows: object, counts: object) -> None:
+        self._summarizing.discard(key)
+        entry = next((e for e in self._entries if self._key(e) == key), None)
+        if entry is None or entry.listed is None:
+            return
+        run = entry.listed
+        if isinstance(rows, list) and isinstance(counts, dict) and run.known_summary() is None:
+            if run.samples_loaded:
+                if counts == {n: len(v.samples) for n, v in run.variants.items()}:
+                    run.set_summary(rows, counts)
+            else:
+                run.set_summary(rows, counts)
+        item = self.item_for(entry)
+        if item is not None:
+            text = _speedup_text(run)
+            item.setText(_SPEEDUP, "–" if text == PENDING_SPEEDUP else text)
+            if not isinstance(rows, list):
+                item.setToolTip(_SPEEDUP, f"No summary: {counts}")
+
     def _fill(self) -> None:
         self._updating = True
+        pending = []
         try:
             self.tree.clear()
-            for entry in self._entries:
-                self.tree.addTopLevelItem(self._item(entry))
+            items = [self._item(entry) for entry in self._entries]
+            self.tree.addTopLevelItems(items)
+            for entry, item in zip(self._entries, items):
+                if item.text(_SPEEDUP) == PENDING_SPEEDUP:
+                    pending.append(entry)
         finally:
             self._updating = False
+        if pending:
+            self._summarize_in_background(pending)
         runs = sum(1 for e in self._entries if not e.damaged)
         damaged = len(self._entries) - runs
         self.count_label.setText(
@@ -205,7 +321,7 @@ class HistoryPanel(QWidget):
         self._update_buttons()
 
     def _item(self, entry: HistoryEntry) -> QTreeWidgetItem:
-        run = entry.run
+        run = entry.listed
         if run is None:
             texts = [
                 _date_text_of_folder(entry.path),
@@ -222,21 +338,20 @@ class HistoryPanel(QWidget):
             item.setForeground(4, Qt.GlobalColor.darkRed)
             item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsUserCheckable)
         else:
-            speedup = run.best_speedup()
             config = run.config
             model = (
-                f"MLP {config.layers} · b{config.batch_size} · {config.dtype}"
+                f"{config.model_text()} · b{config.batch_size} · {config.dtype}"
                 if config is not None
                 else run.message or "samples only"
             )
-            label = config.label if config is not None else ""
+            label = config.label.strip() if config is not None else ""
             texts = [
                 _date_text(run.created),
-                (f"{label}: " if label else "") + model,
+                (f"{label} · " if label else "") + model,
                 run_device(run) if config is not None else "",
                 ", ".join(run.variants),
                 run.status + (" (opened)" if entry.external else ""),
-                f"{speedup:.2f}×" if speedup is not None else "–",
+                _speedup_text(run),
             ]
             item = QTreeWidgetItem(texts)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -246,7 +361,7 @@ class HistoryPanel(QWidget):
                 if self._key(entry) in self._checked
                 else Qt.CheckState.Unchecked,
             )
-            tip = str(entry.path) + (f"\n{run.message}" if run.message else "")
+            tip = "\n".join([texts[1], str(entry.path)] + ([run.message] if run.message else []))
             for c in range(len(COLUMNS)):
                 item.setToolTip(c, tip)
         item.setData(0, _ROLE, self._key(entry))
@@ -304,22 +419,75 @@ class HistoryPanel(QWidget):
 
     def _item_activated(self, item: QTreeWidgetItem, column: int) -> None:
         entry = self._entry_of(item)
-        if entry is not None and entry.run is not None:
-            self.show_requested.emit(entry.run, False)
+        if entry is not None:
+            self.show_entry(entry)
 
     def show_entry(self, entry: HistoryEntry, alone: bool = False) -> None:
-        """Ask to show ``entry``'s run; ``alone`` unticks every other run first."""
-        if entry.run is None:
+        """Ask to show ``entry``'s run; ``alone`` unticks every other run first.
+
+        A large run whose samples are not read yet is read (and, when it has
+        no summary of this version, summarised) off the GUI thread: its line
+        says ``loading…`` until ``show_requested`` is emitted.
+        """
+        listed = entry.listed
+        if listed is None:
             return
         if alone:
             self.uncheck_all()
-        self.show_requested.emit(entry.run, alone)
+        if listed.samples_loaded or _samples_bytes(entry.path) < SYNC_LOAD_BYTES:
+            run = entry.run
+            if run is not None:
+                self.show_requested.emit(run, alone)
+            return
+        self._load_in_background(entry, alone)
+
+    def _load_in_background(self, entry: HistoryEntry, alone: bool) -> None:
+        key = self._key(entry)
+        if key in self._loading:
+            return
+        self._loading.add(key)
+        item = self.item_for(entry)
+        if item is not None:
+            item.setText(_STATUS, "loading…")
+        ready = self._loaded
+
+        def work() -> None:
+            run = entry.run  # reads the samples (under the entry's lock)
+            if run is not None:
+                try:
+                    summary_of(run)
+                except Exception:  # noqa: BLE001 - the window computes it again if need be
+                    pass
+            ready.emit(key, alone)
+
+        threading.Thread(target=work, name="history-load", daemon=True).start()
+
+    def _on_loaded(self, key: str, alone: bool) -> None:
+        self._loading.discard(key)
+        entry = next((e for e in self._entries if self._key(e) == key), None)
+        if entry is None:
+            return
+        item = self.item_for(entry)
+        if item is not None:
+            self._fill_item_texts(entry, item)
+        run = entry.run
+        if run is None:
+            self.message.emit(f"Cannot open {entry.path.name}: {entry.problem}")
+            return
+        self.show_requested.emit(run, alone)
+
+    def _fill_item_texts(self, entry: HistoryEntry, item: QTreeWidgetItem) -> None:
+        fresh = self._item(entry)
+        for c in range(len(COLUMNS)):
+            item.setText(c, fresh.text(c))
+            item.setToolTip(c, fresh.toolTip(c))
 
     def load_config_of(self, entry: HistoryEntry) -> None:
-        if entry.run is None or entry.run.config is None:
+        run = entry.listed
+        if run is None or run.config is None:
             self.message.emit(f"{entry.path.name} has no configuration to load")
             return
-        self.load_config_requested.emit(entry.run.config)
+        self.load_config_requested.emit(run.config)
 
     def open_folder_of(self, entry: HistoryEntry) -> bool:
         folder = entry.path if entry.path.is_dir() else entry.path.parent
@@ -331,7 +499,7 @@ class HistoryPanel(QWidget):
     def menu_for(self, entry: HistoryEntry) -> QMenu:
         """The context menu of ``entry`` (its actions are named as they read)."""
         menu = QMenu(self)
-        readable = entry.run is not None
+        readable = entry.listed is not None
 
         def add(text: str, slot: Callable[[], object], enabled: bool = True, tip: str = "") -> None:
             act = menu.addAction(text)
@@ -352,7 +520,7 @@ class HistoryPanel(QWidget):
         add(
             "Load its configuration",
             lambda: self.load_config_of(entry),
-            readable and entry.run is not None and entry.run.config is not None,
+            readable and entry.listed is not None and entry.listed.config is not None,
         )
         add("Open folder", lambda: self.open_folder_of(entry))
         add("Export…", lambda: self.export_requested.emit(entry.run), readable)
@@ -370,7 +538,7 @@ class HistoryPanel(QWidget):
 
     def entry_for_run(self, run_id: str) -> HistoryEntry | None:
         for e in self._entries:
-            if e.run is not None and e.run.run_id == run_id:
+            if e.listed is not None and e.listed.run_id == run_id:
                 return e
         return None
 
@@ -489,3 +657,28 @@ def _date_text_of_folder(folder: Path) -> str:
         return datetime.strptime(folder.name[:15], "%Y%m%d-%H%M%S").strftime("%Y-%m-%d %H:%M")
     except ValueError:
         return ""
+
+
+_SPEEDUP = COLUMNS.index("best speedup")
+_STATUS = COLUMNS.index("status")
+#: samples.csv smaller than this is read on the GUI thread when a run is shown (a few
+#: thousand calls: milliseconds); a larger one off it.
+SYNC_LOAD_BYTES = 2 * 1024 * 1024
+
+
+def _samples_bytes(path: Path) -> int:
+    folder = path if path.is_dir() else path.parent
+    try:
+        return (folder / "samples.csv").stat().st_size
+    except OSError:
+        return 0
+
+
+def _speedup_text(run: RunResult) -> str:
+    """The best speedup as listed: from the summary known (stored or cached), else pending."""
+    speedup = run.best_speedup()
+    if speedup is not None:
+        return f"{speedup:.2f}×"
+    if run.known_summary() is None and not run.samples_loaded:
+        return PENDING_SPEEDUP
+    return "–"

@@ -19,7 +19,9 @@ from ..config import BenchmarkConfig
 from ..protocol import CompiledEvent, ErrorKind, Phase, RunStatus, VariantStatus
 from ..results import RunResult, RunStore, SummaryRow
 from ..session import Progress
+from ..supervisor import WorkerLauncher
 from .benchmark_thread import BenchmarkThread, has_finished
+from .plots.buffers import DISPLAY_POINTS, SampleBuffer
 
 #: How each kind of error is said after the variant's name ("default failed to compile: …").
 _ERROR_WORDS = {
@@ -86,13 +88,25 @@ class LiveRun(QObject):
         self.run_id = ""
         self.name = ""
         self.variants: list[str] = []
-        #: per variant, the sample batches as drawn: (iterations, wall_ms, phase)
-        self.chunks: dict[str, list[tuple[np.ndarray, np.ndarray, str]]] = {}
+        #: per variant, the samples as drawn, by phase (decimated past DISPLAY_POINTS each)
+        self._display: dict[str, dict[str, SampleBuffer]] = {}
         self.failed: set[str] = set()
         self.rows: list[SummaryRow] = []
         self.gpu_rows: list[dict[str, Any]] = []
         self._phase_text = ""
         self._compiling: str | None = None
+
+    @property
+    def chunks(self) -> dict[str, list[tuple[np.ndarray, np.ndarray, str]]]:
+        """Per variant, its samples as drawn: (iterations, wall_ms, phase) per phase.
+
+        Bounded: each phase keeps at most DISPLAY_POINTS points (min and max
+        of each stretch of calls past that); every sample is in the run folder.
+        """
+        return {
+            v: [(b.xs, b.ys, phase) for phase, b in self._display.get(v, {}).items() if b.count]
+            for v in dict.fromkeys([*self.variants, *self._display])
+        }
 
     # -- control ----------------------------------------------------------------------------
     @property
@@ -103,17 +117,19 @@ class LiveRun(QObject):
     def stop_requested(self) -> bool:
         return self.benchmark_thread is not None and self.benchmark_thread.stop_requested
 
-    def start(self, config: BenchmarkConfig, store: RunStore) -> BenchmarkThread | None:
+    def start(
+        self, config: BenchmarkConfig, store: RunStore, launcher: WorkerLauncher | None = None
+    ) -> BenchmarkThread | None:
         """Start a run of ``config`` saved in ``store``; raises OSError when its folder cannot be made."""
         if self.running:
             return None
-        thread = BenchmarkThread(config, store, parent=self)
+        thread = BenchmarkThread(config, store, parent=self, launcher=launcher)
         self.benchmark_thread = thread
         self._threads.append(thread)
         self.run_id = thread.run_id
         self.name = config.label or datetime.now().strftime("%m-%d %H:%M:%S")
         self.variants = list(config.variants)
-        self.chunks = {v: [] for v in config.variants}
+        self._display = {}
         self.failed = set()
         self.rows = []
         self.gpu_rows = []
@@ -214,7 +230,11 @@ class LiveRun(QObject):
     def _on_samples(self, variant: str, phase: str, first: int, wall_ms: np.ndarray) -> None:
         iterations = np.arange(first, first + len(wall_ms), dtype=np.float64)
         plot_phase = phase if phase in _PLOT_PHASES else str(Phase.MEASURE)
-        self.chunks.setdefault(variant, []).append((iterations, wall_ms, plot_phase))
+        buffers = self._display.setdefault(variant, {})
+        buffer = buffers.get(plot_phase)
+        if buffer is None:
+            buffer = buffers[plot_phase] = SampleBuffer(max_points=DISPLAY_POINTS)
+        buffer.append(iterations, np.asarray(wall_ms, dtype=np.float64))
         self.samples.emit(variant, iterations, wall_ms, plot_phase)
 
     def _on_gpu_state(self, rows: list[dict[str, Any]]) -> None:

@@ -11,8 +11,10 @@ from typing import Any
 from .. import __version__, protocol
 from ..config import BenchmarkConfig
 from ..protocol import ErrorKind, RunStatus, VariantStatus
-from .run_result import RunResult, gpu_state_rows
+from .run_result import RunResult, gpu_state_rows, summarize
 from .store import RunStore, RunWriter
+from .why import compact as why_compact
+from .why import record_diagnostics
 
 #: Run-level errors after which the run as a whole has failed.
 _RUN_FAILING_KINDS = (
@@ -39,7 +41,9 @@ class RunRecorder:
     """Consumes protocol events, keeps the :class:`RunResult`, writes the run folder.
 
     Used by :class:`~compile_studio.session.RunSession`. ``folder`` None
-    keeps the run in memory only.
+    keeps the run in memory only. The summary is computed when a variant ends
+    and when the run ends, and stored in run.json; writes in between store
+    the last one computed.
     """
 
     def __init__(self, config: BenchmarkConfig | dict[str, Any], folder: Path | None = None):
@@ -89,7 +93,13 @@ class RunRecorder:
                 pass
 
     def _save(self) -> None:
+        """run.json, with the summary as computed when a variant last ended (not computed again)."""
         self._write(RunWriter.write_run_json)
+
+    def _summarize(self) -> None:
+        """A variant ended: the summary is computed now, once (rows of variants that did not
+        change since are reused), and stored with every run.json written until the next."""
+        summarize(self.run)
 
     def handle(self, event: protocol.Event) -> None:
         """Apply one event; writes files when the event changes them."""
@@ -133,6 +143,11 @@ class RunRecorder:
             self._save()
         elif isinstance(event, protocol.VariantDoneEvent):
             run.variant(event.variant).apply_done(event)
+            self._summarize()
+            self._save()
+        elif isinstance(event, protocol.DiagnosticsEvent):
+            run.measurement.setdefault("why", {})[event.variant] = why_compact(event.why)
+            self._write(lambda w: record_diagnostics(w.folder, event))
             self._save()
         elif isinstance(event, protocol.GpuStateEvent):
             rows = gpu_state_rows(event)
@@ -147,6 +162,7 @@ class RunRecorder:
                 v.status = VariantStatus.FAILED
                 v.error = event.message
                 v.error_kind = event.kind
+                self._summarize()
             else:
                 run.message = event.message
                 if event.kind in _RUN_FAILING_KINDS:
@@ -197,7 +213,7 @@ class RunRecorder:
     def _mark_not_run(self) -> None:
         """Planned variants the worker never started are ``not run`` (kept, with no samples)."""
         for v in self.run.variants.values():
-            if v.status == VariantStatus.PENDING and not v.samples.wall_ms and v.compile_s is None:
+            if v.status == VariantStatus.PENDING and not len(v.samples) and v.compile_s is None:
                 v.status = VariantStatus.NOT_RUN
 
     def finish(self) -> None:

@@ -6,8 +6,11 @@ one unit; the statistics live in stats.py and the verdict in verdict.py.
 
 from __future__ import annotations
 
+import copy
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,6 +19,7 @@ from ..config import AA_CONTROL, BenchmarkConfig, ConfigError
 from ..protocol import (
     CompiledEvent,
     GpuStateEvent,
+    Phase,
     RunStatus,
     VariantDoneEvent,
     VariantStatus,
@@ -37,6 +41,11 @@ from .verdict import Verdict, VerdictKind, judge, noise_floor
 SCHEMA_VERSION = 2
 #: 2: samples.csv has a ``round`` column; run.json has ``measurement`` and each
 #:    variant's ``checks``, ``cudagraphs``, ``pipelined_ms``, ``clock``.
+
+#: Version of the summary stored in run.json (its rows' fields and how they are computed).
+#: A stored summary of another version, or whose rows do not have exactly the
+#: fields of :class:`SummaryRow`, is computed again from the samples when read.
+SUMMARY_VERSION = 1
 
 GPU_STATE_COLUMNS = ["t_s", "gpu", "variant", "iteration", "sm_clock_mhz", "temperature_c", "power_w"]
 
@@ -96,54 +105,208 @@ def _fits_saved(value: object) -> bool:
     return isinstance(value, (bool, float)) or value is None
 
 
-@dataclass
-class VariantSamples:
-    """Per-iteration samples of one variant (warm-up and measured), in order."""
+#: The phases a sample can be in, by code (the ``phase`` column of :class:`VariantSamples`).
+PHASE_NAMES: tuple[str, ...] = tuple(str(p) for p in Phase)
+_PHASE_CODE = {name: code for code, name in enumerate(PHASE_NAMES)}
+_MEASURE = _PHASE_CODE[str(Phase.MEASURE)]
+#: ``round`` of a sample without one (warm-up, files without rounds)
+NO_ROUND = -1
 
-    iteration: list[int] = field(default_factory=list)
-    phase: list[str] = field(default_factory=list)
-    wall_ms: list[float] = field(default_factory=list)
-    device_ms: list[float | None] = field(default_factory=list)
-    #: the measurement round of each sample (None for warm-up, and in files without rounds)
-    round: list[int | None] = field(default_factory=list)
+
+class VariantSamples:
+    """Per-iteration samples of one variant (warm-up and measured), in order.
+
+    Kept as growable numpy columns (a million calls take ~30 MB, not a Python
+    object per value): :meth:`wall_array` and the other ``*_array`` methods
+    give views without copying; ``iteration``, ``phase``, ``wall_ms``,
+    ``device_ms`` and ``round`` give the columns as lists (None where a
+    sample has no device time or round). What is derived from the samples
+    (statistics, round groups) is kept per length by :meth:`cached`.
+    """
+
+    _COLUMNS = (("_iteration", np.int64), ("_phase", np.int8), ("_wall", np.float64),
+                ("_device", np.float64), ("_round", np.int64))
+
+    def __init__(self, capacity: int = 0) -> None:
+        self.n = 0
+        self._iteration: np.ndarray = np.empty(capacity, dtype=np.int64)
+        self._phase: np.ndarray = np.empty(capacity, dtype=np.int8)
+        self._wall: np.ndarray = np.empty(capacity, dtype=np.float64)
+        self._device: np.ndarray = np.empty(capacity, dtype=np.float64)
+        self._round: np.ndarray = np.empty(capacity, dtype=np.int64)
+        self._cache: dict[str, tuple[int, Any]] = {}
 
     def __len__(self) -> int:
-        return len(self.iteration)
+        return self.n
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, VariantSamples):
+            return NotImplemented
+        return self.n == other.n and all(
+            np.array_equal(getattr(self, c)[: self.n], getattr(other, c)[: other.n], equal_nan=c in ("_wall", "_device"))
+            for c, _ in self._COLUMNS
+        )
+
+    def __repr__(self) -> str:
+        return f"VariantSamples(n={self.n})"
+
+    def _reserve(self, extra: int) -> None:
+        need = self.n + extra
+        cap = len(self._wall)
+        if need <= cap:
+            return
+        cap = max(need, 2 * cap, 256)
+        for name, dtype in self._COLUMNS:
+            new = np.empty(cap, dtype=dtype)
+            new[: self.n] = getattr(self, name)[: self.n]
+            setattr(self, name, new)
 
     def extend(
         self,
         first_iteration: int,
         phase: str,
-        wall_ms: list[float],
-        device_ms: list[float | None] | None,
+        wall_ms: Sequence[float] | np.ndarray,
+        device_ms: Sequence[float | None] | np.ndarray | None,
         round_index: int | None = None,
     ) -> None:
+        """Append consecutive iterations of one phase (and round)."""
         n = len(wall_ms)
-        self.iteration.extend(range(first_iteration, first_iteration + n))
-        self.phase.extend([phase] * n)
-        self.wall_ms.extend(float(v) for v in wall_ms)
-        self.device_ms.extend(device_ms if device_ms is not None else [None] * n)
-        self.round.extend([round_index] * n)
+        if n == 0:
+            return
+        self._reserve(n)
+        a, b = self.n, self.n + n
+        self._iteration[a:b] = np.arange(first_iteration, first_iteration + n, dtype=np.int64)
+        self._phase[a:b] = self._code(phase)
+        self._wall[a:b] = np.asarray(wall_ms, dtype=np.float64)
+        if device_ms is None:
+            self._device[a:b] = np.nan
+        else:
+            self._device[a:b] = np.array(
+                [np.nan if d is None else d for d in device_ms]
+                if not isinstance(device_ms, np.ndarray) else device_ms,
+                dtype=np.float64,
+            )
+        self._round[a:b] = NO_ROUND if round_index is None else round_index
+        self.n = b
+
+    def append_arrays(
+        self,
+        iteration: np.ndarray,
+        phase: np.ndarray,
+        wall_ms: np.ndarray,
+        device_ms: np.ndarray,
+        round_index: np.ndarray,
+    ) -> None:
+        """Append columns as arrays (phase as codes of PHASE_NAMES, NaN: no device time, NO_ROUND: none)."""
+        n = len(wall_ms)
+        if n == 0:
+            return
+        self._reserve(n)
+        a, b = self.n, self.n + n
+        self._iteration[a:b] = iteration
+        self._phase[a:b] = phase
+        self._wall[a:b] = wall_ms
+        self._device[a:b] = device_ms
+        self._round[a:b] = round_index
+        self.n = b
+
+    @staticmethod
+    def _code(phase: str) -> int:
+        try:
+            return _PHASE_CODE[str(phase)]
+        except KeyError:
+            raise ValueError(f"unknown phase {phase!r}") from None
+
+    # -- the columns as arrays (views) -----------------------------------------------------
+    def iteration_array(self) -> np.ndarray:
+        return self._iteration[: self.n]
+
+    def phase_array(self) -> np.ndarray:
+        """Phase codes (indexes into PHASE_NAMES)."""
+        return self._phase[: self.n]
+
+    def wall_array(self) -> np.ndarray:
+        return self._wall[: self.n]
+
+    def device_array(self) -> np.ndarray:
+        """Device ms (NaN where a sample has none)."""
+        return self._device[: self.n]
+
+    def round_array(self) -> np.ndarray:
+        """Round indexes (NO_ROUND where a sample has none)."""
+        return self._round[: self.n]
+
+    # -- the columns as lists --------------------------------------------------------------
+    @property
+    def iteration(self) -> list[int]:
+        return self.iteration_array().tolist()
+
+    @property
+    def phase(self) -> list[str]:
+        return np.asarray(PHASE_NAMES, dtype=object)[self.phase_array()].tolist()
+
+    @property
+    def wall_ms(self) -> list[float]:
+        return self.wall_array().tolist()
+
+    @property
+    def device_ms(self) -> list[float | None]:
+        d = self.device_array()
+        return [None if v != v else v for v in d.tolist()]
+
+    @property
+    def round(self) -> list[int | None]:
+        return [None if r == NO_ROUND else r for r in self.round_array().tolist()]
+
+    # -- derived ---------------------------------------------------------------------------
+    def cached(self, what: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, kept until more samples arrive."""
+        hit = self._cache.get(what)
+        if hit is not None and hit[0] == self.n:
+            return hit[1]
+        value = compute()
+        self._cache[what] = (self.n, value)
+        return value
+
+    def measured_mask(self) -> np.ndarray:
+        return self.phase_array() == _MEASURE
+
+    def round_groups(self, device: bool = False) -> dict[int, np.ndarray]:
+        """Measured samples (wall or device ms) by round index, in time order within each round.
+
+        Samples without a round (older files) form round 0.
+        """
+
+        def compute() -> dict[int, np.ndarray]:
+            values = self.device_array() if device else self.wall_array()
+            mask = self.measured_mask()
+            if device:
+                mask &= ~np.isnan(values)
+            vals = values[mask]
+            rounds = np.maximum(self.round_array()[mask], 0)
+            if rounds.size == 0:
+                return {}
+            if rounds.min() == rounds.max():
+                return {int(rounds[0]): vals.copy()}
+            return {int(k): vals[rounds == k] for k in np.unique(rounds)}
+
+        return self.cached("device_groups" if device else "groups", compute)  # type: ignore[no-any-return]
 
     def measured_rounds(self) -> list[np.ndarray]:
         """The measured wall times of each round, in round order (one group without rounds)."""
-        groups: dict[int, list[float]] = {}
-        for w, p, r in zip(self.wall_ms, self.phase, self.round):
-            if p == "measure":
-                groups.setdefault(r if r is not None else 0, []).append(w)
-        return [np.array(groups[k], dtype=np.float64) for k in sorted(groups)]
+        groups = self.round_groups()
+        return [groups[k] for k in sorted(groups)]
 
     def measured_wall_ms(self) -> np.ndarray:
-        return np.array(
-            [w for w, p in zip(self.wall_ms, self.phase) if p == "measure"], dtype=np.float64
-        )
+        return self.wall_array()[self.measured_mask()]
 
     def measured_device_ms(self) -> np.ndarray | None:
-        vals = [d for d, p in zip(self.device_ms, self.phase) if p == "measure" and d is not None]
-        return np.array(vals, dtype=np.float64) if vals else None
+        d = self.device_array()[self.measured_mask()]
+        d = d[~np.isnan(d)]
+        return d if d.size else None
 
     def count(self, phase: str) -> int:
-        return sum(1 for p in self.phase if p == phase)
+        return int(np.count_nonzero(self.phase_array() == self._code(phase)))
 
 
 @dataclass
@@ -177,17 +340,22 @@ class VariantResult:
     samples: VariantSamples = field(default_factory=VariantSamples)
 
     def stats(self) -> LatencyStats | None:
-        return latency_stats(self.samples.measured_wall_ms())
+        """Statistics of the measured wall times (kept until more samples arrive)."""
+        s = self.samples
+        return s.cached("stats", lambda: latency_stats(s.measured_wall_ms()))  # type: ignore[no-any-return]
 
     def device_stats(self) -> LatencyStats | None:
-        d = self.samples.measured_device_ms()
-        return latency_stats(d) if d is not None else None
+        def compute() -> LatencyStats | None:
+            d = self.samples.measured_device_ms()
+            return latency_stats(d) if d is not None else None
+
+        return self.samples.cached("device_stats", compute)  # type: ignore[no-any-return]
 
     def meta_dict(self) -> dict[str, Any]:
         """Everything but the samples (those live in samples.csv)."""
-        d = asdict(self)
-        d.pop("samples")
-        return d
+        return {
+            f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "samples"
+        }
 
     def apply_compiled(self, event: CompiledEvent) -> None:
         self.compile_s = event.compile_s
@@ -234,8 +402,19 @@ class RunResult:
     measurement: dict[str, Any] = field(default_factory=dict)
     #: what did not fit when the run was read from disk (skipped rows, fields left at defaults)
     load_problems: list[str] = field(default_factory=list, compare=False)
-    #: the summary rows and the state they were computed for (see :func:`summarize`)
+    #: the summary rows and the state they were computed for (see :func:`summarize`);
+    #: rows read back from run.json or the summary cache are kept here too
     _summary: tuple[Any, list[SummaryRow]] | None = field(
+        default=None, compare=False, repr=False
+    )
+    #: each variant's number of samples the summary in ``_summary`` was computed from
+    summary_counts: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    #: False for a run listed from its run.json alone (its samples are read on demand)
+    samples_loaded: bool = field(default=True, compare=False)
+    #: where a summary computed for this run is cached (runs of older versions; see store.summary_of)
+    summary_cache_path: Path | None = field(default=None, compare=False, repr=False)
+    #: reads the samples of a run listed without them (set by the run store)
+    samples_loader: Callable[[RunResult], None] | None = field(
         default=None, compare=False, repr=False
     )
 
@@ -248,22 +427,61 @@ class RunResult:
     def baseline(self) -> VariantResult | None:
         return self.variants.get("eager")
 
+    def require_samples(self) -> None:
+        """Read the samples of a run listed without them (nothing when they are here)."""
+        if not self.samples_loaded and self.samples_loader is not None:
+            self.samples_loader(self)
+
+    def known_summary(self) -> list[SummaryRow] | None:
+        """The summary rows if known without computing: read back from disk, or computed
+        for the run as it is now; None otherwise."""
+        cached = self._summary
+        if cached is None:
+            return None
+        if not self.samples_loaded or cached[0] == _summary_key(self):
+            return list(cached[1])
+        return None
+
+    def set_summary(self, rows: list[SummaryRow], counts: dict[str, int] | None = None) -> None:
+        """Rows read back for this run (stored in run.json, or cached): :func:`summarize` returns them.
+
+        ``counts``: each variant's number of samples they were computed from.
+        """
+        self._summary = (_summary_key(self) if self.samples_loaded else None, list(rows))
+        self.summary_counts = dict(counts) if counts is not None else {
+            name: len(v.samples) for name, v in self.variants.items()
+        }
+
+    def last_summary(self) -> list[SummaryRow]:
+        """The rows :func:`summarize` gave last, even if samples came since ([] when none yet)."""
+        return list(self._summary[1]) if self._summary is not None else []
+
     def best_speedup(self) -> float | None:
         """The fastest correct compiled variant's speedup point estimate (no interval: cheap for lists).
 
         The same point estimate as the summary's: the geometric mean of the
         per-round ratios of medians, or the ratio of medians with one round.
-        The A/A control and variants with a wrong output are left out.
+        The A/A control and variants with a wrong output are left out. Read
+        from the summary when it is known (stored in run.json), else from the
+        samples; None for a run listed without samples or summary.
         """
+        rows = self.known_summary()
+        if rows is not None:
+            found = [
+                r.speedup for r in rows
+                if r.name not in ("eager", AA_CONTROL) and r.allclose is not False
+                and r.speedup is not None
+            ]
+            return max(found) if found else None
         base = self.baseline
-        if base is None:
+        if base is None or not self.samples_loaded:
             return None
-        base_groups = _round_groups(base.samples)
+        base_groups = base.samples.round_groups()
         best = None
         for name, v in self.variants.items():
             if name in ("eager", AA_CONTROL) or v.allclose is False:
                 continue
-            s = _speedup_point(base_groups, _round_groups(v.samples))
+            s = _speedup_point(base_groups, v.samples.round_groups())
             if s is not None:
                 best = s if best is None else max(best, s)
         return best
@@ -355,17 +573,8 @@ class SummaryRow:
 
 
 def _round_groups(samples: VariantSamples, device: bool = False) -> dict[int, np.ndarray]:
-    """Measured samples (wall or device ms) by round index, in time order within each round.
-
-    Samples without a round (older files) form round 0.
-    """
-    values = samples.device_ms if device else samples.wall_ms
-    rounds = samples.round if len(samples.round) == len(values) else [None] * len(values)
-    groups: dict[int, list[float]] = {}
-    for value, phase, r in zip(values, samples.phase, rounds):
-        if phase == "measure" and value is not None:
-            groups.setdefault(r if r is not None else 0, []).append(float(value))
-    return {k: np.asarray(groups[k], dtype=np.float64) for k in sorted(groups)}
+    """Measured samples by round (see :meth:`VariantSamples.round_groups`)."""
+    return samples.round_groups(device)
 
 
 def _shared_rounds(
@@ -387,6 +596,34 @@ def _speedup_interval(
     return block_bootstrap_speedup_interval(
         np.concatenate(list(base.values())), np.concatenate(list(other.values()))
     )
+
+
+def _checks_of(samples: VariantSamples) -> SampleChecks | None:
+    """The checks of a variant's rounds (drift, two levels, tail), kept until more samples arrive."""
+    return samples.cached(  # type: ignore[no-any-return]
+        "checks", lambda: sample_checks(list(samples.round_groups().values()))
+    )
+
+
+def _interval_against(
+    base: VariantResult, variant: VariantResult, device: bool = False
+) -> SpeedupInterval | None:
+    """:func:`_speedup_interval` of ``variant`` against ``base``, kept until either gets samples."""
+    what = "device_interval" if device else "interval"
+
+    def compute() -> tuple[int, SpeedupInterval | None]:
+        return (
+            len(base.samples),
+            _speedup_interval(
+                base.samples.round_groups(device), variant.samples.round_groups(device)
+            ),
+        )
+
+    got = variant.samples.cached(what, compute)
+    if got[0] != len(base.samples):
+        variant.samples._cache.pop(what, None)
+        got = variant.samples.cached(what, compute)
+    return got[1]  # type: ignore[no-any-return]
 
 
 def _speedup_point(base: dict[int, np.ndarray], other: dict[int, np.ndarray]) -> float | None:
@@ -427,35 +664,43 @@ def summarize(run: RunResult) -> list[SummaryRow]:
     """The summary table of a run, computed once per state of the run and kept.
 
     A large run's rows take seconds (the intervals resample); the files, the
-    CLI and the window all ask for them at the end of a run.
+    CLI and the window all ask for them at the end of a run. What each
+    variant's row needs from its samples (round groups, checks, statistics,
+    the interval against eager) is kept with the samples until more arrive, so
+    a variant that has ended is not computed again when another one ends. A
+    run read back from disk returns the rows stored with it (see
+    :meth:`RunResult.set_summary`).
     """
+    if not run.samples_loaded:
+        if run._summary is not None:
+            return list(run._summary[1])
+        run.require_samples()
     key = _summary_key(run)
     cached = run._summary
     if cached is not None and cached[0] == key:
         return list(cached[1])
     rows = _compute_summary(run)
     run._summary = (key, rows)
+    run.summary_counts = {name: len(v.samples) for name, v in run.variants.items()}
     return list(rows)
 
 
 def _compute_summary(run: RunResult) -> list[SummaryRow]:
     """The summary table of a run, computed from its samples and diagnostics."""
     base = run.baseline
-    base_ms = base.samples.measured_wall_ms() if base is not None else np.array([])
-    base_stats = latency_stats(base_ms) if base_ms.size else None
-    base_groups = _round_groups(base.samples) if base is not None else {}
+    base_stats = base.stats() if base is not None else None
     base_device = _round_groups(base.samples, device=True) if base is not None else {}
     batch = run.config.batch_size if run.config is not None else None
     counted = run.measurement.get("flops_per_call")
     flops = counted if isinstance(counted, int) and counted > 0 else _flops_per_call(run.config)
     groups = {name: _round_groups(v.samples) for name, v in run.variants.items()}
     checks: dict[str, SampleChecks | None] = {
-        name: sample_checks(list(g.values())) for name, g in groups.items()
+        name: _checks_of(v.samples) for name, v in run.variants.items()
     }
     intervals: dict[str, SpeedupInterval | None] = {
-        name: _speedup_interval(base_groups, g)
-        for name, g in groups.items()
-        if name != "eager" and base_stats is not None
+        name: _interval_against(base, v)
+        for name, v in run.variants.items()
+        if name != "eager" and base_stats is not None and base is not None
     }
     floor = noise_floor(intervals.get(AA_CONTROL))
     rows = []
@@ -475,7 +720,9 @@ def _compute_summary(run: RunResult) -> list[SummaryRow]:
             else:
                 if interval is not None:
                     speedup, lo, hi = interval.point, interval.lo, interval.hi
-                dev = _speedup_interval(base_device, _round_groups(v.samples, device=True))
+                dev = (
+                    _interval_against(base, v, device=True) if base is not None and base_device else None
+                )
                 if dev is not None:
                     dev_speedup, dev_lo, dev_hi = dev.point, dev.lo, dev.hi
         if v.name != "eager" and base is not None:

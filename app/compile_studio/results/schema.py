@@ -84,15 +84,20 @@ class CsvLines:
 
     Iterate it to get text lines for :func:`csv.reader`; ``skipped`` counts the
     lines left out. Opened in binary so one bad byte costs one row, not the file.
+    ``start`` is the byte offset to read from (the start of a line).
     """
 
-    def __init__(self, path: Path, limit: int = MAX_CSV_BYTES, max_line: int = MAX_CSV_LINE):
+    def __init__(
+        self, path: Path, limit: int = MAX_CSV_BYTES, max_line: int = MAX_CSV_LINE, start: int = 0
+    ):
         check_regular_file(path, limit)
         self.path = path
         self.max_line = max_line
         self.skipped = 0
         try:
             self._fh = open(path, "rb")
+            if start:
+                self._fh.seek(start)
         except OSError as exc:
             raise RunDamaged(f"cannot read {path.name}: {exc.strerror or exc}") from None
 

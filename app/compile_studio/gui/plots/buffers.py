@@ -2,6 +2,9 @@
 
 Columns are preallocated and doubled when full, so appending a batch costs
 amortised O(batch) and drawing takes a view (``buf[:n]``) without copying.
+A latency curve keeps at most DISPLAY_POINTS points: a longer run is
+decimated for display (min and max of each stretch of calls), so the window's
+memory stays bounded at a million calls; the full data is in the run folder.
 """
 
 from __future__ import annotations
@@ -22,55 +25,194 @@ GPU_QUANTITIES: tuple[tuple[str, str], ...] = (
 )
 
 
-class SampleBuffer:
-    """Growable (x, y, flag) columns; ``monotonic`` while x never went down."""
+#: Most points one live curve keeps for display; beyond it the buffer is decimated
+#: (min and max of each stretch of calls kept, so spikes stay visible).
+DISPLAY_POINTS = 131_072
+#: Measured latencies kept as a uniform sample for statistics of the display (median, histogram).
+SAMPLE_POINTS = 65_536
 
-    def __init__(self, capacity: int = 1024) -> None:
+
+class SampleBuffer:
+    """Growable (x, y, flag) columns; ``monotonic`` while x never went down.
+
+    With ``max_points`` the buffer holds at most that many points (plus a
+    partial stretch): once full, every four points are folded into the two
+    of them with the lowest and the highest y (in x order), and later samples
+    are gathered in stretches of ``stride`` calls of which the min and max
+    are kept. Memory stays bounded however long the run, and every peak
+    stays drawn. ``count`` is the number of samples appended.
+    """
+
+    def __init__(self, capacity: int = 1024, max_points: int | None = None) -> None:
+        if max_points is not None:
+            max_points = max(8, max_points - max_points % 4)
+            capacity = min(capacity, max_points)
         self.x = np.empty(capacity, dtype=np.float64)
         self.y = np.empty(capacity, dtype=np.float64)
         self.flag = np.empty(capacity, dtype=np.bool_)
         self.n = 0
+        self.count = 0
         self.monotonic = True
+        self.max_points = max_points
+        #: samples per kept stretch (1: every sample is kept)
+        self.stride = 1
+        self._pending: list[tuple[np.ndarray, np.ndarray, bool]] = []
+        self._pending_n = 0
 
     def append(self, x: np.ndarray, y: np.ndarray, flag: bool = False) -> None:
         m = len(x)
         if m == 0:
             return
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if self.monotonic:
+            last = self._last_x()
+            if m > 1 and np.any(np.diff(x) < 0):
+                self.monotonic = False
+            elif last is not None and x[0] < last:
+                self.monotonic = False
+        self.count += m
+        if self.stride == 1:
+            room = m if self.max_points is None else min(m, self.max_points - self.n)
+            self._store(x[:room], y[:room], np.full(room, flag))
+            if room == m:
+                return
+            self._fold()
+            x, y = x[room:], y[room:]
+        self._pending.append((x, y, flag))
+        self._pending_n += len(x)
+        self._drain()
+
+    def _last_x(self) -> float | None:
+        if self._pending:
+            return float(self._pending[-1][0][-1])
+        return float(self.x[self.n - 1]) if self.n else None
+
+    def _store(self, x: np.ndarray, y: np.ndarray, flag: np.ndarray) -> None:
+        m = len(x)
+        if m == 0:
+            return
         need = self.n + m
         if need > len(self.x):
-            cap = len(self.x)
+            cap = max(len(self.x), 1)
             while cap < need:
                 cap *= 2
+            if self.max_points is not None:
+                cap = min(cap, self.max_points)
             for name in ("x", "y", "flag"):
                 old = getattr(self, name)
                 new = np.empty(cap, dtype=old.dtype)
                 new[: self.n] = old[: self.n]
                 setattr(self, name, new)
-        if self.monotonic:
-            if m > 1 and np.any(np.diff(x) < 0):
-                self.monotonic = False
-            elif self.n and x[0] < self.x[self.n - 1]:
-                self.monotonic = False
         self.x[self.n : need] = x
         self.y[self.n : need] = y
         self.flag[self.n : need] = flag
         self.n = need
 
+    @staticmethod
+    def _peaks(x: np.ndarray, y: np.ndarray, flag: np.ndarray, group: int) -> tuple[np.ndarray, ...]:
+        """Of each ``group`` consecutive points the lowest and the highest y, in x order."""
+        k = len(x) // group
+        xs, ys, fs = (a[: k * group].reshape(k, group) for a in (x, y, flag))
+        rows = np.arange(k)
+        lo, hi = ys.argmin(axis=1), ys.argmax(axis=1)
+        first, second = np.minimum(lo, hi), np.maximum(lo, hi)
+        pick = np.stack([first, second], axis=1)
+        out_x = xs[rows[:, None], pick].ravel()
+        out_y = ys[rows[:, None], pick].ravel()
+        out_f = np.repeat(fs.any(axis=1), 2)
+        return out_x, out_y, out_f
+
+    def _fold(self) -> None:
+        """Halve the points kept: every four become their min and max; stretches double."""
+        n = self.n - self.n % 4
+        x, y, f = self._peaks(self.x[:n], self.y[:n], self.flag[:n], 4)
+        rest = slice(n, self.n)
+        rx, ry, rf = self.x[rest].copy(), self.y[rest].copy(), self.flag[rest].copy()
+        self.n = 0
+        self._store(x, y, f)
+        self._store(rx, ry, rf)
+        self.stride = 4 if self.stride == 1 else self.stride * 2
+
+    def _drain(self) -> None:
+        """Fold pending samples into kept stretches (min and max of each ``stride`` calls)."""
+        if self._pending_n < self.stride:
+            return
+        x = np.concatenate([p[0] for p in self._pending])
+        y = np.concatenate([p[1] for p in self._pending])
+        f = np.concatenate([np.full(len(p[0]), p[2]) for p in self._pending])
+        whole = len(x) - len(x) % self.stride
+        px, py, pf = self._peaks(x[:whole], y[:whole], f[:whole], self.stride)
+        while len(px):
+            assert self.max_points is not None
+            room = min(len(px), self.max_points - self.n)
+            room -= room % 2
+            self._store(px[:room], py[:room], pf[:room])
+            px, py, pf = px[room:], py[room:], pf[room:]
+            if len(px):
+                self._fold()
+        self._pending = [(x[whole:], y[whole:], bool(f[whole:].any()))] if whole < len(x) else []
+        self._pending_n = len(x) - whole
+
     @property
     def xs(self) -> np.ndarray:
-        return self.x[: self.n]
+        if not self._pending:
+            return self.x[: self.n]
+        return np.concatenate([self.x[: self.n]] + [p[0] for p in self._pending])
 
     @property
     def ys(self) -> np.ndarray:
-        return self.y[: self.n]
+        if not self._pending:
+            return self.y[: self.n]
+        return np.concatenate([self.y[: self.n]] + [p[1] for p in self._pending])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (kept points and the partial stretch)."""
+        return self.x.nbytes + self.y.nbytes + self.flag.nbytes + sum(
+            p[0].nbytes + p[1].nbytes for p in self._pending
+        )
+
+
+class Reservoir:
+    """A uniform random sample of at most ``size`` values of a stream (Algorithm R, vectorised)."""
+
+    def __init__(self, size: int = SAMPLE_POINTS, seed: int = 0) -> None:
+        self.values = np.empty(size, dtype=np.float64)
+        self.n = 0
+        self.seen = 0
+        self._rng = np.random.default_rng(seed)
+
+    def add(self, y: np.ndarray) -> None:
+        y = np.asarray(y, dtype=np.float64)
+        size = len(self.values)
+        room = min(len(y), size - self.n)
+        self.values[self.n : self.n + room] = y[:room]
+        self.n += room
+        self.seen += room
+        rest = y[room:]
+        if not len(rest):
+            return
+        # the i-th value seen (1-based) replaces a random slot with probability size / i
+        seen = self.seen + np.arange(1, len(rest) + 1)
+        slots = (self._rng.random(len(rest)) * seen).astype(np.int64)
+        hit = slots < size
+        self.values[slots[hit]] = rest[hit]
+        self.seen += len(rest)
+
+    @property
+    def sample(self) -> np.ndarray:
+        return self.values[: self.n]
 
 
 class Series:
     """One (run, variant) curve: its name, colour, failed mark and samples.
 
     ``all`` keeps every sample in arrival order (flag: warm-up); ``warm`` and
-    ``meas`` split them by phase for drawing. ``dirty`` is set by
-    :meth:`append` and cleared by whoever draws.
+    ``meas`` split them by phase for drawing. Each keeps at most
+    DISPLAY_POINTS points (decimated beyond, peaks kept); the full data is on
+    disk. ``meas_sample`` is a uniform sample of the measured latencies.
+    ``dirty`` is set by :meth:`append` and cleared by whoever draws.
     """
 
     def __init__(self, key: str, label: str, color: QColor) -> None:
@@ -78,9 +220,10 @@ class Series:
         self.label = label
         self.color = color
         self.failed = False
-        self.all = SampleBuffer()
-        self.warm = SampleBuffer(64)
-        self.meas = SampleBuffer()
+        self.all = SampleBuffer(max_points=DISPLAY_POINTS)
+        self.warm = SampleBuffer(64, max_points=DISPLAY_POINTS)
+        self.meas = SampleBuffer(max_points=DISPLAY_POINTS)
+        self.meas_sample = Reservoir()
         self.warm_lo = math.inf
         self.warm_hi = -math.inf
         self.dirty = False
@@ -103,7 +246,15 @@ class Series:
             self.warm_hi = max(self.warm_hi, float(x.max()))
         else:
             self.meas.append(x, y)
+            self.meas_sample.add(y)
         self.dirty = True
+
+    def measured_values(self) -> np.ndarray:
+        """The measured latencies for statistics of the display (median line, histogram):
+        all of them while the curve is not decimated, else a uniform sample of them."""
+        if self.meas.stride == 1 and not self.meas._pending:
+            return self.meas.ys
+        return self.meas_sample.sample
 
     @property
     def warmup_range(self) -> tuple[float, float] | None:
