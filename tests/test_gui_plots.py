@@ -231,7 +231,7 @@ def test_distribution_notes_outliers_beyond_range(panel, qtbot):
     _fill(panel, "a", np.ones(1), meas)
     panel.refresh()
     qtbot.waitUntil(lambda: histogram_data(panel, "a") is not None, timeout=2000)
-    assert distribution_note(panel) == "1 calls above 1 ms not shown"
+    assert distribution_note(panel) == "1 call above 1 ms not shown"
 
 
 def test_summary_bars_show_speedup_text(panel):

@@ -3,10 +3,16 @@
 Every file goes through a temp file in the target folder and a rename, so a
 failed export leaves neither a partial file nor a temp file behind; every
 failure is an :class:`ExportError` whose message can be shown to the user.
+
+A plot export may carry a caption (title, configuration, what the marks
+mean): it is written into the plot's title row for the export only, so the
+image keeps the plot's size. SVGs hold vector paths and text only (the view's
+cached background pixmap is turned off while one is drawn).
 """
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from collections.abc import Iterator
@@ -20,7 +26,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QRegion
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsView, QWidget
 
 from ..config import BenchmarkConfig, ConfigError
 from ..results.store import atomic_write_bytes
@@ -57,6 +63,69 @@ def encode_png(image: QImage) -> bytes:
     return bytes(data.data())
 
 
+# -- captions ------------------------------------------------------------------
+def caption_html(lines: list[str]) -> str:
+    """Caption lines as the HTML of a plot title: the first bold, all escaped."""
+    escaped = [html.escape(line) for line in lines if line]
+    if not escaped:
+        return ""
+    escaped[0] = f"<b>{escaped[0]}</b>"
+    return "<br>".join(escaped)
+
+
+def _caption_slot(widget: QWidget) -> tuple[Any, Any] | None:
+    """(label item, grid layout whose row 0 holds it) of a plot's title row, or None."""
+    slot = getattr(widget, "export_caption_slot", None)
+    if callable(slot):
+        return slot()
+    if isinstance(widget, pg.PlotWidget):
+        item = widget.getPlotItem()
+        return item.titleLabel, item.layout
+    return None
+
+
+@contextmanager
+def _captioned(widget: QWidget, caption: str | None) -> Iterator[None]:
+    """Write ``caption`` (HTML) into the title row of the plot ``widget`` while exporting.
+
+    A title already shown (the distribution's note on outliers) stays below it.
+    """
+    slot = _caption_slot(widget) if caption else None
+    if slot is None:
+        yield
+        return
+    label, layout = slot
+    saved = (
+        label.text, dict(label.opts), label.isVisible(), label.minimumHeight(), label.maximumHeight(),
+        layout.rowMinimumHeight(0), layout.rowMaximumHeight(0),
+    )
+    old_text, old_opts, old_visible, old_min, old_max, row_min, row_max = saved
+    text = caption if not (old_visible and old_text) else f"{caption}<br>{old_text}"
+    try:
+        # wrap within the label's own cell: a wider text would widen the plot's layout
+        # past the view and push the plot's right side out of the image
+        cell = label.width() if label.width() > 0 else widget.width() - 120.0
+        label.item.setTextWidth(max(80.0, cell - 8.0))
+        label.setText(text, color="#333333", size="9pt")
+        height = label.item.boundingRect().height() + 6
+        label.setMinimumHeight(height)
+        label.setMaximumHeight(height)
+        layout.setRowFixedHeight(0, height)
+        label.setVisible(True)
+        layout.activate()
+        yield
+    finally:
+        label.item.setTextWidth(-1)
+        label.opts = old_opts
+        label.setText(old_text)
+        label.setMinimumHeight(old_min)
+        label.setMaximumHeight(old_max)
+        layout.setRowMinimumHeight(0, row_min)
+        layout.setRowMaximumHeight(0, row_max)
+        label.setVisible(old_visible)
+        layout.activate()
+
+
 # -- rendering -----------------------------------------------------------------
 def _target_size(widget: QWidget, scale: float) -> QSize:
     if scale <= 0:
@@ -83,7 +152,11 @@ def _prepared_for_export(widget: QWidget, plot_background: QColor | None) -> Ite
         views.append(widget)
     hidden = []
     brushes = []
+    caches = []
     for view in views:
+        # a cached background is drawn as a pixmap: a full-size <image> in an SVG
+        caches.append((view, view.cacheMode()))
+        view.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)
         for item in view.scene().items():
             if getattr(item, EXCLUDE_ATTR, False) and item.isVisible():
                 item.setVisible(False)
@@ -98,6 +171,8 @@ def _prepared_for_export(widget: QWidget, plot_background: QColor | None) -> Ite
             item.setVisible(True)
         for view, brush in brushes:
             view.setBackgroundBrush(brush)
+        for view, mode in caches:
+            view.setCacheMode(mode)
 
 
 def _paint_widget(
@@ -149,15 +224,19 @@ def _transparent_render(widget: QWidget, size: QSize) -> QImage:
     return image.copy()  # detach from the numpy buffer
 
 
-def render_widget_image(widget: QWidget, scale: float = 1, transparent: bool = False) -> QImage:
+def render_widget_image(
+    widget: QWidget, scale: float = 1, transparent: bool = False, caption: str | None = None
+) -> QImage:
     """Any widget (a plot, the whole window) as an image of exactly its size × ``scale``.
 
     ``transparent`` makes plot backgrounds transparent; other widgets keep theirs.
+    ``caption`` (HTML, see :func:`caption_html`) is written into a plot's title row.
     """
     size = _target_size(widget, scale)
-    if transparent:
-        return _transparent_render(widget, size)
-    return _render(widget, size, QColor(255, 255, 255))
+    with _captioned(widget, caption):
+        if transparent:
+            return _transparent_render(widget, size)
+        return _render(widget, size, QColor(255, 255, 255))
 
 
 # -- public API ------------------------------------------------------------------
@@ -173,9 +252,13 @@ def save_plot_png(
     path: str | os.PathLike[str],
     scale: float = 1,
     transparent: bool = False,
+    caption: str | None = None,
 ) -> Path:
-    """Save a plot as a PNG of exactly its size × ``scale``, white or transparent behind."""
-    return _write(path, encode_png(render_widget_image(plot_widget, scale, transparent)))
+    """Save a plot as a PNG of exactly its size × ``scale``, white or transparent behind.
+
+    ``caption`` (HTML) is written into the plot's title row in the file only.
+    """
+    return _write(path, encode_png(render_widget_image(plot_widget, scale, transparent, caption)))
 
 
 def save_plot_svg(
@@ -183,8 +266,10 @@ def save_plot_svg(
     path: str | os.PathLike[str],
     title: str = "Compile Studio plot",
     description: str = "",
+    caption: str | None = None,
 ) -> Path:
-    """Save a plot as an SVG (vector paths, white background) with a title and description."""
+    """Save a plot as an SVG (vector paths and text, a white rectangle behind; no embedded
+    image) with a title and description; ``caption`` (HTML) is drawn in its title row."""
     size = _target_size(plot_widget, 1)
     data = QByteArray()
     buf = QBuffer(data)
@@ -200,7 +285,8 @@ def save_plot_svg(
         raise ExportError("cannot start the SVG renderer")
     try:
         painter.fillRect(QRectF(0, 0, size.width(), size.height()), QColor(Qt.GlobalColor.white))
-        _paint_widget(plot_widget, painter, size, QColor(255, 255, 255))
+        with _captioned(plot_widget, caption):
+            _paint_widget(plot_widget, painter, size, QColor(255, 255, 255))
     finally:
         painter.end()
         buf.close()

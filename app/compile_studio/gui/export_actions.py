@@ -4,6 +4,11 @@
 file names, and turns every failure into a message for the user (never a
 crash). The images are made by :mod:`compile_studio.gui.export`, the run
 files by :mod:`compile_studio.results.export`.
+
+A plot image carries a caption: what it shows and of which runs (with each
+run's line style when several are overlaid), the configuration, and what the
+marks mean. The status bar names the files written; the dialogs and the status
+say which run an export writes when other runs are ticked.
 """
 
 from __future__ import annotations
@@ -19,9 +24,43 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMenu, QVBoxLayo
 from ..config import BenchmarkConfig
 from ..results import RunResult
 from .plots import PlotPanel
+from .plots.style import run_dash_name
 from .settings import AppSettings
 
 NOTHING_TO_EXPORT = "Nothing to export: run a benchmark or tick one run in the history."
+
+#: What each plot tab shows and what its marks mean, for the caption of an exported image.
+PLOT_CAPTIONS = {
+    "latency": (
+        "Latency per call",
+        "dashed = median of measured calls · shaded = warm-up (not in the statistics) · one colour per variant",
+    ),
+    "distribution": (
+        "Distribution of measured calls",
+        "left: % of calls per bin, dashed = median · right: ECDF, % of calls at or below a latency",
+    ),
+    "summary": ("Median latency per variant", "bar = median · whiskers = p5–p95 · label = speedup over eager"),
+    "gpu": ("GPU state during the run", "SM clock, temperature and power read through NVML"),
+}
+
+
+def _run_name(run: RunResult) -> str:
+    from .history_panel import run_display_name
+
+    return run_display_name(run)
+
+
+def config_line(config: BenchmarkConfig, device: str | None = None) -> str:
+    """The configuration in one line, for a figure's caption."""
+    try:
+        model = config.model_text()
+    except Exception:  # noqa: BLE001 - a caption must not fail an export
+        model = "model"
+    return (
+        f"{model} · batch {config.batch_size} · {config.dtype} · {config.workload} · "
+        f"{device or config.device} · {config.iterations} timed + {config.warmup} warm-up calls per variant"
+        f" · {config.rounds} round{'s' if config.rounds != 1 else ''}"
+    )
 
 
 def window_action(
@@ -61,6 +100,8 @@ class ExportActions(QObject):
         self._config = config
         self._run_to_export = run_to_export
         self._show_error = show_error
+        #: the last export's status bar message ("" before one)
+        self.last_message = ""
 
         def action(text: str, slot: Callable[[], object], shortcut: str | None = None) -> QAction:
             return window_action(window, text, slot, shortcut)
@@ -112,9 +153,59 @@ class ExportActions(QObject):
         except Exception:  # noqa: BLE001 - a name is only a suggestion
             return f"compile-studio{suffix}"
 
-    def _exported(self, folder: Path) -> None:
+    def _exported(self, folder: Path, files: list[Path] | None = None, what: str = "") -> None:
+        """Remember ``folder`` and name the ``files`` written in the status bar (``what``: of what)."""
         self._settings.set_export_folder(folder)
-        self._window.statusBar().showMessage(f"Saved in {folder}", 8000)
+        names = ", ".join(Path(f).name for f in files or [])
+        message = f"Saved {names} in {folder}" if names else f"Saved in {folder}"
+        if what:
+            message = f"{what}: {message}"
+        self.last_message = message
+        self._window.statusBar().showMessage(message, 15000)
+
+    def _other_runs_shown(self, run: RunResult | None) -> list[str]:
+        """Names of the runs plotted besides ``run`` (the ticked overlays)."""
+        runs = self._plots.runs_shown()
+        if len(runs) < 2:
+            return []
+        own = f"{run.run_id}" if run is not None else None
+        return [name or key for key, name, _ in runs if key != own]
+
+    def _run_words(self, run: RunResult) -> str:
+        return f"run {_run_name(run)} ({run.run_id})"
+
+    # -- captions ---------------------------------------------------------------------------------
+    def _plot_kind(self) -> str:
+        plot = self._plots.current_plot()
+        if plot is self._plots.latency_plot:
+            return "latency"
+        if plot is self._plots.distribution_plot:
+            return "distribution"
+        if plot is self._plots.summary_plot:
+            return "summary"
+        return "gpu"
+
+    def plot_caption_lines(self) -> list[str]:
+        """The caption of an exported plot: what and which runs, the configuration, the marks."""
+        what, marks = PLOT_CAPTIONS[self._plot_kind()]
+        run = self._run_to_export()
+        runs = self._plots.runs_shown()
+        if len(runs) > 1:
+            title = f"{what} — runs: " + ", ".join(
+                f"{name or key} ({run_dash_name(style)})" for key, name, style in runs
+            )
+        elif run is not None:
+            title = f"{what} — {_run_name(run)}"
+        else:
+            title = what
+        if run is not None and run.config is not None:
+            device = run.environment.get("device") if isinstance(run.environment, dict) else None
+            config = config_line(run.config, str(device) if device else None)
+            if len(runs) > 1:
+                config = f"{_run_name(run)}: {config}"
+        else:
+            config = config_line(self._config())
+        return [title, config, marks]
 
     # -- images -------------------------------------------------------------------------------------
     def save_screenshot_dialog(self) -> None:
@@ -136,14 +227,18 @@ class ExportActions(QObject):
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
             self._show_error(f"Cannot save the screenshot: {exc}")
             return False
-        self._exported(Path(path).parent)
+        self._exported(Path(path).parent, [Path(path)], "Screenshot")
         return True
 
     def save_plot_dialog(self, kind: str) -> None:
         suffix = ".svg" if kind == "svg" else ".png"
+        runs = self._plots.runs_shown()
+        title = "Save plot"
+        if len(runs) > 1:
+            title += f" (all {len(runs)} runs shown: " + ", ".join(n or k for k, n, _ in runs) + ")"
         path, _ = QFileDialog.getSaveFileName(
             self._window,
-            "Save plot",
+            title,
             str(Path(self._export_folder()) / self._default_name(f"-plot{suffix}")),
             "SVG drawing (*.svg)" if kind == "svg" else "PNG image (*.png)",
         )
@@ -151,19 +246,23 @@ class ExportActions(QObject):
             self.save_plot(Path(path), self.png_scale(), self.png_transparent_action.isChecked())
 
     def save_plot(self, path: Path, scale: float = 2.0, transparent: bool = False) -> bool:
-        """Save the plot of the current tab (PNG or SVG by the file suffix)."""
+        """Save the plot of the current tab (PNG or SVG by the file suffix) with its caption."""
         try:
-            from .export import save_plot_png, save_plot_svg
+            from .export import caption_html, save_plot_png, save_plot_svg
 
             plot = self._plots.current_plot()
+            lines = self.plot_caption_lines()
+            caption = caption_html(lines)
             if Path(path).suffix.lower() == ".svg":
-                save_plot_svg(plot, path)
+                save_plot_svg(plot, path, title=lines[0], description="\n".join(lines), caption=caption)
             else:
-                save_plot_png(plot, path, scale, transparent)
+                save_plot_png(plot, path, scale, transparent, caption=caption)
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
             self._show_error(f"Cannot save the plot: {exc}")
             return False
-        self._exported(Path(path).parent)
+        runs = self._plots.runs_shown()
+        what = f"Plot of {len(runs)} runs" if len(runs) > 1 else "Plot"
+        self._exported(Path(path).parent, [Path(path)], what)
         return True
 
     def copy_plot(self) -> bool:
@@ -240,8 +339,14 @@ class ExportActions(QObject):
         return Path(folder) if folder else None
 
     def export_run_dialog(self, run: RunResult | None = None) -> None:
-        """File → Export run… (or a run's own Export… in the history): ask for a folder, then export."""
-        title = f"Export run {run.run_id} to folder" if run is not None else "Export run to folder"
+        """File → Export run… (or a run's own Export… in the history): ask for a folder, then export.
+
+        The dialog names the run written, and says so when other runs are ticked.
+        """
+        target = run or self._run_to_export()
+        title = f"Export {self._run_words(target)} to folder" if target is not None else "Export run to folder"
+        if target is not None and self._other_runs_shown(target):
+            title += " (only this run; the other runs ticked are not exported)"
         folder = self._ask_export_folder(title, run)
         if folder is not None:
             self.export_run_to(folder, run)
@@ -263,12 +368,19 @@ class ExportActions(QObject):
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
             self._show_error(f"Cannot export the run to {folder}: {exc}")
             return []
-        self._exported(Path(folder))
+        what = f"Exported {self._run_words(run)}"
+        if self._other_runs_shown(run):
+            what += " only (other runs ticked)"
+        self._exported(Path(folder), list(written), what)
         return list(written)
 
     def export_report_dialog(self) -> None:
         """File → Export report (Markdown)…: ask for a folder, then :meth:`export_report_to`."""
-        folder = self._ask_export_folder("Export report to folder")
+        target = self._run_to_export()
+        title = f"Export the report of {self._run_words(target)} to folder" if target else "Export report to folder"
+        if target is not None and self._other_runs_shown(target):
+            title += " (only this run; the other runs ticked are not in it)"
+        folder = self._ask_export_folder(title)
         if folder is not None:
             self.export_report_to(folder)
 
@@ -290,5 +402,5 @@ class ExportActions(QObject):
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
             self._show_error(f"Cannot export the report to {folder}: {exc}")
             return []
-        self._exported(Path(folder))
+        self._exported(Path(folder), list(written), f"Report of {self._run_words(run)}")
         return list(written)

@@ -1,12 +1,24 @@
-"""The summary table: one row per variant (of one or several runs), copyable as TSV."""
+"""The summary table: one row per variant (of one or several runs), copyable as TSV.
+
+The run and variant columns stay in place while the others scroll (a second
+view laid over the first, as in Qt's frozen-column example); any other column
+can be hidden from the header's context menu, and the window keeps that choice.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QAction, QBrush, QColor, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QMenu, QTableView, QWidget
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QAction, QBrush, QColor, QGuiApplication, QKeySequence, QResizeEvent
+from PySide6.QtWidgets import QAbstractItemView, QFrame, QHeaderView, QMenu, QTableView, QWidget
 
 from ..results import SummaryRow
 from ..results.formatting import HEADER_HELP, SUMMARY_HEADERS, summary_cells
@@ -17,6 +29,11 @@ _NOISY = QColor("#FFF8C5")
 _ERROR_TEXT = QColor("#B00020")
 
 _Index = QModelIndex | QPersistentModelIndex
+
+#: The columns that stay in place while the others scroll (those the model shows).
+FROZEN_COLUMNS = ("run", "variant")
+#: Widest a column gets when fitted to its contents (px); its tooltip holds the whole text.
+MAX_COLUMN_WIDTH = 240
 
 
 @dataclass(frozen=True)
@@ -178,17 +195,32 @@ class SummaryTableModel(QAbstractTableModel):
 
 
 class SummaryTableView(QTableView):
-    """The view of a :class:`SummaryTableModel`: Ctrl+C copies the selection, a menu copies all."""
+    """The view of a :class:`SummaryTableModel`: Ctrl+C copies the selection, a menu copies all.
+
+    The run and variant columns are frozen (:attr:`frozen_view` shows them over
+    the left edge while the rest scrolls); the header's context menu hides or
+    shows the other columns (:attr:`hidden_columns_changed` says which are hidden).
+    """
+
+    #: the names of the hidden columns, after the user changed them
+    hidden_columns_changed = Signal(list)
 
     def __init__(self, model: SummaryTableModel, parent: QWidget | None = None):
         super().__init__(parent)
         self.setModel(model)
+        self._hidden: set[str] = set()
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
         self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.setAlternatingRowColors(True)
+        self.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.verticalHeader().hide()
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.horizontalHeader().setStretchLastSection(True)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        header.customContextMenuRequested.connect(self._header_menu)
+        header.sectionResized.connect(self._on_section_resized)
+        self.frozen_view = self._make_frozen_view(model)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
         self.copy_action = QAction("Copy", self)
@@ -198,7 +230,135 @@ class SummaryTableView(QTableView):
         self.addAction(self.copy_action)
         self.copy_all_action = QAction("Copy whole table", self)
         self.copy_all_action.triggered.connect(self.copy_all)
-        model.modelReset.connect(self.resizeColumnsToContents)
+        self.show_all_action = QAction("Show all columns", self)
+        self.show_all_action.triggered.connect(lambda: self.set_hidden_columns([], user=True))
+        self.fit_action = QAction("Fit columns to their contents", self)
+        self.fit_action.triggered.connect(self.fit_columns)
+        model.modelReset.connect(self._after_reset)
+        self._after_reset()
+
+    # -- the frozen columns --------------------------------------------------------------
+    def _make_frozen_view(self, model: SummaryTableModel) -> QTableView:
+        view = QTableView(self)
+        view.setObjectName("frozenColumns")
+        view.setModel(model)
+        view.setSelectionModel(self.selectionModel())
+        view.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        view.verticalHeader().hide()
+        view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        view.horizontalHeader().setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        view.horizontalHeader().customContextMenuRequested.connect(self._header_menu)
+        view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        view.setVerticalScrollMode(self.verticalScrollMode())
+        view.setAlternatingRowColors(True)
+        view.setFrameShape(QFrame.Shape.NoFrame)
+        view.setStyleSheet("QTableView#frozenColumns { border-right: 1px solid #9A9A9A; }")
+        view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        view.customContextMenuRequested.connect(lambda pos: self._menu(view.viewport().mapTo(self.viewport(), pos)))
+        self.viewport().stackUnder(view)
+        self.verticalScrollBar().valueChanged.connect(view.verticalScrollBar().setValue)
+        view.verticalScrollBar().valueChanged.connect(self.verticalScrollBar().setValue)
+        view.show()
+        return view
+
+    def frozen_columns(self) -> list[int]:
+        """The model columns kept in place (run, variant)."""
+        headers = self.summary_model().headers()
+        return [i for i, h in enumerate(headers) if h in FROZEN_COLUMNS]
+
+    def _sync_frozen(self) -> None:
+        frozen = set(self.frozen_columns())
+        view = self.frozen_view
+        for c in range(self.summary_model().columnCount()):
+            view.setColumnHidden(c, c not in frozen)
+            if c in frozen:
+                view.setColumnWidth(c, self.columnWidth(c))
+        self._place_frozen()
+
+    def _place_frozen(self) -> None:
+        width = sum(self.columnWidth(c) for c in self.frozen_columns())
+        frame = self.frameWidth()
+        self.frozen_view.setVisible(width > 0)
+        self.frozen_view.setGeometry(
+            frame, frame, width, self.viewport().height() + self.horizontalHeader().height()
+        )
+
+    def _on_section_resized(self, column: int, _old: int, new: int) -> None:
+        if column in self.frozen_columns():
+            self.frozen_view.setColumnWidth(column, new)
+            self._place_frozen()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._place_frozen()
+
+    def scrollTo(self, index: _Index, hint: QAbstractItemView.ScrollHint = QAbstractItemView.ScrollHint.EnsureVisible) -> None:  # noqa: N802
+        if index.column() not in self.frozen_columns():
+            super().scrollTo(index, hint)
+
+    # -- columns shown ---------------------------------------------------------------------
+    def _after_reset(self) -> None:
+        self._apply_hidden()
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Each shown column as wide as its contents, at most :data:`MAX_COLUMN_WIDTH`."""
+        self.resizeColumnsToContents()
+        frozen = set(self.frozen_columns())
+        for c in range(self.summary_model().columnCount()):
+            if c not in frozen and self.columnWidth(c) > MAX_COLUMN_WIDTH:
+                self.setColumnWidth(c, MAX_COLUMN_WIDTH)
+        self._sync_frozen()
+
+    def hidden_columns(self) -> list[str]:
+        """The names of the columns hidden by the user (in table order)."""
+        order = ["run", *SUMMARY_HEADERS]
+        return [h for h in order if h in self._hidden]
+
+    def set_hidden_columns(self, names: list[str], user: bool = False) -> None:
+        """Hide the columns named ``names`` (unknown names and the frozen columns are ignored).
+
+        ``user``: the choice came from the menu, so :attr:`hidden_columns_changed` is emitted.
+        """
+        known = set(SUMMARY_HEADERS) - set(FROZEN_COLUMNS)
+        hidden = {n for n in names if n in known}
+        changed = hidden != self._hidden
+        self._hidden = hidden
+        self._apply_hidden()
+        self._sync_frozen()
+        if user and changed:
+            self.hidden_columns_changed.emit(self.hidden_columns())
+
+    def _apply_hidden(self) -> None:
+        for c, name in enumerate(self.summary_model().headers()):
+            self.setColumnHidden(c, name in self._hidden)
+
+    def column_menu(self) -> QMenu:
+        """The header's context menu: a check box per column, show all, fit widths."""
+        menu = QMenu(self)
+        for name in SUMMARY_HEADERS:
+            if name in FROZEN_COLUMNS:
+                continue
+            act = menu.addAction(name)
+            act.setCheckable(True)
+            act.setChecked(name not in self._hidden)
+            act.setToolTip(HEADER_HELP.get(name, ""))
+            act.toggled.connect(lambda on, n=name: self._toggle_column(n, on))
+        menu.setToolTipsVisible(True)
+        menu.addSeparator()
+        menu.addAction(self.show_all_action)
+        menu.addAction(self.fit_action)
+        return menu
+
+    def _toggle_column(self, name: str, shown: bool) -> None:
+        hidden = (self._hidden - {name}) if shown else (self._hidden | {name})
+        self.set_hidden_columns(sorted(hidden), user=True)
+
+    def _header_menu(self, pos: QPoint) -> None:
+        sender = self.sender()
+        header = sender if isinstance(sender, QHeaderView) else self.horizontalHeader()
+        self.column_menu().exec(header.mapToGlobal(pos))
 
     def summary_model(self) -> SummaryTableModel:
         model = self.model()

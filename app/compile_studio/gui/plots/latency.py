@@ -1,4 +1,7 @@
-"""The "Latency" tab: latency per iteration, warm-up shaded, dashed medians, log scale, crosshair."""
+"""The "Latency" tab: latency per iteration, warm-up shaded, dashed medians, log scale, crosshair.
+
+Before anything is shown it says what Run will do instead of drawing empty axes.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +11,23 @@ from collections.abc import Iterable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from .buffers import Series
 from .hover import hover_label, track_mouse
 from .style import (
     MUTED,
     WARMUP_SHADE,
+    PlainLogAxis,
+    SideLegend,
     curve_pen,
     hover_pen,
     make_legend,
@@ -25,12 +38,18 @@ from .style import (
 
 
 class LatencyCurves:
-    """What the latency tab draws for one series: two curves, a median line, a warm-up band."""
+    """What the latency tab draws for one series: two curves, a median line, a warm-up band.
 
-    def __init__(self, series: Series) -> None:
+    ``run_style`` picks the dash pattern of the series' run (0: solid).
+    """
+
+    def __init__(self, series: Series, run_style: int = 0) -> None:
         self.series = series
-        self.measure_curve = pg.PlotDataItem(name=series.label, pen=curve_pen(series.color), antialias=True)
-        self.warmup_curve = pg.PlotDataItem(pen=warmup_pen(series.color), antialias=True)
+        self.run_style = run_style
+        self.measure_curve = pg.PlotDataItem(
+            name=series.label, pen=curve_pen(series.color, run_style=run_style), antialias=True
+        )
+        self.warmup_curve = pg.PlotDataItem(pen=warmup_pen(series.color, run_style=run_style), antialias=True)
         for curve in (self.measure_curve, self.warmup_curve):
             curve.setSkipFiniteCheck(True)
         self.median_line = pg.InfiniteLine(
@@ -54,17 +73,25 @@ class LatencyCurves:
         return (self.measure_curve, self.warmup_curve, self.median_line, self.region)
 
 
+#: The caption above the latency plot (it wraps when the plot is narrow).
+LATENCY_CAPTION = "Shaded: warm-up (not in the statistics) · dashed: median of measured calls"
+
+
 class LatencyTab(QWidget):
-    """Latency (ms) against iteration for every series; hover snaps a crosshair to a sample."""
+    """Latency (ms) against iteration for every series; hover snaps a crosshair to a sample.
+
+    The legend sits right of the plot (the "Legend" toggle hides it); with no
+    series and a :meth:`set_hint` text, the tab shows that text instead of the plot.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.curves: dict[str, LatencyCurves] = {}
         self._log_y = False
-        self.plot = pg.PlotWidget(background="w")
+        self.plot = pg.PlotWidget(background="w", axisItems={"left": PlainLogAxis("left")})
         item = self.plot.getPlotItem()
         style_plot_item(item, "latency (ms)", "iteration")
-        self.legend = make_legend(item)
+        self.legend = make_legend(item, outside=True)
         # Applied by PlotItem.addItem to every curve added later (and kept in its menu).
         item.setDownsampling(auto=True, mode="peak")
         item.setClipToView(True)
@@ -85,39 +112,88 @@ class LatencyTab(QWidget):
         self._mouse_proxy = track_mouse(self.plot, self._on_mouse_moved, self.hide_crosshair, self)
 
         self.log_scale_checkbox = QCheckBox("Log scale")
-        self.log_scale_checkbox.setToolTip("Logarithmic latency axis")
+        self.log_scale_checkbox.setToolTip(
+            "Logarithmic latency axis: use it when variants differ by several times or a few calls spike"
+        )
         self.log_scale_checkbox.toggled.connect(self.set_log_scale)
         item.ctrl.logYCheck.toggled.connect(self._on_menu_log_toggled)
+        self.legend_checkbox = QCheckBox("Legend")
+        self.legend_checkbox.setChecked(True)
+        self.legend_checkbox.setToolTip("Show the legend beside the plot (hide it to give the curves its room)")
+        self.legend_checkbox.toggled.connect(self.set_legend_wanted)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(2)
         bar = QHBoxLayout()
         bar.setContentsMargins(6, 2, 6, 0)
-        hint = QLabel("Shaded: warm-up (not in the statistics) · dashed: median of measured calls")
-        hint.setStyleSheet(f"color: {MUTED};")
-        bar.addWidget(hint)
-        bar.addStretch(1)
+        self.caption = QLabel(LATENCY_CAPTION)
+        self.caption.setObjectName("latencyCaption")
+        self.caption.setStyleSheet(f"color: {MUTED};")
+        # wraps instead of running into the check boxes when the plot is narrow
+        self.caption.setWordWrap(True)
+        self.caption.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        bar.addWidget(self.caption, 1)
+        bar.addWidget(self.legend_checkbox)
         bar.addWidget(self.log_scale_checkbox)
         lay.addLayout(bar)
-        lay.addWidget(self.plot, 1)
+        self.hint_label = QLabel()
+        self.hint_label.setObjectName("emptyPlotHint")
+        self.hint_label.setWordWrap(True)
+        self.hint_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.hint_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.hint_label.setMargin(24)
+        self.hint_label.setStyleSheet(f"color: {MUTED}; background: white; font-size: 11pt;")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.plot)
+        self.stack.addWidget(self.hint_label)
+        lay.addWidget(self.stack, 1)
+        self.sync_legend()
+
+    # -- the hint shown before anything is plotted -----------------------------------------
+    def set_hint(self, text: str) -> None:
+        """The text shown instead of empty axes while no series is plotted ("": the axes)."""
+        self.hint_label.setText(text)
+        self._sync_hint()
+
+    def hint_shown(self) -> bool:
+        """Whether the hint is shown in place of the plot."""
+        return self.stack.currentWidget() is self.hint_label
+
+    def _sync_hint(self) -> None:
+        empty = not self.curves and bool(self.hint_label.text())
+        self.stack.setCurrentWidget(self.hint_label if empty else self.plot)
+
+    # -- legend ----------------------------------------------------------------------------
+    def set_legend_wanted(self, on: bool) -> None:
+        """Show or hide the legend beside the plot."""
+        if self.legend_checkbox.isChecked() != bool(on):
+            self.legend_checkbox.setChecked(bool(on))  # re-enters through toggled
+            return
+        if isinstance(self.legend, SideLegend):
+            self.legend.wanted = bool(on)
         self.sync_legend()
 
     # -- series ---------------------------------------------------------------------
-    def add(self, series: Series) -> None:
-        c = LatencyCurves(series)
+    def add(self, series: Series, run_style: int = 0) -> None:
+        """Add the curves of ``series``, dashed as the ``run_style``-th run shown."""
+        c = LatencyCurves(series, run_style)
         self.curves[series.key] = c
         self.plot.addItem(c.region)
         self.plot.addItem(c.warmup_curve)
         self.plot.addItem(c.measure_curve)  # named: joins the legend
+        if self._warm_legend_shown:  # keep the warm-up entry last
+            self.legend.removeItem(self._warm_sample)
+            self.legend.addItem(self._warm_sample, "warm-up")
         self.plot.addItem(c.median_line, ignoreBounds=True)
         self._apply_log(c)
+        self._sync_hint()
 
     def relabel(self, series: Series) -> None:
         """Show the series' label (and failed mark) in the legend and its pens."""
         c = self.curves[series.key]
         c.measure_curve.opts["name"] = series.label
-        c.measure_curve.setPen(curve_pen(series.color, series.failed))
-        c.warmup_curve.setPen(warmup_pen(series.color, series.failed))
+        c.measure_curve.setPen(curve_pen(series.color, series.failed, c.run_style))
+        c.warmup_curve.setPen(warmup_pen(series.color, series.failed, c.run_style))
         set_legend_text(self.legend, c.measure_curve, series.legend_text())
 
     def clear(self) -> None:
@@ -129,10 +205,14 @@ class LatencyTab(QWidget):
         self._warm_legend_shown = False
         self.hide_crosshair()
         self.sync_legend()
+        self._sync_hint()
 
     def sync_legend(self) -> None:
-        """An empty legend would draw an empty box: show it only when it lists something."""
-        self.legend.setVisible(bool(self.legend.items))
+        """An empty legend would draw an empty box: show it only when it lists something (and is wanted)."""
+        if isinstance(self.legend, SideLegend):
+            self.legend.sync()
+        else:
+            self.legend.setVisible(bool(self.legend.items))
 
     # -- drawing ----------------------------------------------------------------------
     def redraw(self, changed: Iterable[Series]) -> None:
@@ -146,7 +226,7 @@ class LatencyTab(QWidget):
             c.measure_curve.setClipToView(clip and s.meas.monotonic)
             if s.meas.n != c.median_n:
                 c.median_n = s.meas.n
-                c.median = float(np.median(s.meas.ys)) if s.meas.n else None
+                c.median = float(np.median(s.measured_values())) if s.meas.n else None
                 self._place_median(c)
         self._place_regions()
 

@@ -13,6 +13,7 @@ import numpy as np
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTabWidget, QWidget
 
+from ...config import BenchmarkConfig
 from ...protocol import VariantStatus
 from ...results import RunResult, summarize
 from .buffers import PHASES, Series
@@ -23,17 +24,39 @@ from .style import series_color
 from .summary_bars import SummaryBar, SummaryBarsTab
 
 
+def run_hint(config: BenchmarkConfig) -> str:
+    """What Run will do with ``config``, in a few lines: shown before anything is plotted."""
+    try:
+        model = config.model_text()
+    except Exception:  # noqa: BLE001 - a form being edited may not describe a model yet
+        model = "the model"
+    variants = ", ".join(config.variants) or "no variant chosen"
+    rounds = f", in {config.rounds} rounds" if config.rounds > 1 else ""
+    return (
+        "Nothing measured yet.\n\n"
+        f"Run (Ctrl+R) will time {model}, batch {config.batch_size}, {config.dtype}, "
+        f"{config.workload} on {config.device}\n"
+        f"variants: {variants}\n"
+        f"{config.warmup} warm-up + {config.iterations} timed calls per variant{rounds}, "
+        "then compare each median with eager's.\n\n"
+        "Every call's latency appears here as it is measured."
+    )
+
+
 class PlotPanel(QTabWidget):
     """Tabs "Latency", "Distribution", "Summary" and "GPU" over the series of one or more runs.
 
     A series is one (run, variant), named by a key (``"<run id>/<variant>"``
-    for a run's variants) and drawn in one colour on every tab.
+    for a run's variants). A variant keeps one colour in every run shown (two
+    variants never share one), and each run has its own line style (the first
+    solid, the next dashed, dotted, …), so both can be read off a curve.
     """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.series: dict[str, Series] = {}
-        self._next_color = 0
+        self._variant_colors: dict[str, int] = {}
+        self._run_styles: dict[str, int] = {}
         self.latency = LatencyTab()
         self.distribution = DistributionTab()
         self.summary = SummaryBarsTab(self._color_of)
@@ -57,21 +80,50 @@ class PlotPanel(QTabWidget):
         self.distribution.clear()
         self.gpu.clear()
         self.series.clear()
-        self._next_color = 0
+        self._variant_colors.clear()
+        self._run_styles.clear()
         self.set_summary([])
 
+    @staticmethod
+    def split_key(key: str) -> tuple[str, str]:
+        """(run key, variant) of a series key ``"<run id>/<variant>"`` (run key "" without a run)."""
+        run_key, sep, variant = key.partition("/")
+        return (run_key, variant) if sep else ("", key)
+
     def add_series(self, key: str, label: str) -> None:
-        """Add an empty curve ``key`` named ``label`` (a new colour); relabels an existing one."""
+        """Add an empty curve ``key`` named ``label`` (its variant's colour, its run's line style);
+        relabels an existing one."""
         s = self.series.get(key)
         if s is not None:
             s.label = label
             self._relabel(s)
             return
-        s = Series(key, label, series_color(self._next_color))
-        self._next_color += 1
+        run_key, variant = self.split_key(key)
+        color_index = self._variant_colors.setdefault(variant, len(self._variant_colors))
+        run_style = self._run_styles.setdefault(run_key, len(self._run_styles))
+        s = Series(key, label, series_color(color_index))
         self.series[key] = s
-        self.latency.add(s)
-        self.distribution.add(s)
+        self.latency.add(s, run_style)
+        self.distribution.add(s, run_style)
+
+    def runs_shown(self) -> list[tuple[str, str, int]]:
+        """(run key, name, line style) of each run plotted, in order; the name is the label
+        prefix of its series ("" when its series carry bare variant names)."""
+        out: list[tuple[str, str, int]] = []
+        for run_key, style in self._run_styles.items():
+            first = next((s for k, s in self.series.items() if self.split_key(k)[0] == run_key), None)
+            name = ""
+            if first is not None:
+                variant = self.split_key(first.key)[1]
+                label = first.label
+                name = label[: -len(variant)] if variant and label.endswith(variant) else ""
+                name = name.strip().rstrip("·").strip()
+            out.append((run_key, name, style))
+        return out
+
+    def run_style_of(self, key: str) -> int:
+        """The line style index of series ``key``'s run (0: solid, 1: dashed, …)."""
+        return self._run_styles[self.split_key(key)[0]]
 
     def series_keys(self) -> list[str]:
         """Keys of the series, in the order they were added."""
@@ -113,6 +165,10 @@ class PlotPanel(QTabWidget):
         return list(self.summary.bars)
 
     # -- view ---------------------------------------------------------------------------------
+    def set_hint(self, text: str) -> None:
+        """What the latency tab shows instead of empty axes while nothing is plotted ("": the axes)."""
+        self.latency.set_hint(text)
+
     def set_log_scale(self, on: bool) -> None:
         """Switch the latency axis between linear and logarithmic."""
         self.latency.set_log_scale(on)
