@@ -102,6 +102,8 @@ _TIMING_KEYS = {
     "noisy", "pid", "inductor_cache_dir", "device_memory", "harness_floor_ms", "pipelined_ms",
     "load_before", "load_after",
     "clock",
+    # the diagnostics' profile figures (measurement.why)
+    "wall_ms_per_call", "busy", "gemm_share", "device_ms_per_call",
 }
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -62,10 +62,10 @@ def available_cpus() -> tuple[int, ...]:
         return tuple(range(os.cpu_count() or 1))
 
 
-def plan(cpus: tuple[int, ...] | None = None, env: dict[str, str] | None = None) -> CoreSplit | None:
+def plan(cpus: tuple[int, ...] | None = None, env: Mapping[str, str] | None = None) -> CoreSplit | None:
     """The split for a local run, or None (one core, not Linux, or turned off by ``PIN_ENV=0``)."""
-    env = os.environ if env is None else env
-    if env.get(PIN_ENV, "1").strip() == "0" or not hasattr(os, "sched_setaffinity"):
+    switch = (os.environ if env is None else env).get(PIN_ENV, "1").strip()
+    if switch == "0" or not hasattr(os, "sched_setaffinity"):
         return None
     cpus = available_cpus() if cpus is None else tuple(sorted(cpus))
     if len(cpus) < 2:

@@ -33,6 +33,7 @@ from .results.formatting import (
     text_table,
 )
 from .results.locations import default_run_store
+from .results.store import summary_of
 from .session import Progress, RunSession
 from .supervisor import ProbeFailed, probe_environment
 
@@ -53,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, metavar="FILE.json", help="start from this config file")
     run.add_argument("--out", type=Path, metavar="DIR", help="run store folder (default: the app's)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--target", metavar="NAME",
+        help="where the worker runs: a target of `compile-studio-cli targets` (default: this machine)",
+    )
     add_config_flags(run)
     show = sub.add_parser(
         "show", help="print a saved run's summary table", epilog=RUN_REF_HELP,
@@ -78,7 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _more_commands() -> list:
     """Subcommands kept in their own modules: each ``register(sub)`` adds a parser
     whose defaults carry ``handler`` (a function of the parsed arguments)."""
-    return []
+    from . import cli_sweep, cli_targets, cli_why
+
+    return [cli_sweep.register, cli_targets.register, cli_why.register]
 
 
 RUN_REF_HELP = """\
@@ -184,7 +191,10 @@ class ProgressBar:
 
     def update(self, event: protocol.Event) -> None:
         """Called after the session's progress took ``event`` in."""
-        if isinstance(event, protocol.PhaseEvent) and event.variant:
+        if isinstance(event, protocol.PhaseEvent) and event.phase == protocol.Phase.QUEUED:
+            if not self.quiet:
+                self.message(event.detail or "queued")
+        elif isinstance(event, protocol.PhaseEvent) and event.variant:
             if not self.enabled and not self.quiet:
                 counted = event.phase in (protocol.Phase.WARMUP, protocol.Phase.MEASURE)
                 count = f" ({event.iterations} iterations)" if counted else ""
@@ -245,6 +255,7 @@ def print_run(run: RunResult, out: TextIO) -> None:
     out.write(f"{run.title()}  [{run.status}]\n")
     torch = run.environment.get("torch")
     parts = [
+        run_where(run),
         f"torch {torch}" if torch else "",
         run.config.workload if run.config is not None else "",
         variant_count(run),
@@ -266,6 +277,22 @@ def print_run(run: RunResult, out: TextIO) -> None:
         out.write(f"note: {run.message}\n")
 
 
+def run_where(run: RunResult) -> str:
+    """Where a run ran, when not on this machine: ``on HOST (target NAME), GPU …``."""
+    env = run.environment
+    target = env.get("target")
+    if not target:
+        return ""
+    text = f"on {env.get('host') or '?'} (target {target})"
+    names = env.get("device_names")
+    device = env.get("device")
+    if isinstance(names, dict) and isinstance(device, str) and device.startswith("cuda"):
+        text += f", {names.get(device, device)}"
+    if env.get("cuda"):
+        text += f", CUDA {env.get('cuda')}"
+    return text
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
@@ -280,8 +307,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.update(event)
 
+    launcher = None
+    if getattr(args, "target", None):
+        from .remote import launcher_for
+        from .targets import TargetsFileError
+
+        try:
+            launcher = launcher_for(args.target)
+        except (TargetsFileError, KeyError, ValueError) as exc:
+            sys.stderr.write(f"error: --target: {exc.args[0] if exc.args else exc}\n")
+            return EXIT_BAD_CONFIG
     try:
-        session = RunSession(config, store, on_event=on_event)
+        session = RunSession(config, store, launcher=launcher, on_event=on_event)
     except OSError as exc:
         sys.stderr.write(f"error: cannot create a run folder in {store.root}: {exc.strerror}\n")
         return EXIT_FAILED
@@ -330,9 +367,14 @@ def _print_problems(problems: list[ConfigProblem]) -> None:
         sys.stderr.write(f"  - {p.field}: {p.message}\n")
 
 
-def _load(path: Path) -> RunResult | None:
+def _load(path: Path, samples: bool = True) -> RunResult | None:
+    """The run at ``path``; ``samples`` False: its stored summary without its samples where it
+    has one (a run of an older version is summarised once and cached)."""
     try:
-        return load_run(path)
+        run = load_run(path, samples=samples)
+        if not samples:
+            summary_of(run)
+        return run
     except RunDamaged as exc:
         sys.stderr.write(f"error: {path}: {exc}\n")
         return None
@@ -352,10 +394,14 @@ def _resolve_all(refs: list[str], out: Path | None) -> list[Path] | None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from . import cli_sweep
+
+    if cli_sweep.is_sweep_ref(args.run):
+        return cli_sweep.show_sweep(args.run)
     paths = _resolve_all([args.run], args.out)
     if paths is None:
         return EXIT_BAD_CONFIG
-    run = _load(paths[0])
+    run = _load(paths[0], samples=False)
     if run is None:
         return EXIT_FAILED
     print_run(run, sys.stdout)
@@ -395,7 +441,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     paths = _resolve_all(args.runs, args.out)
     if paths is None:
         return EXIT_BAD_CONFIG
-    runs = [_load(p) for p in paths]
+    runs = [_load(p, samples=False) for p in paths]
     ok = [r for r in runs if r is not None]
     if not ok:
         return EXIT_FAILED
@@ -416,9 +462,14 @@ def cmd_env(_: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     store = RunStore(args.out or default_run_store())
     rows = []
-    for k, listing in enumerate(store.list_runs(), 1):
+    for k, listing in enumerate(store.list_runs(samples=False), 1):
         if listing.run is None:
             rows.append([str(k), listing.folder.name, "damaged", "", listing.problem or ""])
+            continue
+        try:
+            summary_of(listing.run)
+        except RunDamaged as exc:
+            rows.append([str(k), listing.folder.name, "damaged", "", str(exc)])
             continue
         best = listing.run.best_speedup()
         rows.append(
@@ -430,9 +481,13 @@ def cmd_list(args: argparse.Namespace) -> int:
                 listing.run.title(),
             ]
         )
-    sys.stdout.write(
-        f"{store.root}\n" + text_table(["#", "run", "status", "best", "model"], rows, left=2) + "\n"
-    )
+        if run_where(listing.run):
+            rows[-1].append(run_where(listing.run))
+    headers = ["#", "run", "status", "best", "model"]
+    if any(len(r) > len(headers) for r in rows):
+        headers.append("where")
+        rows = [r + [""] * (len(headers) - len(r)) for r in rows]
+    sys.stdout.write(f"{store.root}\n" + text_table(headers, rows, left=2) + "\n")
     return EXIT_OK
 
 

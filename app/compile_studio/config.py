@@ -308,7 +308,8 @@ class BenchmarkConfig:
     )
     timer: str = setting(
         "auto", label="Timer", choices=TIMERS,
-        help="auto: CUDA events on a GPU, the host clock elsewhere",
+        help="auto: CUDA events on a GPU, the host clock elsewhere; host: end-to-end time with a sync, "
+        "to include launch overhead; cuda_events: device time alone, to compare kernels",
     )
     warmup_min_ms: int = setting(
         200, label="Warm-up time", unit="ms", minimum=0, maximum=MAX_WARMUP_MS,
@@ -325,7 +326,9 @@ class BenchmarkConfig:
         help="warm: the usual Inductor cache; cold: a fresh cache for this run, for an honest compile time",
     )
     cold_l2: bool = setting(
-        False, label="Cache", caption="flush L2 between calls", help="flush the cache between iterations"
+        False, label="Cache", caption="flush L2 between calls",
+        help="write a buffer larger than the L2 cache before each call: use it for cold-cache latency "
+        "(a call after other work); leave it off for back-to-back throughput",
     )
     compile_scope: str = setting(
         "model", label="Compile scope", choices=COMPILE_SCOPES,
@@ -369,6 +372,11 @@ class BenchmarkConfig:
     )
     label: str = setting(
         "", label="Label", placeholder="optional name for this run", help="a name for this run"
+    )
+    diagnostics: bool = setting(
+        True, label="Why", caption="collect diagnostics (profile, compile phases, graph breaks)",
+        help="after each variant's timed window: a short profiler trace, compile time by phase, "
+        "graph breaks, recompiles and the generated code, for the Why view",
     )
 
     # -- serialisation -----------------------------------------------------

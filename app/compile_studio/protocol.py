@@ -81,6 +81,8 @@ class Phase(_Words):
     COMPILE = "compile"
     WARMUP = "warmup"
     MEASURE = "measure"
+    #: run-level: the worker waits in a batch queue (Slurm) before it starts
+    QUEUED = "queued"
 
 
 class ErrorKind(_Words):
@@ -112,6 +114,13 @@ class HelloEvent:
     app_version: str = ""
     pid: int = 0
     environment: dict[str, Any] = field(default_factory=dict)
+    #: the worker's process group (a remote stop kills it through a second command)
+    pgid: int = 0
+    #: the machine the worker runs on
+    host: str = ""
+    #: the Slurm job and step the worker runs in (SLURM_JOB_ID, SLURM_STEP_ID)
+    slurm_job_id: str | None = None
+    slurm_step_id: str | None = None
 
 
 @dataclass
@@ -124,6 +133,8 @@ class PhaseEvent:
     iterations: int = 0
     device: str | None = None
     inductor_cache_dir: str | None = None
+    #: words for a run-level phase (``queued on partition debug, reason: Resources``)
+    detail: str | None = None
 
 
 @dataclass
@@ -254,6 +265,22 @@ class DoneEvent:
     forced: bool = False
 
 
+@dataclass
+class DiagnosticsEvent:
+    """Why a variant is as fast as it is, collected after its timed window (engine.diagnostics).
+
+    ``why`` holds the figures (profile, compile phases, graph breaks,
+    recompiles), ``trace`` the profiled calls as Chrome-trace JSON text,
+    ``code`` Inductor's output code per compiled graph (``path``, ``code``).
+    """
+
+    TYPE: ClassVar[str] = "diagnostics"
+    variant: str
+    why: dict[str, Any] = field(default_factory=dict)
+    trace: str | None = None
+    code: list[dict[str, str]] = field(default_factory=list)
+
+
 Event = (
     HelloEvent
     | PhaseEvent
@@ -265,6 +292,7 @@ Event = (
     | WarningEvent
     | ErrorEvent
     | DoneEvent
+    | DiagnosticsEvent
 )
 
 EVENT_CLASSES: dict[str, type] = {
@@ -287,6 +315,8 @@ EVENT_CLASSES: dict[str, type] = {
 HELLO, PHASE, SAMPLES, COMPILED, VARIANT_DONE, GPU_STATE, WARNING, ERROR, DONE, RUN_INFO = (
     EVENT_CLASSES
 )
+EVENT_CLASSES[DiagnosticsEvent.TYPE] = DiagnosticsEvent
+DIAGNOSTICS = DiagnosticsEvent.TYPE
 
 #: Fields read into an enum on decode.
 _ENUM_FIELDS: dict[str, type[_Words]] = {

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import affinity, protocol
 from .config import BenchmarkConfig, ConfigProblem
@@ -159,6 +160,8 @@ class RunSession:
         self.recorder: RunRecorder | None = None
         self.outcome: RunOutcome | None = None
         self.worker_pid: int | None = None
+        #: the worker's hello (remote launchers stop and clean up by its pid group / job)
+        self.hello: protocol.HelloEvent | None = None
         self._worker: WorkerProcess | None = None
         self._worker_ready = threading.Event()
         self._stop_requested = threading.Event()
@@ -193,7 +196,10 @@ class RunSession:
         self.request_stop(message)
 
     def _start_stopper(self, worker: WorkerProcess) -> None:
-        self._stopper = threading.Thread(target=worker.stop, name="compile-studio-stop", daemon=True)
+        self._stopper = threading.Thread(
+            target=lambda: self.launcher.stop_worker(worker, self.hello),
+            name="compile-studio-stop", daemon=True,
+        )
         self._stopper.start()
 
     # -- the run ---------------------------------------------------------------------------
@@ -235,15 +241,41 @@ class RunSession:
         if self.on_event is not None:
             self.on_event(event)
 
+    def _log(self, line: str) -> None:
+        if self.on_log is not None:
+            self.on_log(line)
+
+    def _cleanup_launcher(self) -> None:
+        """The launcher leaves nothing of the worker running where it ran (and frees its GPU)."""
+        try:
+            self.launcher.cleanup(self.hello)
+        except Exception as exc:  # noqa: BLE001 - reported; the run keeps what it has
+            self._log(f"[compile studio] cleaning up after the worker failed: {exc}")
+
+    def _on_queued(self, state: str) -> None:
+        """The worker waits in a batch queue: its own phase, with the reason."""
+        self.progress.phase = state
+        self._log(f"[compile studio] {state}")
+        self._emit(protocol.PhaseEvent(variant=None, phase=protocol.Phase.QUEUED, detail=state))
+
     def _session_error(self, kind: ErrorKind, message: str) -> None:
         self._emit(protocol.ErrorEvent(kind=kind, message=message))
 
-    def _start_hello_timer(self, worker: WorkerProcess, silent: threading.Event) -> threading.Timer:
-        """Kill a worker that says nothing for ``hello_timeout`` seconds (sets ``silent``)."""
+    def _start_hello_timer(self, worker: WorkerProcess, silent: threading.Event) -> Any:
+        """Kill a worker that says nothing for ``hello_timeout`` seconds (sets ``silent``).
+
+        A worker waiting in a batch queue gets the time once its job runs; the
+        wait is reported as the run-level phase ``queued`` (from a watcher thread).
+        """
 
         def expire() -> None:
             silent.set()
             worker.kill()
+
+        if self.launcher.waits_in_queue():
+            from .remote import QueueClock
+
+            return QueueClock(self.launcher, self.hello_timeout, expire, self._on_queued)
 
         timer = threading.Timer(self.hello_timeout, expire)
         timer.daemon = True
@@ -275,8 +307,9 @@ class RunSession:
         write_failed = False
         start_failed = False
         silent = threading.Event()
-        hello_timer: threading.Timer | None = None
+        hello_timer: Any = None
         try:
+            self.launcher.prepare(self._log)
             launcher = self.launcher
             if split is not None:
                 env = {**(launcher.env if launcher.env is not None else os.environ), **split.worker_env()}
@@ -293,10 +326,14 @@ class RunSession:
             else:
                 worker.send_config(self.config.to_dict())
             for event in worker.events():
+                event = self.launcher.explain(event)
                 if isinstance(event, protocol.HelloEvent):
                     hello_timer.cancel()
+                    self.hello = event
                     try:
-                        protocol.check_hello(event)
+                        where = self.launcher.describe()
+                        where = "the worker" if where == "this machine" else f"the worker on {where}"
+                        protocol.check_hello(event, where)
                     except protocol.ProtocolMismatch as exc:
                         refused = True
                         self._session_error(ErrorKind.PROTOCOL, str(exc))
@@ -341,8 +378,14 @@ class RunSession:
                 if self._stopper is not None:
                     self._stopper.join()
                 worker.stop()
+                self._cleanup_launcher()
+                lost = self.launcher.lost_connection(worker)
                 if not saw_done and not refused and not write_failed:
-                    if silent.is_set():
+                    if lost is not None and not silent.is_set():
+                        self._session_error(ErrorKind.CRASHED, lost)
+                        recorder.stop(lost)
+                        recorder.cut_short(lost)
+                    elif silent.is_set():
                         message = (
                             f"the worker did not say hello within {self.hello_timeout:.0f} s "
                             f"and was stopped ({worker.exit_description()})"
@@ -355,6 +398,8 @@ class RunSession:
                         message = f"the worker process died ({worker.exit_description()})"
                         self._session_error(ErrorKind.CRASHED, message)
                         recorder.fail(message)
+            if worker is None:
+                self._cleanup_launcher()
             if self._cut_short_message is not None:
                 recorder.cut_short(self._cut_short_message)
             self._note_load(recorder, "load_after")

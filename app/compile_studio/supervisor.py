@@ -71,10 +71,6 @@ class WorkerLauncher:
             return cls(env=env, prefix_problem=f"{WORKER_PREFIX_ENV}={text!r} cannot be read: {exc}")
         return cls(prefix=prefix, env=env)
 
-    def runs_here(self) -> bool:
-        """Whether this is the plain local worker (its timing thread may get a core of its own)."""
-        return type(self) is WorkerLauncher and not self.prefix and not self.command
-
     def argv(self, *args: str) -> list[str]:
         """The command line that starts a worker (a frozen app re-runs itself)."""
         if self.prefix_problem:
@@ -86,6 +82,41 @@ class WorkerLauncher:
         else:
             cmd = [self.python, "-m", "compile_studio.worker", *args]
         return [*self.prefix, *cmd]
+
+    # -- hooks of launchers that reach another machine (compile_studio.remote) ------------
+    def runs_here(self) -> bool:
+        """Whether this is the plain local worker (its timing thread may get a core of its own)."""
+        return type(self) is WorkerLauncher and not self.prefix and not self.command
+
+    def describe(self) -> str:
+        """Where the worker runs, in words."""
+        return "this machine"
+
+    def prepare(self, on_status: Callable[[str], None] | None = None) -> None:
+        """Make the worker startable (copy it, check Python and torch); WorkerStartFailed if not."""
+
+    def waits_in_queue(self) -> bool:
+        """Whether the worker may wait in a batch queue before it starts."""
+        return False
+
+    def queue_state(self) -> str | None:
+        """The queue wait in words (``queued on partition …``); None when not waiting."""
+        return None
+
+    def stop_worker(self, worker: WorkerProcess, hello: protocol.HelloEvent | None) -> None:
+        """Stop a running worker for sure (``stop``, SIGTERM, SIGKILL; remote: a second command)."""
+        worker.stop()
+
+    def cleanup(self, hello: protocol.HelloEvent | None) -> None:
+        """After the worker ended: leave nothing of it running where it ran."""
+
+    def lost_connection(self, worker: WorkerProcess) -> str | None:
+        """Words for a worker lost with its connection (not crashed); None otherwise."""
+        return None
+
+    def explain(self, event: protocol.Event) -> protocol.Event:
+        """An event as the supervising side records it (remote: host and target added)."""
+        return event
 
     def environment(self) -> dict[str, str]:
         child_env = dict(os.environ if self.env is None else self.env)
@@ -266,6 +297,10 @@ class WorkerProcess:
         except (ProcessLookupError, PermissionError):
             pass
 
+    def close_stdin(self) -> None:
+        """Close the worker's stdin (a remote worker reads end of input as stop)."""
+        self._close_pipes()
+
     def _close_pipes(self) -> None:
         try:
             if self.proc.stdin is not None:
@@ -314,8 +349,12 @@ def probe_environment(
     :class:`protocol.ProtocolMismatch`) saying what went wrong.
     """
     try:
+        if launcher is not None:
+            launcher.prepare()
         worker = WorkerProcess(launcher=launcher, args=("--hello",))
     except OSError as exc:
+        if launcher is not None:
+            launcher.cleanup(None)
         raise ProbeFailed(f"cannot start the worker process: {exc}") from None
     if on_start is not None:
         on_start(worker)
@@ -331,10 +370,15 @@ def probe_environment(
     try:
         for event in worker.events():
             if isinstance(event, protocol.HelloEvent):
-                return protocol.check_hello(event)
+                where = "the worker" if launcher is None else f"the worker on {launcher.describe()}"
+                explained = launcher.explain(event) if launcher is not None else event
+                assert isinstance(explained, protocol.HelloEvent)
+                return protocol.check_hello(explained, where)
     finally:
         timer.cancel()
         worker.stop(grace_s=1.0, term_s=1.0)
+        if launcher is not None:
+            launcher.cleanup(None)
     if timed_out.is_set():
         raise ProbeFailed(f"the worker did not answer within {timeout_s:.0f} s")
     raise ProbeFailed(f"the worker did not say hello ({worker.exit_description()})")

@@ -59,14 +59,26 @@ def _protocol_stdout() -> IO[str]:
 
 
 def hello_event() -> protocol.HelloEvent:
+    import platform
+
     from . import __version__
     from .engine.environment import probe
 
+    environment = probe()
+    host = platform.node()
+    environment["host"] = host
+    job, step = os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_STEP_ID")
+    if job:
+        environment["slurm_job_id"] = job
     return protocol.HelloEvent(
         protocol=protocol.PROTOCOL_VERSION,
         app_version=__version__,
         pid=os.getpid(),
-        environment=probe(),
+        environment=environment,
+        pgid=os.getpgid(0),
+        host=host,
+        slurm_job_id=job,
+        slurm_step_id=step,
     )
 
 

@@ -38,6 +38,7 @@ from . import checks
 from .cache_flush import CacheFlush
 from .clocks import CLOCK_CHANGE_WARN, ClockProbe, clock_change
 from .cudagraphs import CudagraphSkipLog
+from .diagnostics import WhyCollector
 from .gpu_monitor import nvml_handle
 from .memory import PeakMeter
 from .model import TORCH_DTYPES
@@ -222,6 +223,8 @@ class BenchmarkRunner:
         self.memory = PeakMeter(self.device)
         self.flush: CacheFlush | None = None
         self.skip_log = CudagraphSkipLog()
+        #: why each variant is as fast as it is (evidence sent after its timed window)
+        self.why = WhyCollector(config.diagnostics)
         self.eager_output_dev: checks.Deviation | None = None
         self.eager_grads_dev: checks.Deviation | None = None
         self.eager_final_params: list[torch.Tensor] | None = None
@@ -261,6 +264,7 @@ class BenchmarkRunner:
             return protocol.RunStatus.STOPPED
         finally:
             self.skip_log.close()
+            self.why.close()
         self.sink.flush()
         return protocol.RunStatus.COMPLETE
 
@@ -393,6 +397,7 @@ class BenchmarkRunner:
                     self._check_stop()
                     self._error(name, exc, "compiling in a fresh process")
                     return None
+        self.why.first_call_starts(name)
         before = _dynamo_counts()
         reasons_before = _break_reasons()
         skips_before = self.skip_log.count()
@@ -417,6 +422,7 @@ class BenchmarkRunner:
             self._error(name, exc, "compiling" if v.compiled else "running the first call")
             return None
         after = _dynamo_counts()
+        self.why.first_call_done(name, first_ms + (v.cudagraph_record_ms or 0.0))
         v.cudagraph_skips = self.skip_log.since(skips_before)
         if v.compiled:
             reasons = {
@@ -497,6 +503,8 @@ class BenchmarkRunner:
         finally:
             new = _dynamo_counts()["frames"] - before
             v.recompiles += new
+            if new:
+                self.why.recompiled(name, measure)
             if measure:
                 v.recompiles_in_window += new
                 self.memory.stop(name)
@@ -619,6 +627,10 @@ class BenchmarkRunner:
                 pipelined_ms=v.pipelined_ms,
                 clock=clock,
             )
+        )
+        self.why.report(
+            self, v.name, v.step, v.compiled, {"cudagraph_skips": list(v.cudagraph_skips)},
+            ms_per_call=v.pipelined_ms,
         )
 
     def _steady_state_output(self, v: Variant) -> torch.Tensor | None:

@@ -217,6 +217,10 @@ class ConfigPanel(QWidget):
                 self.preset_combo.setItemData(
                     self.preset_combo.count() - 1, preset["description"], Qt.ItemDataRole.ToolTipRole
                 )
+        self.preset_combo.setToolTip(
+            "A ready configuration to start from (each one's tooltip says what it measures); "
+            "Custom when the fields match no preset"
+        )
         self.error_labels: dict[str, QLabel] = {}
         self._editors: dict[str, FieldEditor] = {}
         form = QFormLayout()

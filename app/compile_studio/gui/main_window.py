@@ -43,8 +43,12 @@ from .live_run import LiveRun
 from .log_panel import LogPanel
 from .paths import runs_dir
 from .plots import PlotPanel, SummaryBar
+from .plots.panel import run_hint
 from .settings import AppSettings
 from .summary_table import SummaryTableModel, SummaryTableView
+from .sweep_view import install_sweep_view
+from .targets_dialog import install_target_chooser
+from .why_view import WhyView
 
 #: Plot repaint interval: at most ~30 repaints a second, however fast samples come.
 REFRESH_INTERVAL_MS = 33
@@ -172,10 +176,14 @@ class MainWindow(QMainWindow):
 
         self.table_model = SummaryTableModel(self)
         self.table_view = SummaryTableView(self.table_model)
+        self.table_view.set_hidden_columns(self.settings.hidden_table_columns())
+        self.table_view.hidden_columns_changed.connect(self.settings.set_hidden_table_columns)
         self.log = LogPanel()
         self.bottom_tabs = QTabWidget()
         self.bottom_tabs.addTab(self.table_view, "Summary")
         self.bottom_tabs.addTab(self.log, "Log")
+        self.why_view = WhyView()
+        self.bottom_tabs.addTab(self.why_view, "Why")
 
         self.centre_splitter = QSplitter(Qt.Orientation.Vertical)
         self.centre_splitter.setObjectName("centreSplitter")
@@ -243,6 +251,8 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.log_scale_action)
         self.refresh_history_action = action("Refresh history", self.history.refresh)
         view_menu.addAction(self.refresh_history_action)
+        self.sweep_view = install_sweep_view(self)
+        self.target_chooser = install_target_chooser(self)
 
     def _connect_live(self) -> None:
         live = self.live
@@ -305,6 +315,8 @@ class MainWindow(QMainWindow):
         text = f"torch {env.get('torch', '?')} · {device}"
         if name and name != device:
             text += f" ({name})"
+        if env.get("target"):
+            text += f" · on {env.get('host') or '?'} ({env['target']})"
         self.env_label.setText(text)
         self.env_label.setToolTip(
             "\n".join(f"{k}: {v}" for k, v in env.items() if isinstance(v, (str, int)) and v)
@@ -337,6 +349,7 @@ class MainWindow(QMainWindow):
         self.stop_button.setEnabled(stoppable)
         self.stop_action.setEnabled(stoppable)
         self.config_panel.setEnabled(not running)
+        self.plots.set_hint("" if running else run_hint(self.config_panel.config()))
 
     @property
     def run_blocker(self) -> str:
@@ -364,6 +377,9 @@ class MainWindow(QMainWindow):
         """Start a benchmark of ``config`` (None: the form's configuration)."""
         if self.is_running():
             return
+        if self.sweep_view.is_running():
+            self.show_error("A sweep is running: stop it (Sweep → Stop sweep) before a single run")
+            return
         if config is not None:
             self.config_panel.set_config(config)
         else:
@@ -374,7 +390,12 @@ class MainWindow(QMainWindow):
             return
         self.settings.set_last_config(config)
         try:
-            self.live.start(config, self.store)
+            launcher = self.target_chooser.launcher()
+        except (KeyError, ValueError) as exc:
+            self.show_error(f"Cannot run on {self.target_chooser.current_name()}: {exc.args[0]}")
+            return
+        try:
+            self.live.start(config, self.store, launcher=launcher)
         except OSError as exc:
             self.show_error(f"Cannot create the run folder in {self.store.root}: {exc}")
 
@@ -428,6 +449,7 @@ class MainWindow(QMainWindow):
     def _on_finished_run(self, run: RunResult) -> None:
         self._refresh_timer.setInterval(REFRESH_INTERVAL_MS)
         self.current_run = run
+        self.why_view.set_run(run, self.store.root)
         self.live.rename(run_display_name(run))
         if self.live.rows:
             self._summary_cache[run.run_id] = list(self.live.rows)
@@ -529,11 +551,15 @@ class MainWindow(QMainWindow):
             self._update_live_bars()
         else:
             self.plots.load_run(
-                self.current_run, key_prefix=f"{self.current_run.run_id}/", label_prefix=prefix
+                self.current_run,
+                key_prefix=f"{self.current_run.run_id}/",
+                # the run shown may be one picked in the history, not the last live run
+                label_prefix=f"{run_display_name(self.current_run)} · " if overlays else "",
             )
         self._plots_dirty = True
         self._on_tick()
         self._update_table()
+        self.why_view.set_run(None if self.is_running() else self.current_run, self.store.root)
 
     def _update_live_bars(self) -> None:
         live = self.live
@@ -600,6 +626,7 @@ class MainWindow(QMainWindow):
         """Stop a running worker (no orphan process), save the settings, then close."""
         # not the user's Stop: the run folder is left "incomplete", with its samples
         self.live.close(CLOSED_DURING_RUN, CLOSE_WAIT_MS)
+        self.sweep_view.close_sweep(CLOSE_WAIT_MS)
         if self._probe is not None:
             self._probe.cancel()
             self._probe.wait(CLOSE_WAIT_MS)

@@ -152,6 +152,18 @@ class AppSettings:
     def set_export_folder(self, folder: Path) -> None:
         self._qs.setValue(_EXPORT_KEY, str(folder))
 
+    # -- summary table ---------------------------------------------------------
+    def hidden_table_columns(self) -> list[str]:
+        """The summary table columns the user hid (names; unknown ones are ignored by the table)."""
+        value = self._qs.value("table/hidden_columns")
+        if not value:
+            return []
+        names = value if isinstance(value, list) else str(value).split("\n")
+        return [str(n) for n in names if str(n)][:64]
+
+    def set_hidden_table_columns(self, names: list[str]) -> None:
+        self._qs.setValue("table/hidden_columns", "\n".join(names))
+
     # -------------------------------------------------------------------------
     def sync(self) -> None:
         """Write pending changes to disk."""

@@ -22,6 +22,7 @@ from .store import (
     samples_to_csv,
     summary_to_csv,
 )
+from .why import markdown_lines as why_markdown_lines
 
 
 class ExportFailed(OSError):
@@ -217,6 +218,7 @@ def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
                     f"- {name}: {r.graph_breaks} graph break(s): "
                     + "; ".join(md_text(x) for x in reasons[:3])
                 )
+    lines += why_markdown_lines(run, md_text)
     peak = [r for r in rows if r.peak_memory_bytes]
     if peak:
         lines += ["", "Peak memory: " + ", ".join(

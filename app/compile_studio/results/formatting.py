@@ -275,5 +275,18 @@ def verdict_lines(run: RunResult, rows: list[SummaryRow] | None = None) -> list[
         pays_off = fmt_pays_off(r)
         if r.compile_s is not None and pays_off is not None:
             line += f"; compile {r.compile_s:.2f} s, {pays_off}"
+        because = why_sentence(run, r.name)
+        if because:
+            line += f" — why: {because}"
         out.append(line)
     return out
+
+
+def why_sentence(run: RunResult, name: str) -> str | None:
+    """Why ``name`` is as fast as it is against eager (from the run's diagnostics); None without."""
+    from .why import sentence
+
+    try:
+        return sentence(run, name)
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError):
+        return None
