@@ -725,7 +725,10 @@ class _SummarySource:
                 run.load_problems.append(f"{SAMPLES_CSV}: {skipped} unreadable rows skipped")
         counts = {name: len(v.samples) for name, v in run.variants.items()}
         run._summary = None
-        found = self.stored if self.stored is not None and self.stored[1] == counts else self.cached()
+        if self.stored is not None and self.stored[1] == counts:
+            run.set_summary(*self.stored)
+            return  # the summary is the run's own: no cache is looked at (nor its folder located)
+        found = self.cached()
         if found is not None and found[1] == counts:
             run.set_summary(*found)
         run.summary_cache_path = self.cache_path()
