@@ -86,3 +86,12 @@ def no_qthread_left():
         for t in left:
             t.wait(10_000)
         pytest.fail(f"test left {len(left)} QThread(s) running: {left}")
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: one test process per core, at most four (each starts worker processes)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))

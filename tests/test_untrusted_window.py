@@ -51,3 +51,30 @@ def test_a_run_read_with_problems_says_so_when_shown(qtbot, store_with_every_dam
     assert window.show_run(partial.run, alone=True)
     assert "read with problems: samples.csv: 1 unreadable rows skipped" in window.statusBar().currentMessage()
     assert "was read with problems" in window.log.text()
+
+
+def test_the_run_in_progress_cannot_be_deleted_from_the_history(qtbot, tiny_config):
+    from compile_studio.config import BenchmarkConfig
+    from compile_studio.gui.history_panel import HistoryEntry
+
+    window = MainWindow(probe=False)
+    qtbot.addWidget(window)
+    window.show()
+    window.history.confirm_delete = lambda *_: True
+    config = BenchmarkConfig.from_dict({**tiny_config, "variants": ["eager"], "iterations": 200_000, "rounds": 1})
+    window.start_run(config)
+    qtbot.waitUntil(lambda: window.live.benchmark_thread is not None and window.live.benchmark_thread.folder is not None, timeout=30_000)
+    folder = window.live.benchmark_thread.folder
+    entry = HistoryEntry(folder, None)
+    messages: list[str] = []
+    window.history.message.connect(messages.append)
+    assert window.history.delete_entry(entry) is False
+    assert folder.is_dir()
+    assert messages and "is the run in progress: stop it before deleting it" in messages[-1]
+    menu = window.history.menu_for(entry)
+    delete = next(a for a in menu.actions() if a.text() == "Delete…")
+    assert not delete.isEnabled()
+    with qtbot.waitSignal(window.run_finished, timeout=60_000):
+        window.stop_run()
+    assert window.history.delete_entry(HistoryEntry(folder, None)) is True
+    assert not folder.exists()

@@ -97,13 +97,16 @@ def test_inductors_output_code_is_kept_with_its_kernels(cold_run):
 def test_the_why_command_and_the_report_say_why(cold_run, capsys):
     assert cli.main(["why", str(cold_run.folder)]) == 0
     out = capsys.readouterr().out
-    for words in ("== eager", "== default", "why: eager is", "phases:", "Dynamo tracing",
+    run = load_run(cold_run.folder)
+    # which sentence depends on this run's own figures (the classifier is tested table-driven)
+    said = sentence(run, "default")
+    assert said
+    for words in ("== eager", "== default", f"why: {said}", "phases:", "Dynamo tracing",
                   "output code:", "ui.perfetto.dev", "graph breaks: none"):
         assert words in out
     assert cli.main(["why", str(cold_run.folder), "no-such-variant"]) == 2
-    run = load_run(cold_run.folder)
     assert "### Why" in markdown_report(run)
-    assert all("why: eager is" in line for line in verdict_lines(run))
+    assert any(f"why: {said}" in line for line in verdict_lines(run))
 
 
 @pytest.mark.inductor
@@ -114,7 +117,7 @@ def test_the_why_view_shows_a_real_run(cold_run, qtbot):
     qtbot.addWidget(view)
     view.show_folder(load_run(cold_run.folder), cold_run.folder)
     assert view.variant_box.currentText() == "default"
-    assert view.sentence.text().startswith("eager is")
+    assert view.sentence.text() == sentence(load_run(cold_run.folder), "default")
     assert view.ops.rowCount() > 0 and view.phases.bars
     assert "def call(" in view.code.toPlainText()
     assert "ui.perfetto.dev" in view.trace_label.text()

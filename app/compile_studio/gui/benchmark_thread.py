@@ -47,7 +47,7 @@ class BenchmarkThread(QThread):
     #: the worker's :class:`protocol.HelloEvent`
     hello = Signal(object)
     phase = Signal(str, str, int)
-    samples = Signal(str, str, int, object)
+    samples = Signal(str, str, int, object, int)
     #: a :class:`protocol.CompiledEvent`
     compiled = Signal(object)
     #: a :class:`protocol.VariantDoneEvent`
@@ -128,6 +128,7 @@ class BenchmarkThread(QThread):
                 str(event.phase),
                 event.first_iteration,
                 np.asarray(event.wall_ms, dtype=np.float64),
+                -1 if event.round is None else int(event.round),
             )
         elif isinstance(event, protocol.PhaseEvent):
             self.phase.emit(event.variant or "", str(event.phase), int(event.iterations or 0))

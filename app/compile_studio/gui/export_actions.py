@@ -33,7 +33,8 @@ NOTHING_TO_EXPORT = "Nothing to export: run a benchmark or tick one run in the h
 PLOT_CAPTIONS = {
     "latency": (
         "Latency per call",
-        "dashed = median of measured calls · shaded = warm-up (not in the statistics) · one colour per variant",
+        "dashed = median of measured calls · dotted = a new round · shaded = warm-up (not in the statistics) · "
+        "one colour per variant",
     ),
     "distribution": (
         "Distribution of measured calls",

@@ -173,6 +173,8 @@ class HistoryPanel(QWidget):
     def __init__(self, store: RunStore, parent: QWidget | None = None):
         super().__init__(parent)
         self.store = store
+        #: the folder of the run in progress (the window sets it): that run cannot be deleted
+        self.running_folder: Callable[[], Path | None] = lambda: None
         self.confirm_delete: Callable[[QWidget, str], bool] = _confirm_with_dialog
         self.open_folder: Callable[[Path], bool] = _open_with_desktop
         self._toggled = False
@@ -525,7 +527,11 @@ class HistoryPanel(QWidget):
         add("Open folder", lambda: self.open_folder_of(entry))
         add("Export…", lambda: self.export_requested.emit(entry.run), readable)
         menu.addSeparator()
-        add("Remove from list" if entry.external else "Delete…", lambda: self.delete_entry(entry))
+        running = self._is_running(entry)
+        add(
+            "Remove from list" if entry.external else "Delete…", lambda: self.delete_entry(entry),
+            not running, "the run is still going: stop it first" if running else "",
+        )
         menu.setToolTipsVisible(True)
         return menu
 
@@ -616,11 +622,21 @@ class HistoryPanel(QWidget):
         entry = self._selected_entry()
         return self.delete_entry(entry) if entry is not None else False
 
+    def _is_running(self, entry: HistoryEntry) -> bool:
+        folder = self.running_folder()
+        try:
+            return folder is not None and folder.resolve() == entry.path.resolve()
+        except OSError:
+            return False
+
     def delete_entry(self, entry: HistoryEntry) -> bool:
         """Delete a run folder of the store (an opened run is only removed from the list).
 
         Asks ``confirm_delete`` first; returns whether anything was removed.
         """
+        if self._is_running(entry):
+            self.message.emit(f"{entry.path.name} is the run in progress: stop it before deleting it")
+            return False
         if entry.external:
             self._external = [e for e in self._external if e.path != entry.path]
             self._checked.discard(self._key(entry))

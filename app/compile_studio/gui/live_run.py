@@ -58,7 +58,7 @@ class LiveRun(QObject):
     #: a run started: its id, name and variants are set, nothing is measured yet
     started = Signal()
     #: samples of one variant: (variant, iterations, wall_ms, "warmup" or "measure")
-    samples = Signal(str, object, object, str)
+    samples = Signal(str, object, object, str, int)
     #: GPU readings (a list of dicts, as in ``gpu_state.csv``)
     gpu_state = Signal(object)
     #: a variant failed
@@ -227,7 +227,9 @@ class LiveRun(QObject):
         self._phase_text = f"{variant}: {_PHASE_WORDS.get(phase, phase)}"
         self.status_changed.emit()
 
-    def _on_samples(self, variant: str, phase: str, first: int, wall_ms: np.ndarray) -> None:
+    def _on_samples(
+        self, variant: str, phase: str, first: int, wall_ms: np.ndarray, round_index: int = -1
+    ) -> None:
         iterations = np.arange(first, first + len(wall_ms), dtype=np.float64)
         plot_phase = phase if phase in _PLOT_PHASES else str(Phase.MEASURE)
         buffers = self._display.setdefault(variant, {})
@@ -235,7 +237,7 @@ class LiveRun(QObject):
         if buffer is None:
             buffer = buffers[plot_phase] = SampleBuffer(max_points=DISPLAY_POINTS)
         buffer.append(iterations, np.asarray(wall_ms, dtype=np.float64))
-        self.samples.emit(variant, iterations, wall_ms, plot_phase)
+        self.samples.emit(variant, iterations, wall_ms, plot_phase, round_index)
 
     def _on_gpu_state(self, rows: list[dict[str, Any]]) -> None:
         self.gpu_rows.extend(rows)

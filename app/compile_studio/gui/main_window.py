@@ -194,6 +194,7 @@ class MainWindow(QMainWindow):
         self.centre_splitter.setSizes([560, 300])
 
         self.history = HistoryPanel(self.store)
+        self.history.running_folder = self._running_folder
         self.history.overlay_changed.connect(self._overlays_changed)
         self.history.message.connect(self.show_error)
         self.history.show_requested.connect(self.show_run)
@@ -328,6 +329,10 @@ class MainWindow(QMainWindow):
             self.set_hello(hello)
 
     # -- run state -------------------------------------------------------------------------
+    def _running_folder(self) -> Path | None:
+        thread = self.live.benchmark_thread
+        return thread.folder if self.is_running() and thread is not None else None
+
     def is_running(self) -> bool:
         return self.live.running
 
@@ -417,11 +422,13 @@ class MainWindow(QMainWindow):
         self._update_status()
         self._refresh_timer.setInterval(max(REFRESH_INTERVAL_MS, LIVE_REFRESH_INTERVAL_MS))
 
-    def _on_live_samples(self, variant: str, iterations: np.ndarray, wall_ms: np.ndarray, phase: str) -> None:
+    def _on_live_samples(
+        self, variant: str, iterations: np.ndarray, wall_ms: np.ndarray, phase: str, round_index: int = -1
+    ) -> None:
         key = self.live.key(variant)
         if key not in self.plots.series_keys():
             self.plots.add_series(key, variant)
-        self.plots.append(key, iterations, wall_ms, phase)
+        self.plots.append(key, iterations, wall_ms, phase, round_index)
         self._plots_dirty = True
 
     def _on_live_gpu_state(self, rows: list[dict]) -> None:

@@ -226,10 +226,17 @@ class Series:
         self.meas_sample = Reservoir()
         self.warm_lo = math.inf
         self.warm_hi = -math.inf
+        #: the first iteration of each measurement round after the first
+        self.round_starts: list[float] = []
+        self._round = -1
         self.dirty = False
 
-    def append(self, iterations: np.ndarray, wall_ms: np.ndarray, phase: str) -> None:
-        """Buffer samples of ``phase`` ("warmup" or "measure"); raises ValueError on bad input."""
+    def append(self, iterations: np.ndarray, wall_ms: np.ndarray, phase: str, round_index: int = -1) -> None:
+        """Buffer samples of ``phase`` ("warmup" or "measure"); raises ValueError on bad input.
+
+        ``round_index`` is the measurement round of measured samples (-1: unknown); where
+        a later round begins is kept in :attr:`round_starts`.
+        """
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
         x = np.asarray(iterations, dtype=np.float64).ravel()
@@ -247,6 +254,10 @@ class Series:
         else:
             self.meas.append(x, y)
             self.meas_sample.add(y)
+            if round_index > self._round:
+                if self._round >= 0:
+                    self.round_starts.append(float(x[0]))
+                self._round = round_index
         self.dirty = True
 
     def measured_values(self) -> np.ndarray:

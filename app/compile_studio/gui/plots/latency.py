@@ -68,13 +68,30 @@ class LatencyCurves:
         #: the median (ms) of the measured samples drawn, and how many samples it is of
         self.median: float | None = None
         self.median_n = -1
+        #: a dotted vertical line where each measurement round after the first begins
+        self.round_lines: list[pg.InfiniteLine] = []
+
+    def new_round_lines(self) -> list[pg.InfiniteLine]:
+        """Lines for the rounds that began since the last call (the caller adds them to the plot)."""
+        color = pg.mkColor(self.series.color)
+        color.setAlpha(110)
+        pen = pg.mkPen(color, width=1, style=Qt.PenStyle.DotLine)
+        new = [
+            pg.InfiniteLine(pos=x - 0.5, angle=90, movable=False, pen=pen)
+            for x in self.series.round_starts[len(self.round_lines):]
+        ]
+        self.round_lines.extend(new)
+        return new
 
     def items(self) -> tuple[pg.GraphicsObject, ...]:
-        return (self.measure_curve, self.warmup_curve, self.median_line, self.region)
+        return (self.measure_curve, self.warmup_curve, self.median_line, self.region, *self.round_lines)
 
 
 #: The caption above the latency plot (it wraps when the plot is narrow).
-LATENCY_CAPTION = "Shaded: warm-up (not in the statistics) · dashed: median of measured calls"
+LATENCY_CAPTION = (
+    "Shaded: warm-up (not in the statistics) · dashed: median of measured calls · "
+    "dotted: a new round"
+)
 
 
 class LatencyTab(QWidget):
@@ -224,6 +241,8 @@ class LatencyTab(QWidget):
             c.measure_curve.setData(s.meas.xs, s.meas.ys)
             c.warmup_curve.setClipToView(clip and s.warm.monotonic)
             c.measure_curve.setClipToView(clip and s.meas.monotonic)
+            for line in c.new_round_lines():
+                self.plot.addItem(line, ignoreBounds=True)
             if s.meas.n != c.median_n:
                 c.median_n = s.meas.n
                 c.median = float(np.median(s.measured_values())) if s.meas.n else None

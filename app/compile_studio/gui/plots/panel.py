@@ -129,9 +129,12 @@ class PlotPanel(QTabWidget):
         """Keys of the series, in the order they were added."""
         return list(self.series)
 
-    def append(self, key: str, iterations: np.ndarray, wall_ms: np.ndarray, phase: str) -> None:
-        """Buffer samples of series ``key`` (``phase`` "warmup" or "measure"); draws nothing."""
-        self.series[key].append(iterations, wall_ms, phase)
+    def append(
+        self, key: str, iterations: np.ndarray, wall_ms: np.ndarray, phase: str, round_index: int = -1
+    ) -> None:
+        """Buffer samples of series ``key`` (``phase`` "warmup" or "measure", measured in
+        round ``round_index``, -1 when unknown); draws nothing."""
+        self.series[key].append(iterations, wall_ms, phase, round_index)
 
     def set_series_failed(self, key: str, failed: bool) -> None:
         """Draw series ``key`` dashed and mark it "(failed)" in the legends, or undo that."""
@@ -209,11 +212,13 @@ class PlotPanel(QTabWidget):
             it = np.asarray(smp.iteration, dtype=np.float64)
             ms = np.asarray(smp.wall_ms, dtype=np.float64)
             phases = smp.phase
+            rounds = smp.round_array()
             start = 0
             for i in range(1, len(phases) + 1):
-                if i == len(phases) or phases[i] != phases[start]:
+                if i == len(phases) or phases[i] != phases[start] or rounds[i] != rounds[start]:
                     phase = phases[start] if phases[start] in PHASES else "measure"
-                    self.append(key, it[start:i], ms[start:i], phase)
+                    r = rounds[start]
+                    self.append(key, it[start:i], ms[start:i], phase, -1 if r < 0 else int(r))
                     start = i
             self.set_series_failed(key, v.status == VariantStatus.FAILED)
         bars = (
