@@ -297,3 +297,31 @@ def test_a_dropped_connection_leaves_the_run_incomplete_with_its_samples(box, ss
         left = _ssh(box, f"ps -o pid= -g {marks['hello'].pgid} || true").strip()
         time.sleep(0.3)
     assert left == "", f"still running remotely: {left}"
+
+
+def test_a_sweep_of_four_points_through_slurm_two_at_a_time(slurm, tiny_config, tmp_path, capsys):
+    """Four points, concurrency 2, each its own job step: four rows, and two points ran at once."""
+    from datetime import datetime
+
+    from compile_studio.results import load_run
+
+    save_targets([slurm])
+    config_file = tmp_path / "tiny.json"
+    config_file.write_text(json.dumps(dict(tiny_config, variants=["eager"], iterations=300, warmup=0)))
+    code = cli.main([
+        "sweep", "--target", slurm.name, "--concurrency", "2", "--param", "batch_size",
+        "--values", "1,2,3,4", "--config", str(config_file), "--out", str(tmp_path / "sweeps"), "--quiet",
+    ])
+    assert code == 0, capsys.readouterr().err
+    (folder,) = (tmp_path / "sweeps").iterdir()
+    rows = (folder / "sweep.csv").read_text().strip().splitlines()[1:]
+    assert len(rows) == 4
+    spans = []
+    for run_json in folder.glob("*/run.json"):
+        run = load_run(run_json.parent)
+        assert run.status == "complete" and run.environment["target_kind"] == "slurm"
+        start = datetime.fromisoformat(run.created).timestamp()
+        spans.append((start, (run_json.parent / "samples.csv").stat().st_mtime, run.environment["slurm_job_id"]))
+    assert len(spans) == 4 and len({job for *_, job in spans}) == 4  # four job steps
+    spans.sort()
+    assert any(b[0] < a[1] for a, b in zip(spans, spans[1:]))  # a point started before the one before ended

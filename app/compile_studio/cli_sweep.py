@@ -80,6 +80,11 @@ def register(sub: Any) -> None:
         "--concurrency", type=int, default=None, metavar="N",
         help="points run at once (default 1; above 1 they share this machine's cores)",
     )
+    p.add_argument(
+        "--target", metavar="NAME",
+        help="where the points run: a target of `compile-studio-cli targets` (default: this machine); "
+        "--concurrency defaults to the target's workers (Slurm: each point its own job step)",
+    )
     p.add_argument("--config", type=Path, metavar="FILE.json", help="start from this config file")
     p.add_argument(
         "--out", type=Path, metavar="DIR",
@@ -140,7 +145,20 @@ class PointPrinter:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    concurrency = args.concurrency if args.concurrency is not None else 1
+    factory: Any = None
+    target_workers = 1
+    if args.target:
+        from .remote import session_factory
+        from .targets import TargetsFileError, load_targets
+
+        try:
+            target = load_targets().get(args.target)
+            factory = session_factory(target)
+        except (TargetsFileError, KeyError, ValueError) as exc:
+            sys.stderr.write(f"error: --target: {exc.args[0] if exc.args else exc}\n")
+            return EXIT_BAD_CONFIG
+        target_workers = target.concurrency()
+    concurrency = args.concurrency if args.concurrency is not None else target_workers
     if not 1 <= concurrency <= 64:
         _print_problems([ConfigProblem("--concurrency", "must be 1–64")])
         return EXIT_BAD_CONFIG
@@ -185,7 +203,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             sys.stderr.write(f"error: cannot create a sweep folder in {root}: {exc.strerror or exc}\n")
             return EXIT_FAILED
     printer = PointPrinter(sys.stderr, args.quiet)
-    runner = SweepRunner(folder, concurrency=concurrency, on_point=printer.on_point, retry_failed=args.retry_failed)
+    runner = SweepRunner(
+        folder, concurrency=concurrency, on_point=printer.on_point, retry_failed=args.retry_failed,
+        **({"session_factory": factory} if factory is not None else {}),
+    )
     if args.resume is not None:
         todo = runner.to_run()
         if not todo:
