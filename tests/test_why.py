@@ -364,3 +364,19 @@ def test_diagnostics_off_sends_nothing_and_costs_nothing():
     BenchmarkRunner(config, sink).run()
     assert not [e for e in sink.events if isinstance(e, protocol.DiagnosticsEvent)]
     assert [e for e in sink.events if isinstance(e, protocol.VariantDoneEvent)]
+
+
+@pytest.mark.inductor
+def test_the_table_says_why_beside_the_verdict(cold_run, qtbot):
+    from PySide6.QtCore import Qt
+
+    from compile_studio.gui.main_window import MainWindow
+
+    window = MainWindow(probe=False)
+    qtbot.addWidget(window)
+    run = load_run(cold_run.folder)
+    assert window.show_run(run, alone=True)
+    model = window.table_model
+    i = next(k for k, r in enumerate(model.rows()) if r.row.name == "default")
+    tip = model.data(model.index(i, model.headers().index("verdict")), Qt.ItemDataRole.ToolTipRole)
+    assert tip.endswith(f"Why: {sentence(run, 'default')}")

@@ -26,11 +26,11 @@ from .protocol import RunStatus, VariantStatus
 from .results import RunDamaged, RunResult, RunStore, load_run, summarize
 from .results.formatting import (
     SUMMARY_HEADERS,
-    fmt_pays_off,
     fmt_speedup_ratio,
     plural,
     summary_cells,
     text_table,
+    verdict_lines,
 )
 from .results.locations import default_run_store
 from .results.store import summary_of
@@ -267,12 +267,8 @@ def print_run(run: RunResult, out: TextIO) -> None:
     for r in rows:
         if r.error:
             out.write(f"! {r.name} {r.status}: {r.error}\n")
-        elif r.name != "eager" and r.verdict:
-            line = f"= {r.name}: {r.verdict_text}"
-            pays_off = fmt_pays_off(r)
-            if r.compile_s is not None and pays_off is not None:
-                line += f"; compile {r.compile_s:.2f} s, {pays_off}"
-            out.write(line + "\n")
+    for line in verdict_lines(run, [r for r in rows if not r.error]):
+        out.write(f"= {line}\n")
     if run.message:
         out.write(f"note: {run.message}\n")
 

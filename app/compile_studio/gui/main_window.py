@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 from ..config import BenchmarkConfig, EnvironmentInfo
 from ..protocol import HelloEvent, RunStatus
 from ..results import RunResult, RunStore, SummaryRow, summarize
+from ..results.formatting import why_sentence
 from .benchmark_thread import EnvironmentProbe
 from .config_panel import ConfigPanel
 from .export_actions import ExportActions, window_action
@@ -590,16 +591,26 @@ class MainWindow(QMainWindow):
 
     def _update_table(self) -> None:
         runs: list[tuple[str, list[SummaryRow]]] = []
+        why: dict[tuple[str, str], str] = {}
+
+        def add(run: RunResult) -> None:
+            name, rows = run_display_name(run), self._rows_of(run)
+            runs.append((name, rows))
+            for r in rows:
+                because = why_sentence(run, r.name) if r.name != "eager" else None
+                if because:
+                    why[(name, r.name)] = because
+
         if self.is_running() or self.current_run is None:
             if self.live.rows or self.is_running():
                 runs.append((self.live.name, self.live.rows))
         else:
-            runs.append((run_display_name(self.current_run), self._rows_of(self.current_run)))
+            add(self.current_run)
         for run in self._overlay_runs():
             if self.current_run is not None and run.run_id == self.current_run.run_id:
                 continue
-            runs.append((run_display_name(run), self._rows_of(run)))
-        self.table_model.set_runs(runs)
+            add(run)
+        self.table_model.set_runs(runs, why)
 
     # -- export ---------------------------------------------------------------------------------------
     def _run_to_export(self) -> RunResult | None:

@@ -42,6 +42,8 @@ class TableRow:
 
     run_name: str
     row: SummaryRow
+    #: why the variant is as fast as it is (from the run's diagnostics), when known
+    why: str | None = None
 
 
 class SummaryTableModel(QAbstractTableModel):
@@ -60,11 +62,17 @@ class SummaryTableModel(QAbstractTableModel):
         self._show_run = False
 
     # -- content -------------------------------------------------------------------
-    def set_runs(self, runs: list[tuple[str, list[SummaryRow]]]) -> None:
-        """Show the rows of each ``(run name, rows)``; a run column appears for two or more runs."""
+    def set_runs(
+        self, runs: list[tuple[str, list[SummaryRow]]], why: dict[tuple[str, str], str] | None = None
+    ) -> None:
+        """Show the rows of each ``(run name, rows)``; a run column appears for two or more runs.
+
+        ``why`` maps (run name, variant) to the diagnostics' sentence, shown with the verdict.
+        """
         self.beginResetModel()
         self._show_run = len(runs) > 1
-        self._rows = [TableRow(name, row) for name, rows in runs for row in rows]
+        why = why or {}
+        self._rows = [TableRow(name, row, why.get((name, row.name))) for name, rows in runs for row in rows]
         self._cells = [self._row_cells(r) for r in self._rows]
         self.endResetModel()
 
@@ -114,7 +122,11 @@ class SummaryTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return self._cells[r][c]
         if role == Qt.ItemDataRole.ToolTipRole:
-            return self._tooltip(row, column)
+            tip = self._tooltip(row, column)
+            because = self._rows[r].why
+            if column == "verdict" and tip and because:
+                tip += f"\n\nWhy: {because}"
+            return tip
         if role == Qt.ItemDataRole.BackgroundRole:
             if row.status == "failed":
                 return QBrush(_FAILED)
@@ -147,7 +159,8 @@ class SummaryTableModel(QAbstractTableModel):
                 "Checks of this variant's timed calls: drift (its per-round medians move by more "
                 "than 10 % across the run), two levels (the calls fall into a fast and a slow "
                 "group), heavy tail (p99 more than twice the median). Drift and two levels "
-                "make a verdict impossible; a heavy tail is only reported."
+                "block a verdict unless the whole interval lies farther from 1.00 than they "
+                "could move a median; a heavy tail is only reported."
             )
         if column == "round spread %" and row.round_spread_pct is not None:
             return "How far this variant's per-round medians lie apart: max / min − 1."
