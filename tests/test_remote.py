@@ -325,3 +325,33 @@ def test_a_sweep_of_four_points_through_slurm_two_at_a_time(slurm, tiny_config, 
     assert len(spans) == 4 and len({job for *_, job in spans}) == 4  # four job steps
     spans.sort()
     assert any(b[0] < a[1] for a, b in zip(spans, spans[1:]))  # a point started before the one before ended
+
+
+def test_a_custom_model_file_travels_with_the_run(box, tiny_config, tmp_path):
+    """The factory file is copied (by sha256) into the remote cache; the worker imports that copy."""
+    import hashlib
+
+    factory = tmp_path / "mine.py"
+    factory.write_text(
+        "import torch\n\n"
+        "def make_model():\n"
+        "    return torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()), torch.randn(2, 8)\n"
+    )
+    config = BenchmarkConfig.from_dict(dict(tiny_config, variants=["eager"], iterations=20, model="custom",
+                                            factory=f"{factory}:make_model"))
+    sent: list[dict] = []
+    launcher = launcher_for(box)
+    original = launcher.worker_config
+
+    def spy(cfg):
+        sent.append(original(cfg))
+        return sent[-1]
+
+    object.__setattr__(launcher, "worker_config", spy)
+    outcome = RunSession(config, RunStore(tmp_path / "runs"), launcher=launcher).run()
+    assert outcome.status == "complete", outcome.run.message
+    sha = hashlib.sha256(factory.read_bytes()).hexdigest()
+    shipped = Path(os.environ[REMOTE_CACHE_ENV]) / f"factory-{sha[:16]}-mine.py"
+    assert shipped.read_bytes() == factory.read_bytes()
+    assert sent[0]["factory"] == f"{shipped}:make_model"  # the worker was told to import the copy
+    assert outcome.run.measurement["factory_sha256"] == sha

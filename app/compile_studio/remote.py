@@ -18,6 +18,7 @@ is killed over ``ssh``, or its job step is ``scancel``-ed. Whatever the end,
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shlex
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import protocol
+from .model_specs import factory_file
 from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
 from .targets import LOCAL_TARGET, Target, Targets, load_targets
 from .worker_bundle import WorkerBundle, worker_bundle
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
 #: ``$HOME/...`` or ``~/...`` is expanded there, anything else is taken literally).
 REMOTE_CACHE_ENV = "COMPILE_STUDIO_REMOTE_CACHE"
 DEFAULT_REMOTE_CACHE = "$HOME/.cache/compile-studio"
+#: The largest factory file shipped to a remote with a run.
+MAX_FACTORY_BYTES = 16 * 2**20
 #: How long a side command (check, copy, kill, squeue) may take.
 SIDE_COMMAND_TIMEOUT_S = 60.0
 #: Seconds between two looks at the Slurm queue while a job waits.
@@ -60,6 +64,7 @@ except OSError:
     present = False
 print(json.dumps({"host": socket.gethostname(), "python": sys.version.split()[0],
                   "executable": sys.executable, "bundle": present,
+                  "cache": os.path.abspath(sys.argv[1]),
                   "torch": importlib.util.find_spec("torch") is not None}))
 """
 
@@ -335,6 +340,35 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
         proc = self._side(self._with_preamble(install), data=bundle.data)
         if proc.returncode != 0 or b"installed" not in proc.stdout:
             raise self._unreachable(proc, "copying the worker")
+
+    def worker_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """A custom model's factory file travels with the run: copied (by sha256) into the
+        remote cache, and the worker's config names that copy. A factory named as a module
+        (``package.module:make``) must be importable there."""
+        if config.get("model") != "custom":
+            return config
+        spec = str(config.get("factory") or "")
+        path = factory_file(spec)
+        if path is None:
+            return config
+        try:
+            if path.stat().st_size > MAX_FACTORY_BYTES:
+                raise WorkerStartFailed(f"the factory file {path} is larger than {MAX_FACTORY_BYTES // 2**20} MiB")
+            data = path.read_bytes()
+        except OSError as exc:
+            raise WorkerStartFailed(f"cannot read the factory file {path}: {exc.strerror or exc}") from None
+        sha = hashlib.sha256(data).hexdigest()
+        name = f"factory-{sha[:16]}-{path.name}"
+        proc = self._side(
+            self._with_preamble(f"{self._python()} -c {shlex.quote(_INSTALL)} {remote_cache()} {shlex.quote(name)} {sha}"),
+            data=data,
+        )
+        if proc.returncode != 0 or b"installed" not in proc.stdout:
+            raise self._unreachable(proc, "copying the factory file")
+        cache = self.found.get("cache")
+        if not isinstance(cache, str) or not cache:
+            raise WorkerStartFailed(f"{self.describe()}: the remote cache folder is not known")
+        return {**config, "factory": f"{cache}/{name}:{spec.rsplit(':', 1)[1]}"}
 
     def waits_in_queue(self) -> bool:
         return self.target.kind == "slurm"

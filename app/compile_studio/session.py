@@ -324,7 +324,7 @@ class RunSession:
             if stop_now:
                 self._start_stopper(worker)
             else:
-                worker.send_config(self.config.to_dict())
+                worker.send_config(self.launcher.worker_config(self.config.to_dict()))
             for event in worker.events():
                 event = self.launcher.explain(event)
                 if isinstance(event, protocol.HelloEvent):

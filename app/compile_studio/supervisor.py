@@ -84,6 +84,11 @@ class WorkerLauncher:
         return [*self.prefix, *cmd]
 
     # -- hooks of launchers that reach another machine (compile_studio.remote) ------------
+    def worker_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The config as the worker gets it (a remote launcher ships a factory file and
+        names its copy there)."""
+        return config
+
     def runs_here(self) -> bool:
         """Whether this is the plain local worker (its timing thread may get a core of its own)."""
         return type(self) is WorkerLauncher and not self.prefix and not self.command
