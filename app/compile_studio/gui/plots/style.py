@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPen
 
 from ..colors import FOREGROUND, MUTED, WARMUP_SHADE, series_color, with_alpha
@@ -195,7 +195,14 @@ class SideLegend(pg.LegendItem):
         self.wanted = True
         self.setParentItem(host)
         self.setVisible(False)
-        host.geometryChanged.connect(self.sync)
+        # A width change can move the legend between right and below, which edits the
+        # host's layout: never from inside that layout's own activation (a geometry
+        # change fires while Qt lays out or paints the scene), always from the event loop.
+        self._resync = QTimer()
+        self._resync.setSingleShot(True)
+        self._resync.setInterval(0)
+        self._resync.timeout.connect(self.sync)
+        host.geometryChanged.connect(self._resync.start)
 
     def _entry_width(self) -> float:
         widest = 0.0
