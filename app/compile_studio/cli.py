@@ -16,6 +16,8 @@ import re
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -294,7 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = config_from_args(args)
         config.validate()
     except ConfigError as exc:
-        _print_problems(exc.problems)
+        print_problems(exc.problems)
         return EXIT_BAD_CONFIG
     store = RunStore(args.out or default_run_store())
     progress: ProgressBar | None = None
@@ -321,22 +323,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = ProgressBar(session.progress, sys.stderr, enabled=not args.quiet)
     bar = progress
 
-    def on_sigint(*_: object) -> None:
-        if session.stop_requested:
-            return
+    def on_sigint() -> None:
         bar.message("interrupted: stopping the worker, keeping what was measured…")
         session.request_stop("interrupted")
 
-    old = signal.signal(signal.SIGINT, on_sigint)
-    old_term = signal.signal(signal.SIGTERM, on_sigint)
     try:
-        outcome = session.run()
+        with interrupts_stop(lambda: session.stop_requested, on_sigint):
+            outcome = session.run()
     finally:
         progress.close()
-        signal.signal(signal.SIGINT, old)
-        signal.signal(signal.SIGTERM, old_term)
     if outcome.config_problems is not None:
-        _print_problems(outcome.config_problems)
+        print_problems(outcome.config_problems)
         return EXIT_BAD_CONFIG
     if outcome.status == RunStatus.FAILED and outcome.stderr_tail and not outcome.stop_requested:
         sys.stderr.write("\n".join(outcome.stderr_tail) + "\n")
@@ -357,8 +354,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print_problems(problems: list[ConfigProblem]) -> None:
-    sys.stderr.write("The configuration cannot run:\n")
+@contextmanager
+def interrupts_stop(stopping: Callable[[], bool], stop: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, Ctrl+C and SIGTERM call ``stop`` once (not while ``stopping()``);
+    the previous handlers come back afterwards."""
+
+    def handler(*_: object) -> None:
+        if not stopping():
+            stop()
+
+    old = signal.signal(signal.SIGINT, handler)
+    old_term = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+def print_problems(problems: list[ConfigProblem], heading: str = "The configuration cannot run") -> None:
+    """Every problem on stderr, one line each, under ``heading``."""
+    sys.stderr.write(f"{heading}:\n")
     for p in problems:
         sys.stderr.write(f"  - {p.field}: {p.message}\n")
 

@@ -12,16 +12,23 @@ from __future__ import annotations
 
 import argparse
 import math
-import signal
 import sys
 import threading
 from pathlib import Path
 from typing import Any, TextIO
 
+from .cli import (
+    EXIT_BAD_CONFIG,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    interrupts_stop,
+    print_problems,
+)
 from .config import ConfigError, ConfigProblem, config_fields
 from .config_cli import add_config_flags, config_from_args
 from .results import RunDamaged, RunResult, load_run
-from .results.formatting import fmt_ms, fmt_seconds, text_table
+from .results.formatting import break_even_text, fmt_interval, fmt_ms, fmt_seconds, text_table
 from .results.locations import default_data_dir
 from .results.sweep_store import (
     FAILED,
@@ -39,11 +46,6 @@ from .sweep import (
     new_sweep,
     value_text,
 )
-
-EXIT_OK = 0
-EXIT_BAD_CONFIG = 2
-EXIT_FAILED = 3
-EXIT_INTERRUPTED = 130
 
 SWEEP_HELP = """\
 Each point is a whole run (eager plus the chosen variants, as `run` does it) kept
@@ -101,9 +103,7 @@ def register(sub: Any) -> None:
 # -- running --------------------------------------------------------------------------------
 
 def _print_problems(problems: list[ConfigProblem]) -> None:
-    sys.stderr.write("The sweep cannot run:\n")
-    for p in problems:
-        sys.stderr.write(f"  - {p.field}: {p.message}\n")
+    print_problems(problems, "The sweep cannot run")
 
 
 def _config_flags_given(args: argparse.Namespace) -> list[str]:
@@ -214,19 +214,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         else:
             printer.message(f"resuming: {len(todo)} of {len(folder.record.points)} points to run")
 
-    def on_signal(*_: object) -> None:
-        if runner.stop_requested:
-            return
+    def on_signal() -> None:
         printer.message("interrupted: stopping, keeping the points done…")
         runner.request_stop("interrupted")
 
-    old = signal.signal(signal.SIGINT, on_signal)
-    old_term = signal.signal(signal.SIGTERM, on_signal)
-    try:
+    with interrupts_stop(lambda: runner.stop_requested, on_signal):
         outcome = runner.run()
-    finally:
-        signal.signal(signal.SIGINT, old)
-        signal.signal(signal.SIGTERM, old_term)
     if outcome.refused is not None:
         _print_problems(outcome.refused)
         sys.stderr.write(f"the sweep is kept in {outcome.folder}\n")
@@ -248,21 +241,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _speedup_text(v: Any) -> str:
     if v.speedup is None or not math.isfinite(v.speedup):
         return "–"
-    text = f"{v.speedup:.2f}×"
-    if v.variant != "eager" and v.speedup_lo is not None and v.speedup_hi is not None:
-        text += f" [{v.speedup_lo:.2f}–{v.speedup_hi:.2f}]"
-    return text
+    return fmt_interval(v.variant, v.speedup, v.speedup_lo, v.speedup_hi)
 
 
 def _break_even_text(v: Any) -> str:
     """As the run table shows it: only for a variant found faster; ``never`` when slower."""
-    if v.variant == "eager" or v.compile_s is None:
-        return "–"
-    if v.verdict == "slower":
-        return "never"
-    if v.verdict != "faster" or v.break_even_calls is None:
-        return "–"
-    return f"{math.ceil(v.break_even_calls):,}"
+    return break_even_text(v.variant, v.compile_s, v.verdict, v.break_even_calls)
 
 
 def _correct_text(v: Any) -> str:

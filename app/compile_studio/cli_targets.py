@@ -13,6 +13,8 @@ import argparse
 import sys
 from typing import Any
 
+from .cli import EXIT_BAD_CONFIG as EXIT_BAD
+from .cli import EXIT_FAILED, EXIT_OK
 from .results.formatting import text_table
 from .supervisor import WorkerStartFailed
 from .targets import (
@@ -24,10 +26,6 @@ from .targets import (
     load_targets,
     save_targets,
 )
-
-EXIT_OK = 0
-EXIT_BAD = 2
-EXIT_FAILED = 3
 
 
 def register(sub: Any) -> None:

@@ -14,19 +14,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .cli import EXIT_BAD_CONFIG as EXIT_BAD
+from .cli import EXIT_FAILED, EXIT_OK, RUN_REF_HELP, RunNotFound, resolve_run
 from .results import RunDamaged, RunStore, load_run
 from .results.locations import default_run_store
 from .results.why import load_why, why_text
 
-EXIT_OK = 0
-EXIT_BAD = 2
-EXIT_FAILED = 3
-
 
 def register(sub: Any) -> None:
     """Add the ``why`` command to the CLI's subparsers."""
-    from .cli import RUN_REF_HELP
-
     parser = sub.add_parser(
         "why", help="why a saved run's variants are faster or slower (profile, compile, breaks)",
         description=__doc__, epilog=RUN_REF_HELP,
@@ -39,8 +35,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_why(args: argparse.Namespace) -> int:
-    from .cli import RunNotFound, resolve_run
-
     store = RunStore(args.out or default_run_store())
     try:
         path = resolve_run(args.run, store)

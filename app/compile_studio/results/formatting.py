@@ -65,7 +65,8 @@ def fmt_seconds(v: float | None) -> str:
     return "–" if v is None else f"{v:.2f}"
 
 
-def _fmt_interval(name: str, point: float | None, lo: float | None, hi: float | None) -> str:
+def fmt_interval(name: str, point: float | None, lo: float | None, hi: float | None) -> str:
+    """``1.85× [1.79–1.91]`` (eager, the baseline, without an interval); ``–`` without a point."""
     if point is None:
         return "–"
     text = f"{point:.2f}×"
@@ -75,7 +76,7 @@ def _fmt_interval(name: str, point: float | None, lo: float | None, hi: float | 
 
 
 def fmt_speedup(row: SummaryRow) -> str:
-    return _fmt_interval(row.name, row.speedup, row.speedup_lo, row.speedup_hi)
+    return fmt_interval(row.name, row.speedup, row.speedup_lo, row.speedup_hi)
 
 
 def fmt_speedup_ratio(reference_ms: float | None, ms: float | None) -> str:
@@ -86,20 +87,25 @@ def fmt_speedup_ratio(reference_ms: float | None, ms: float | None) -> str:
 
 
 def fmt_device_speedup(row: SummaryRow) -> str:
-    return _fmt_interval(
+    return fmt_interval(
         row.name, row.device_speedup, row.device_speedup_lo, row.device_speedup_hi
     )
 
 
 def fmt_break_even(row: SummaryRow) -> str:
     """Calls to pay off the compile; shown only for a variant found faster ("never" when slower)."""
-    if row.name == "eager" or row.compile_s is None:
+    return break_even_text(row.name, row.compile_s, row.verdict, row.break_even_calls)
+
+
+def break_even_text(name: str, compile_s: float | None, verdict: str, calls: float | None) -> str:
+    """The break-even cell of ``name`` from its compile seconds, verdict and break-even calls."""
+    if name == "eager" or compile_s is None:
         return "–"
-    if row.verdict == "slower":
+    if verdict == "slower":
         return "never"
-    if row.verdict != "faster" or row.break_even_calls is None:
+    if verdict != "faster" or calls is None:
         return "–"
-    return f"{math.ceil(row.break_even_calls):,}"
+    return f"{math.ceil(calls):,}"
 
 
 def fmt_pays_off(row: SummaryRow) -> str | None:

@@ -173,31 +173,31 @@ class VariantSamples:
         n = len(wall_ms)
         if n == 0:
             return
-        self._reserve(n)
-        a, b = self.n, self.n + n
-        self._iteration[a:b] = np.arange(first_iteration, first_iteration + n, dtype=np.int64)
-        self._phase[a:b] = self._code(phase)
-        self._wall[a:b] = np.asarray(wall_ms, dtype=np.float64)
-        if device_ms is None:
-            self._device[a:b] = np.nan
-        else:
-            self._device[a:b] = np.array(
+        device: np.ndarray | float = np.nan
+        if device_ms is not None:
+            device = np.array(
                 [np.nan if d is None else d for d in device_ms]
                 if not isinstance(device_ms, np.ndarray) else device_ms,
                 dtype=np.float64,
             )
-        self._round[a:b] = NO_ROUND if round_index is None else round_index
-        self.n = b
+        self.append_arrays(
+            np.arange(first_iteration, first_iteration + n, dtype=np.int64),
+            self._code(phase),
+            np.asarray(wall_ms, dtype=np.float64),
+            device,
+            NO_ROUND if round_index is None else round_index,
+        )
 
     def append_arrays(
         self,
         iteration: np.ndarray,
-        phase: np.ndarray,
+        phase: np.ndarray | int,
         wall_ms: np.ndarray,
-        device_ms: np.ndarray,
-        round_index: np.ndarray,
+        device_ms: np.ndarray | float,
+        round_index: np.ndarray | int,
     ) -> None:
-        """Append columns as arrays (phase as codes of PHASE_NAMES, NaN: no device time, NO_ROUND: none)."""
+        """Append columns as arrays (phase as codes of PHASE_NAMES, NaN: no device time, NO_ROUND: none);
+        a scalar phase, device time or round stands for the whole stretch."""
         n = len(wall_ms)
         if n == 0:
             return
