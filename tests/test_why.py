@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
-import threading
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import torch
 
-from compile_studio import cli, protocol
+from compile_studio import cli
 from compile_studio.config import BenchmarkConfig
-from compile_studio.engine.diagnostics import CALL_MARK, WhyCollector, is_gemm, profile_figures
-from compile_studio.engine.runner import BenchmarkRunner
-from compile_studio.engine.sink import ListSink
+from compile_studio.engine.diagnostics import CALL_MARK, is_gemm, profile_figures
 from compile_studio.results import RunStore, load_run
 from compile_studio.results.export import markdown_report
 from compile_studio.results.formatting import verdict_lines
-from compile_studio.results.recorder import RunRecorder
 from compile_studio.results.schema import RunDamaged
 from compile_studio.results.why import (
     Evidence,
@@ -166,90 +164,27 @@ def test_a_graph_break_is_shown_with_its_reason_and_source_line(tmp_path, capsys
     assert f"chatty.py:{line}" in capsys.readouterr().out
 
 
+def _isolated(check: str) -> None:
+    """Run ``why_in_process.<check>`` in a Python process of its own; its assertions decide."""
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here), str(here.parent / "app")])}
+    done = subprocess.run(
+        [sys.executable, "-c", f"import why_in_process as m; m.{check}()"],
+        capture_output=True, text=True, env=env, timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
 def test_a_batch_change_without_dynamic_shapes_is_a_recompile_with_its_guard_reason():
-    weight = torch.randn(8, 8)
-
-    def layer(x):
-        return torch.relu(x @ weight)
-
-    collector = WhyCollector()
-    try:
-        fn = torch.compile(layer, backend="aot_eager", dynamic=False)
-        collector.first_call_starts("v")
-        fn(torch.randn(2, 8))
-        collector.first_call_done("v", 1.0)
-        fn(torch.randn(3, 8))
-        collector.recompiled("v", in_window=True)
-        sink = ListSink()
-        runner = SimpleNamespace(
-            sink=sink, device=torch.device("cpu"), x=(torch.randn(3, 8),), stop=threading.Event(),
-            timer=SimpleNamespace(sync=lambda: None), _no_grad=torch.no_grad,
-        )
-        collector.report(runner, "v", lambda xs: fn(*xs), compiled=True)
-    finally:
-        collector.close()
-    (event,) = [e for e in sink.events if isinstance(e, protocol.DiagnosticsEvent)]
-    (recompile,) = event.why["recompiles"]
-    assert "size mismatch at index 0" in recompile["reason"] and "expected 2, actual 3" in recompile["reason"]
-    assert recompile["in_window"] is True and "layer" in recompile["frame"]
-    assert event.why["compile"]["graphs"] == 1 and event.why["profile"]["calls"] >= 1
+    _isolated("check_recompile_with_its_guard_reason")
 
 
 def test_a_hit_recompile_limit_is_reported():
-    weight = torch.randn(8, 8)
-
-    def capped(x):
-        return torch.tanh(x @ weight)
-
-    collector = WhyCollector()
-    try:
-        with torch._dynamo.config.patch(recompile_limit=1):
-            fn = torch.compile(capped, backend="eager", dynamic=False)
-            collector.first_call_starts("v")
-            fn(torch.randn(2, 8))
-            collector.first_call_done("v", 1.0)
-            fn(torch.randn(3, 8))  # over the limit: Dynamo gives up and runs it eagerly
-        sink = ListSink()
-        runner = SimpleNamespace(
-            sink=sink, device=torch.device("cpu"), x=(torch.randn(3, 8),), stop=threading.Event(),
-            timer=SimpleNamespace(sync=lambda: None), _no_grad=torch.no_grad,
-        )
-        collector.report(runner, "v", lambda xs: fn(*xs), compiled=True)
-    finally:
-        collector.close()
-    (event,) = [e for e in sink.events if isinstance(e, protocol.DiagnosticsEvent)]
-    assert "recompile_limit (1)" in event.why["recompile_limit"] and "capped" in event.why["recompile_limit"]
-
-
-def _in_process(layers: str, batch: int, iterations: int):
-    """A run of eager and aot_eager in this process, on one thread (no neighbour's core stalls)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        config = BenchmarkConfig.from_dict(
-            {**BASE, "layers": layers, "batch_size": batch, "iterations": iterations, "warmup": 1,
-             "rounds": 1, "variants": ["eager", "aot_eager"]}
-        )
-        sink = ListSink()
-        BenchmarkRunner(config, sink).run()
-    finally:
-        torch.set_num_threads(threads)
-    recorder = RunRecorder(config)
-    for event in sink.events:
-        recorder.handle(event)
-    why = {e.variant: e.why for e in sink.events if isinstance(e, protocol.DiagnosticsEvent)}
-    return recorder.run, why
+    _isolated("check_hit_recompile_limit")
 
 
 def test_the_seed_mlp_is_gemm_bound_and_a_tiny_one_dispatch_bound():
-    seed, seed_why = _in_process("1024,1024,512,10", 256, 3)
-    ops = seed_why["eager"]["profile"]["ops"]
-    assert ops[0]["name"] == "aten::addmm"  # the GEMMs hold the largest share
-    assert ops[0]["calls_per_call"] == 3  # one per Linear per call
-    tiny, _ = _in_process("64,64,10", 1, 40)
-    big, small = sentence(seed, "aot_eager"), sentence(tiny, "aot_eager")
-    assert big.startswith("eager is compute-bound: GEMMs hold"), big
-    assert small.startswith("eager is dispatch-bound: 3 operators of"), small
+    _isolated("check_seed_mlp_gemm_bound_tiny_dispatch_bound")
 
 
 E = Evidence
@@ -357,13 +292,7 @@ def test_cuda_figures_count_kernels_busy_time_and_gemms_apart_from_fused_epilogu
 
 
 def test_diagnostics_off_sends_nothing_and_costs_nothing():
-    config = BenchmarkConfig.from_dict(
-        {**BASE, "iterations": 3, "warmup": 0, "rounds": 1, "variants": ["eager"], "diagnostics": False}
-    )
-    sink = ListSink()
-    BenchmarkRunner(config, sink).run()
-    assert not [e for e in sink.events if isinstance(e, protocol.DiagnosticsEvent)]
-    assert [e for e in sink.events if isinstance(e, protocol.VariantDoneEvent)]
+    _isolated("check_diagnostics_off")
 
 
 @pytest.mark.inductor
