@@ -23,6 +23,7 @@ from typing import IO
 
 from . import affinity, protocol
 from .config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
+from .engine.compile_host import HOST_FLAG, CompileHost, host_main
 from .engine.sink import BatchingSink
 
 #: How long a stop waits for the timed loop to return before the worker
@@ -131,59 +132,53 @@ def _check_factory(config: BenchmarkConfig) -> None:
 
 
 class IsolatedCompile:
-    """Times a variant's first call in a fresh worker process (``--isolated-compile``).
+    """Times a variant's first call in a fresh process (``compile_timing = "isolated"``).
 
     That is what a new program pays for this variant in the chosen cache mode:
     Inductor's imports, its compile workers and every cache start as they
-    would for the user, whatever variants ran before. In cold mode each
-    process gets empty caches of its own.
+    would for the user, whatever variants ran before. Each first call runs in
+    a child forked from a compile host that has made the imports a fresh
+    process makes before its clock starts, and nothing else
+    (:mod:`.engine.compile_host`); in cold mode each variant gets a host and
+    empty caches of its own. The host starts with the run, so it imports
+    torch while the worker builds its model, and is closed before the timed calls.
     """
 
     def __init__(self, config: BenchmarkConfig, stop: threading.Event, timeout_s: float = 3600.0):
         self.config = config
         self.stop = stop
         self.timeout_s = timeout_s
+        self._host: CompileHost | None = None
+        if config.compile_cache != "cold":
+            self._host = self._start_host(dict(os.environ))
+
+    def _start_host(self, env: dict[str, str]) -> CompileHost:
+        if getattr(sys, "frozen", False):
+            cmd = [sys.executable, "--worker", HOST_FLAG]
+        else:
+            cmd = [sys.executable, "-m", "compile_studio.worker", HOST_FLAG]
+        # like this worker: never in the user's folder, whose files `-m` would import
+        return CompileHost(cmd, env, _START_FOLDER, self.stop, self.timeout_s)
 
     def __call__(self, variant: str) -> float:
-        import subprocess
-        import time
-
-        if getattr(sys, "frozen", False):
-            cmd = [sys.executable, "--worker", "--isolated-compile", variant]
-        else:
-            cmd = [sys.executable, "-m", "compile_studio.worker", "--isolated-compile", variant]
-        env = dict(os.environ)
-        folder = None
+        config_json = self.config.to_json()
         if self.config.compile_cache == "cold":
             folder = tempfile.mkdtemp(prefix="compile-studio-cold-")
-            env.update(cold_cache_environment(folder))
-        try:
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
-                text=True, env=env, start_new_session=True,
-                # like this worker: never in the user's folder, whose files `-m` would import
-                cwd=_START_FOLDER,
-            )
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write(self.config.to_json() + "\n")
-            proc.stdin.close()
-            deadline = time.monotonic() + self.timeout_s
-            while proc.poll() is None:
-                if self.stop.is_set() or time.monotonic() > deadline:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                    raise RuntimeError(f"the isolated compile of {variant} was stopped")
-                time.sleep(0.02)
-            for line in proc.stdout.read().splitlines():
-                event = protocol.decode(line)
-                if isinstance(event, protocol.CompiledEvent):
-                    return event.compile_s
-                if isinstance(event, protocol.ErrorEvent):
-                    raise RuntimeError(event.message)
-            raise RuntimeError(f"the isolated compile of {variant} reported nothing")
-        finally:
-            if folder:
+            host = self._start_host({**os.environ, **cold_cache_environment(folder)})
+            try:
+                return host.compile_s(config_json, variant)
+            finally:
+                host.close()
                 shutil.rmtree(folder, ignore_errors=True)
+        if self._host is None or not self._host.alive:
+            self._host = self._start_host(dict(os.environ))
+        return self._host.compile_s(config_json, variant)
+
+    def close(self) -> None:
+        """No more compiles: the host goes (nothing of it runs beside the timed calls)."""
+        if self._host is not None:
+            self._host.close()
+            self._host = None
 
 
 def _isolated_compile_main(variant: str, sink: StreamSink) -> int:
@@ -250,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if "--isolated-compile" in argv:
         return _isolated_compile_main(argv[argv.index("--isolated-compile") + 1], sink)
+    if HOST_FLAG in argv:
+        return host_main(out)
 
     stop = threading.Event()
     finished = threading.Event()
@@ -274,7 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     if not line.strip():
         sink.finish(protocol.RunStatus.STOPPED, reason="no configuration received")
         return 0
+    shape_request: protocol.ShapeSweepRequest | None = None
     try:
+        if protocol.SHAPE_SWEEP_FLAG in argv:
+            from .engine.shape_sweep import read_request
+
+            shape_request, line = read_request(line)
         config = BenchmarkConfig.from_json(line)
         env = EnvironmentInfo.from_hello(hello.environment)
         if config.backend_modules:
@@ -321,12 +323,18 @@ def main(argv: list[str] | None = None) -> int:
 
     from .engine.gpu_monitor import GpuMonitor
     from .engine.runner import BenchmarkRunner
+    from .engine.shape_sweep import ShapeSweepRunner
 
     status = protocol.RunStatus.FAILED
     monitor = None
+    isolated: IsolatedCompile | None = None
     try:
-        isolated = IsolatedCompile(config, stop) if config.compile_timing == "isolated" else None
-        runner = BenchmarkRunner(config, sink, stop, isolated_compile=isolated)
+        runner: BenchmarkRunner | ShapeSweepRunner
+        if shape_request is not None:
+            runner = ShapeSweepRunner(config, shape_request, sink, stop)
+        else:
+            isolated = IsolatedCompile(config, stop) if config.compile_timing == "isolated" else None
+            runner = BenchmarkRunner(config, sink, stop, isolated_compile=isolated)
         sink.event(
             protocol.PhaseEvent(
                 variant=None,
@@ -350,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if monitor is not None:
             monitor.stop()
+        if isolated is not None:
+            isolated.close()
         finished.set()
         sink.finish(status)
         if cache_dir:

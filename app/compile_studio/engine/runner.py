@@ -521,6 +521,7 @@ class BenchmarkRunner:
     def _run_rounds(self) -> None:
         cfg = self.config
         live = [v for v in (self._prepare(n) for n in cfg.variants) if v is not None]
+        self._no_more_compiles()
         blocks = round_blocks(cfg.iterations, cfg.rounds)
         for v in live:
             self._phase(v.name, protocol.Phase.MEASURE, cfg.iterations)
@@ -536,6 +537,12 @@ class BenchmarkRunner:
                     live.remove(v)
         for v in live:
             self._finish(v)
+
+    def _no_more_compiles(self) -> None:
+        """Every variant is compiled: whatever timed the compiles stops before the timed calls."""
+        close = getattr(self.isolated_compile, "close", None)
+        if callable(close):
+            close()
 
     # -- after the timed window ---------------------------------------------------
     def _finish(self, v: Variant) -> None:
