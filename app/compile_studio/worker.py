@@ -144,21 +144,39 @@ class IsolatedCompile:
     torch while the worker builds its model, and is closed before the timed calls.
     """
 
-    def __init__(self, config: BenchmarkConfig, stop: threading.Event, timeout_s: float = 3600.0):
+    def __init__(
+        self,
+        config: BenchmarkConfig,
+        stop: threading.Event,
+        timeout_s: float = 3600.0,
+        host: CompileHost | None = None,
+    ):
         self.config = config
         self.stop = stop
         self.timeout_s = timeout_s
-        self._host: CompileHost | None = None
-        if config.compile_cache != "cold":
+        self._host: CompileHost | None = host
+        if config.compile_cache == "cold":
+            self.close()  # a host started early has the shared caches: not for a cold run
+        elif self._host is None:
             self._host = self._start_host(dict(os.environ))
+        elif self._host.timeout_s != timeout_s:
+            self._host.timeout_s = timeout_s
 
-    def _start_host(self, env: dict[str, str]) -> CompileHost:
+    @staticmethod
+    def start_host(
+        stop: threading.Event, env: dict[str, str] | None = None, timeout_s: float = 3600.0
+    ) -> CompileHost:
+        """A compile host started now (it imports while the caller does other work)."""
         if getattr(sys, "frozen", False):
             cmd = [sys.executable, "--worker", HOST_FLAG]
         else:
             cmd = [sys.executable, "-m", "compile_studio.worker", HOST_FLAG]
         # like this worker: never in the user's folder, whose files `-m` would import
-        return CompileHost(cmd, env, _START_FOLDER, self.stop, self.timeout_s)
+        return CompileHost(cmd, dict(os.environ) if env is None else env, _START_FOLDER, stop,
+                           timeout_s)
+
+    def _start_host(self, env: dict[str, str]) -> CompileHost:
+        return self.start_host(self.stop, env, self.timeout_s)
 
     def __call__(self, variant: str) -> float:
         config_json = self.config.to_json()
@@ -252,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     finished = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # the compile host imports torch beside this worker's own start: ready by the first compile
+    early_host = None if os.environ.get(MEMORY_LIMIT_ENV) else IsolatedCompile.start_host(stop)
 
     try:
         hello = hello_event()
@@ -329,11 +349,18 @@ def main(argv: list[str] | None = None) -> int:
     monitor = None
     isolated: IsolatedCompile | None = None
     try:
+        if early_host is not None and (
+            shape_request is not None or config.compile_timing != "isolated"
+        ):
+            early_host.close()  # not needed: nothing of it stays beside the timed calls
+            early_host = None
         runner: BenchmarkRunner | ShapeSweepRunner
         if shape_request is not None:
             runner = ShapeSweepRunner(config, shape_request, sink, stop)
         else:
-            isolated = IsolatedCompile(config, stop) if config.compile_timing == "isolated" else None
+            if config.compile_timing == "isolated":
+                isolated = IsolatedCompile(config, stop, host=early_host)
+                early_host = None
             runner = BenchmarkRunner(config, sink, stop, isolated_compile=isolated)
         sink.event(
             protocol.PhaseEvent(
@@ -360,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
             monitor.stop()
         if isolated is not None:
             isolated.close()
+        if early_host is not None:
+            early_host.close()
         finished.set()
         sink.finish(status)
         if cache_dir:
