@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import os
 import shutil
 import threading
@@ -29,7 +30,7 @@ from .protocol import ErrorKind, RunStatus, VariantStatus
 from .results.recorder import RunRecorder
 from .results.run_result import RunResult
 from .results.store import RunStore
-from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
+from .supervisor import StandbyWorker, WorkerLauncher, WorkerProcess, WorkerStartFailed
 
 STOPPED_BY_USER = "stopped by the user"
 #: How long a worker may take to say ``hello`` (a cold remote start imports torch
@@ -46,6 +47,49 @@ def hello_timeout_s() -> float:
     except ValueError:
         return HELLO_TIMEOUT_S
     return value if 0 < value < 1e7 else HELLO_TIMEOUT_S
+
+
+def worker_launcher(launcher: WorkerLauncher, split: affinity.CoreSplit | None) -> WorkerLauncher:
+    """The launcher a run starts its worker with: ``launcher`` plus the core split's environment."""
+    if split is None:
+        return launcher
+    env = {**(launcher.env if launcher.env is not None else os.environ), **split.worker_env()}
+    return dataclasses.replace(launcher, env=env)
+
+
+def standby_launcher(launcher: WorkerLauncher | None = None) -> WorkerLauncher:
+    """How a run through ``launcher`` (default: this machine's) would start its worker now.
+
+    A worker started ahead is started with it, so that a run can use it
+    only when it would have started the very same process.
+    """
+    launcher = launcher or WorkerLauncher.local()
+    return worker_launcher(launcher, affinity.plan() if launcher.runs_here() else None)
+
+
+def fresh_worker_reason(
+    config: BenchmarkConfig, launcher: WorkerLauncher, standby: StandbyWorker
+) -> str | None:
+    """Why a run of ``config`` through ``launcher`` cannot use ``standby`` (None: it can).
+
+    A worker started ahead has imported torch and said hello, nothing else:
+    the config (backend modules included: the worker imports them after its
+    hello either way) reaches it as it would reach a new one. Only what is
+    fixed when the process starts needs a new one: its environment and
+    command (another target, a prefix, a core split that differs), and a cold
+    compile cache, which is a process of its own with empty caches. The
+    default ``compile_timing="isolated"`` is no reason: each first call is
+    then timed in a child process the worker starts itself.
+    """
+    if config.compile_cache == "cold":
+        return "a cold compile cache needs a new process"
+    if not launcher.runs_here():
+        return "the run is not on this machine"
+    if not standby.usable:
+        return "the worker started ahead has ended"
+    if not standby.matches(standby_launcher(launcher)):
+        return "the worker's environment changed since it was started"
+    return None
 
 
 class Progress:
@@ -146,8 +190,11 @@ class RunSession:
         on_event: Callable[[protocol.Event], None] | None = None,
         on_log: Callable[[str], None] | None = None,
         hello_timeout: float | None = None,
+        standby: StandbyWorker | None = None,
     ):
         self.config = config
+        #: a worker started ahead and taken for this run (see :func:`fresh_worker_reason`)
+        self.standby = standby
         self.hello_timeout = hello_timeout if hello_timeout is not None else hello_timeout_s()
         self.folder: Path | None = (
             store.new_run_folder(config.slug()) if store is not None else None
@@ -160,6 +207,8 @@ class RunSession:
         self.recorder: RunRecorder | None = None
         self.outcome: RunOutcome | None = None
         self.worker_pid: int | None = None
+        #: whether the run used a worker started ahead (recorded as ``measurement.worker_prestarted``)
+        self.worker_prestarted = False
         #: the worker's hello (remote launchers stop and clean up by its pid group / job)
         self.hello: protocol.HelloEvent | None = None
         self._worker: WorkerProcess | None = None
@@ -282,6 +331,47 @@ class RunSession:
         timer.start()
         return timer
 
+    def _register(self, worker: WorkerProcess) -> bool:
+        """The run's worker from now on (a stop reaches it); returns whether a stop was asked already."""
+        self.worker_pid = worker.pid
+        with self._lock:
+            self._worker = worker
+            self._worker_ready.set()
+            return self._stop_requested.is_set()
+
+    def _prestarted_worker(
+        self, launcher: WorkerLauncher
+    ) -> tuple[WorkerProcess | None, protocol.HelloEvent | None]:
+        """The worker started ahead and its hello (waited for if still coming); (None, None): start one.
+
+        A worker started ahead that ended before it could be used is put aside
+        quietly (a line in the log): the run starts a new one, as it would have.
+        """
+        standby, self.standby = self.standby, None
+        worker = standby.worker if standby is not None else None
+        if standby is None or worker is None:
+            return None, None
+        if self.config.compile_cache == "cold" or not standby.matches(launcher):
+            worker.kill()
+            worker.stop(grace_s=0.5, term_s=0.5)
+            return None, None
+        self._register(worker)
+        hello = standby.wait_hello(self.on_log)
+        if self._stop_requested.is_set():
+            return worker, hello
+        if hello is None or worker.proc.poll() is not None:
+            worker.kill()
+            worker.stop(grace_s=0.5, term_s=0.5)
+            with self._lock:
+                self._worker = None
+                self._worker_ready.clear()
+            self._log(
+                "[compile studio] the worker started ahead had ended "
+                f"({standby.ended_because or worker.exit_description()}); starting a new one"
+            )
+            return None, None
+        return worker, hello
+
     def run(self) -> RunOutcome:
         """Run the benchmark to its end (blocking) and return how it ended."""
         try:
@@ -309,26 +399,27 @@ class RunSession:
         silent = threading.Event()
         hello_timer: Any = None
         try:
+            recorder.run.measurement["worker_prestarted"] = False
             self.launcher.prepare(self._log)
-            launcher = self.launcher
-            if split is not None:
-                env = {**(launcher.env if launcher.env is not None else os.environ), **split.worker_env()}
-                launcher = dataclasses.replace(launcher, env=env)
-            worker = WorkerProcess(on_log=self.on_log, launcher=launcher)
-            self.worker_pid = worker.pid
-            hello_timer = self._start_hello_timer(worker, silent)
-            with self._lock:
-                self._worker = worker
-                self._worker_ready.set()
-                stop_now = self._stop_requested.is_set()
+            launcher = worker_launcher(self.launcher, split)
+            worker, first = self._prestarted_worker(launcher)
+            if worker is not None:
+                self.worker_prestarted = True
+                recorder.run.measurement["worker_prestarted"] = True
+            else:
+                worker = WorkerProcess(on_log=self.on_log, launcher=launcher)
+                hello_timer = self._start_hello_timer(worker, silent)
+            stop_now = self._register(worker)
             if stop_now:
                 self._start_stopper(worker)
             else:
                 worker.send_config(self.launcher.worker_config(self.config.to_dict()))
-            for event in worker.events():
+            events = worker.events() if first is None else itertools.chain([first], worker.events())
+            for event in events:
                 event = self.launcher.explain(event)
                 if isinstance(event, protocol.HelloEvent):
-                    hello_timer.cancel()
+                    if hello_timer is not None:
+                        hello_timer.cancel()
                     self.hello = event
                     try:
                         where = self.launcher.describe()
@@ -374,6 +465,12 @@ class RunSession:
         finally:
             if hello_timer is not None:
                 hello_timer.cancel()
+            if self.standby is not None:
+                # never reached the point of using it (the run failed first)
+                self.standby.close()
+                if self.standby.worker is not None:
+                    self.standby.worker.stop(grace_s=0.5, term_s=0.5)
+                self.standby = None
             if worker is not None:
                 if self._stopper is not None:
                     self._stopper.join()

@@ -19,7 +19,13 @@ from ..config import BenchmarkConfig
 from ..results import RunResult, RunStore, summarize
 from ..results.run_result import gpu_state_rows
 from ..session import Progress, RunSession
-from ..supervisor import ProbeFailed, WorkerLauncher, WorkerProcess, probe_environment
+from ..supervisor import (
+    ProbeFailed,
+    StandbyWorker,
+    WorkerLauncher,
+    WorkerProcess,
+    probe_environment,
+)
 
 
 def has_finished(thread: QThread, wait_ms: int = 0) -> bool:
@@ -67,11 +73,13 @@ class BenchmarkThread(QThread):
         store: RunStore | None,
         parent: QObject | None = None,
         launcher: WorkerLauncher | None = None,
+        standby: StandbyWorker | None = None,
     ):
         super().__init__(parent)
         self.config = config
         self.session = RunSession(
-            config, store, launcher=launcher, on_event=self._relay, on_log=self.log.emit
+            config, store, launcher=launcher, on_event=self._relay, on_log=self.log.emit,
+            standby=standby,
         )
         self.folder = self.session.folder
         self.run_id = self.session.run_id
@@ -88,6 +96,11 @@ class BenchmarkThread(QThread):
     @property
     def stop_requested(self) -> bool:
         return self.session.stop_requested
+
+    @property
+    def worker_prestarted(self) -> bool:
+        """Whether the run uses a worker started ahead (known once its worker is chosen)."""
+        return self.session.worker_prestarted
 
     def request_stop(self) -> None:
         """Ask the worker to stop; escalates to SIGTERM/SIGKILL off the calling thread."""

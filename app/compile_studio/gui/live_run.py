@@ -5,6 +5,8 @@ keeps what it reports (samples per variant, failed variants, summary rows,
 GPU readings, the phase) and announces each change with a Qt signal; the
 plots, the table and the status bar listen. It holds no widget. Progress and
 the ETA are the run session's (``benchmark_thread.progress``), read when they are shown.
+It also keeps a worker started ahead of the next run (:mod:`~compile_studio.gui.standby`),
+from shortly after it is made until :meth:`LiveRun.close`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..session import Progress
 from ..supervisor import WorkerLauncher
 from .benchmark_thread import BenchmarkThread, has_finished
 from .plots.buffers import DISPLAY_POINTS, SampleBuffer
+from .standby import AFTER_RUN_DELAY_MS, OPEN_DELAY_MS, StandbyKeeper
 
 #: How each kind of error is said after the variant's name ("default failed to compile: …").
 _ERROR_WORDS = {
@@ -95,6 +98,10 @@ class LiveRun(QObject):
         self.gpu_rows: list[dict[str, Any]] = []
         self._phase_text = ""
         self._compiling: str | None = None
+        #: the worker started ahead of the next run (never while a run is going on or ending)
+        self.standby = StandbyKeeper(self, busy=lambda: self.running or bool(self._threads))
+        self.standby.changed.connect(self._on_standby_changed)
+        self.standby.schedule(OPEN_DELAY_MS)
 
     @property
     def chunks(self) -> dict[str, list[tuple[np.ndarray, np.ndarray, str]]]:
@@ -124,6 +131,8 @@ class LiveRun(QObject):
         if self.running:
             return None
         thread = BenchmarkThread(config, store, parent=self, launcher=launcher)
+        standby, why_not = self.standby.take_for(config, launcher)
+        thread.session.standby = standby
         self.benchmark_thread = thread
         self._threads.append(thread)
         self.run_id = thread.run_id
@@ -133,7 +142,12 @@ class LiveRun(QObject):
         self.failed = set()
         self.rows = []
         self.gpu_rows = []
-        self._phase_text = "starting the worker…"
+        if standby is None:
+            self._phase_text = "starting the worker…"
+        elif standby.state == "taken" and standby.hello is None:
+            self._phase_text = "starting a worker: importing torch…"
+        else:
+            self._phase_text = "worker ready: starting the run…"
         self._compiling = None
         thread.hello.connect(self.hello)
         thread.phase.connect(self._on_phase)
@@ -148,6 +162,10 @@ class LiveRun(QObject):
         thread.finished.connect(self._on_thread_ended)
         self.started.emit()
         self.note.emit(f"run {thread.run_id or '(not saved)'}: {config.to_json()}")
+        if standby is not None:
+            self.note.emit(f"using the worker started ahead (pid {standby.pid})")
+        elif self.standby.standby is not None or why_not != "no worker was started ahead":
+            self.note.emit(f"starting a new worker: {why_not}")
         thread.start()
         return thread
 
@@ -163,8 +181,10 @@ class LiveRun(QObject):
     def close(self, reason: str, wait_ms: int) -> None:
         """End the run because the window goes away (it is kept as cut short, with ``reason``).
 
-        Waits up to ``wait_ms`` for each thread; a worker is killed by then.
+        Waits up to ``wait_ms`` for each thread; a worker is killed by then. The
+        worker started ahead is ended at once.
         """
+        self.standby.close()
         if self.benchmark_thread is not None:
             self.benchmark_thread.cut_short(reason)
         for thread in list(self._threads):
@@ -206,7 +226,10 @@ class LiveRun(QObject):
         """The phase in words: what is running, the compile's elapsed time or the ETA, or how it ended.
 
         Once a stop was asked for it says so at once, whatever the worker is still busy with.
+        Before the first run: what the worker started ahead is doing.
         """
+        if self.benchmark_thread is None and not self._phase_text:
+            return self.standby.describe()
         if self.stop_requested:
             busy = f" (ending {self._compiling}'s compile)" if self._compiling else ""
             return f"stopping…{busy}"
@@ -282,6 +305,13 @@ class LiveRun(QObject):
         if thread in self._threads:
             self._threads.remove(thread)
             thread.deleteLater()
+        if not self._threads and not self.running:
+            # the run has fully ended (its worker reaped): the next one may start ahead now
+            self.standby.schedule(AFTER_RUN_DELAY_MS)
+
+    def _on_standby_changed(self) -> None:
+        if not self.running:
+            self.status_changed.emit()
 
 
 def format_duration(seconds: float) -> str:

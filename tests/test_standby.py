@@ -1,0 +1,196 @@
+"""A worker started ahead of the next run: real window, real worker processes, tiny MLP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import psutil
+import pytest
+
+from compile_studio.config import BenchmarkConfig
+from compile_studio.gui.main_window import MainWindow
+from compile_studio.gui.paths import runs_dir
+from compile_studio.gui.standby import STANDBY_ENV
+from compile_studio.results import RunStore
+from compile_studio.session import RunSession, standby_launcher
+from compile_studio.supervisor import StandbyWorker
+from gui_helpers import RUN_TIMEOUT_MS, open_window
+
+READY_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(autouse=True)
+def standby_on(monkeypatch):
+    monkeypatch.setenv(STANDBY_ENV, "1")
+
+
+def worker_children() -> list[psutil.Process]:
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "compile_studio.worker" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def gone(p: psutil.Process) -> bool:
+    """Whether ``p`` has ended (a zombie not reaped yet counts)."""
+    try:
+        return p.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def wait_ready(qtbot, window: MainWindow) -> int:
+    """Wait until the window's worker started ahead is ready; its pid."""
+    qtbot.waitUntil(
+        lambda: window.live.standby.standby is not None and window.live.standby.standby.state == "ready",
+        timeout=READY_TIMEOUT_MS,
+    )
+    return window.live.standby.standby.pid
+
+
+def saved_measurement(run_id: str) -> dict:
+    return json.loads((runs_dir() / run_id / "run.json").read_text())["measurement"]
+
+
+def test_the_window_starts_a_worker_ahead_and_run_uses_it(qtbot, tiny_config):
+    window = open_window(qtbot)
+    qtbot.waitUntil(lambda: window.live.standby.standby is not None, timeout=5000)
+    if window.live.standby.standby.state == "starting":
+        assert window.phase_label.text() == "starting a worker: importing torch…"
+    pid = wait_ready(qtbot, window)
+    assert psutil.pid_exists(pid)
+    assert window.phase_label.text().startswith("worker ready (torch ")
+
+    config = BenchmarkConfig(**tiny_config)
+    with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.start_run(config)
+        thread = window.live.benchmark_thread
+        assert window.live.status_text() == "worker ready: starting the run…"
+        # no worker is started ahead while the run goes on
+        assert window.live.standby.standby is None
+    run = blocker.args[0]
+    assert run.status == "complete", run.message
+    assert thread.worker_pid == pid
+    assert run.measurement["worker_prestarted"] is True
+    assert saved_measurement(run.run_id)["worker_prestarted"] is True
+    for name in ("eager", "aot_eager"):
+        samples = run.variants[name].samples
+        assert len(samples) == config.iterations + config.warmup
+    rows = {r.row.name: r.row for r in window.table_model.rows()}
+    assert rows["eager"].median_ms > 0 and rows["aot_eager"].median_ms > 0
+    assert not window.error_banner.isVisible()
+    assert window.phase_label.text() == "done"
+
+    # once the run has ended, the next one is started ahead
+    next_pid = wait_ready(qtbot, window)
+    assert next_pid != pid and not psutil.pid_exists(pid)
+
+    # a cold compile cache needs a process of its own: a new worker, the ready one is kept
+    cold = BenchmarkConfig(**{**tiny_config, "variants": ["eager"], "compile_cache": "cold"})
+    with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.start_run(cold)
+        thread = window.live.benchmark_thread
+    run = blocker.args[0]
+    assert run.status == "complete", run.message
+    assert thread.worker_pid != next_pid
+    assert run.measurement["worker_prestarted"] is False
+    assert window.live.standby.standby is not None and window.live.standby.standby.pid == next_pid
+
+    # closing the window ends it: no worker process is left
+    ahead = psutil.Process(next_pid)
+    window.close()
+    assert gone(ahead)
+    assert not worker_children()
+
+
+def test_run_pressed_while_the_worker_imports_torch_waits_for_that_worker(qtbot, tiny_config):
+    window = open_window(qtbot)
+    qtbot.waitUntil(
+        lambda: window.live.standby.standby is not None and window.live.standby.standby.pid is not None,
+        timeout=5000,
+    )
+    standby = window.live.standby.standby
+    pid = standby.pid
+    config = BenchmarkConfig(**{**tiny_config, "variants": ["eager"]})
+    with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.start_run(config)
+        thread = window.live.benchmark_thread
+        if standby.hello is None:
+            assert window.live.status_text() == "starting a worker: importing torch…"
+    run = blocker.args[0]
+    assert run.status == "complete", run.message
+    assert thread.worker_pid == pid
+    assert run.measurement["worker_prestarted"] is True
+
+
+def test_a_worker_started_ahead_that_died_is_replaced_quietly(qtbot, tiny_config):
+    window = open_window(qtbot)
+    pid = wait_ready(qtbot, window)
+    os.kill(pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: window.live.standby.standby is None, timeout=5000)
+    assert window.phase_label.text() == ""
+
+    config = BenchmarkConfig(**{**tiny_config, "variants": ["eager"]})
+    with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        window.start_run(config)
+        thread = window.live.benchmark_thread
+    run = blocker.args[0]
+    assert run.status == "complete", run.message
+    assert thread.worker_pid != pid
+    assert run.measurement["worker_prestarted"] is False
+    assert window.last_error == "" and not window.error_banner.isVisible()
+
+
+def test_a_run_replaces_a_worker_started_ahead_that_ends_before_its_hello(tiny_config, tmp_path):
+    standby = StandbyWorker(standby_launcher(), hello_timeout_s=60)
+    standby.start()
+    worker = standby.take()  # taken while it still imports torch
+    assert worker is not None and standby.state == "taken"
+    worker.kill()
+    lines: list[str] = []
+    session = RunSession(
+        BenchmarkConfig(**{**tiny_config, "variants": ["eager"]}), RunStore(tmp_path),
+        standby=standby, on_log=lines.append,
+    )
+    outcome = session.run()
+    assert outcome.status == "complete", outcome.run.message
+    assert session.worker_pid != worker.pid
+    assert outcome.run.measurement["worker_prestarted"] is False
+    assert any("the worker started ahead had ended" in line for line in lines), lines
+    assert not psutil.pid_exists(worker.pid)
+
+
+def test_the_cli_session_never_uses_a_worker_started_ahead(tiny_config, tmp_path):
+    outcome = RunSession(BenchmarkConfig(**{**tiny_config, "variants": ["eager"]}), RunStore(tmp_path)).run()
+    assert outcome.status == "complete", outcome.run.message
+    assert outcome.run.measurement["worker_prestarted"] is False
+
+
+def test_closing_the_window_while_the_worker_imports_torch_leaves_no_process(qtbot):
+    window = open_window(qtbot)
+    qtbot.waitUntil(
+        lambda: window.live.standby.standby is not None and window.live.standby.standby.pid is not None,
+        timeout=5000,
+    )
+    pid = window.live.standby.standby.pid
+    qtbot.wait(300)  # long enough for the worker to start helpers of its own
+    ahead = psutil.Process(pid)
+    below = ahead.children(recursive=True)
+    window.close()
+    for p in [ahead, *below]:
+        assert gone(p), p
+    assert not worker_children()
+
+
+def test_turned_off_no_worker_is_started_ahead(qtbot, monkeypatch):
+    monkeypatch.setenv(STANDBY_ENV, "0")
+    window = open_window(qtbot)
+    qtbot.wait(800)
+    assert window.live.standby.standby is None
+    assert not worker_children()
