@@ -18,6 +18,8 @@ os.environ.setdefault(
     "TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "compile-studio-test-inductor")
 )
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
+# no worker started ahead in window tests (tests/test_standby.py turns it on): one process per run
+os.environ.setdefault("COMPILE_STUDIO_STANDBY", "0")
 
 #: The smallest useful benchmark: runs in well under a second per variant.
 TINY = {

@@ -34,7 +34,7 @@ def _gone(pid: int, within_s: float = 10.0) -> bool:
 
 def test_one_host_times_every_variant_and_is_closed_before_the_timed_calls():
     stop = threading.Event()
-    isolated = IsolatedCompile(_config(), stop)
+    isolated = IsolatedCompile(_config(), stop, host=IsolatedCompile.start_host(stop))
     try:
         host = isolated._host
         assert host is not None and host.alive
@@ -66,6 +66,8 @@ def test_a_dead_host_is_replaced_and_a_stop_ends_the_compile_at_once():
     stop = threading.Event()
     isolated = IsolatedCompile(_config(), stop)
     try:
+        assert isolated._host is None, "without a host given, one starts at the first compile"
+        assert isolated("aot_eager") > 0.0
         assert isolated._host is not None
         dead = isolated._host.proc.pid
         psutil.Process(dead).kill()
@@ -93,8 +95,10 @@ def test_a_dead_host_is_replaced_and_a_stop_ends_the_compile_at_once():
 
 def test_cold_cache_gives_each_variant_a_host_of_its_own():
     stop = threading.Event()
-    isolated = IsolatedCompile(_config(compile_cache="cold"), stop)
-    assert isolated._host is None, "nothing starts before a cold compile: its caches come first"
+    early = IsolatedCompile.start_host(stop)
+    isolated = IsolatedCompile(_config(compile_cache="cold"), stop, host=early)
+    assert isolated._host is None, "a host started early has the shared caches: closed"
+    assert _gone(early.proc.pid)
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     assert isolated("aot_eager") > 0.0
     after = {p.pid for p in psutil.Process().children(recursive=True) if p.status() != "zombie"}

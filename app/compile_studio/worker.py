@@ -157,9 +157,7 @@ class IsolatedCompile:
         self._host: CompileHost | None = host
         if config.compile_cache == "cold":
             self.close()  # a host started early has the shared caches: not for a cold run
-        elif self._host is None:
-            self._host = self._start_host(dict(os.environ))
-        elif self._host.timeout_s != timeout_s:
+        elif self._host is not None:
             self._host.timeout_s = timeout_s
 
     @staticmethod
@@ -349,8 +347,12 @@ def main(argv: list[str] | None = None) -> int:
     monitor = None
     isolated: IsolatedCompile | None = None
     try:
+        from .engine.variant import is_eager
+
         if early_host is not None and (
-            shape_request is not None or config.compile_timing != "isolated"
+            shape_request is not None
+            or config.compile_timing != "isolated"
+            or all(is_eager(v) for v in config.variants)
         ):
             early_host.close()  # not needed: nothing of it stays beside the timed calls
             early_host = None

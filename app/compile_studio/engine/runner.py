@@ -250,8 +250,13 @@ class BenchmarkRunner:
             if cfg.rounds > 1:
                 self._run_rounds()
             else:
-                for name in cfg.variants:
+                last_compiled = max(
+                    (i for i, n in enumerate(cfg.variants) if not is_eager(n)), default=-1
+                )
+                for i, name in enumerate(cfg.variants):
                     v = self._prepare(name)
+                    if i >= last_compiled:
+                        self._no_more_compiles()
                     if v is None:
                         continue
                     self._calls(v, protocol.Phase.MEASURE, cfg.iterations, measure=True)
