@@ -205,3 +205,28 @@ def test_config_file_json_is_plain(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"layers": "8,8"}))
     assert BenchmarkConfig.from_json(path.read_text()).layer_sizes() == [8, 8]
+
+
+def test_dynamic_saved_as_a_flag_still_loads():
+    from compile_studio.config import BenchmarkConfig
+
+    assert BenchmarkConfig.from_dict({"dynamic": True}).dynamic == "true"
+    # False passed nothing to torch.compile: torch's automatic mode
+    assert BenchmarkConfig.from_dict({"dynamic": False}).dynamic == "auto"
+    assert BenchmarkConfig.from_json('{"dynamic": "false"}').dynamic == "false"
+    assert BenchmarkConfig(dynamic=True).dynamic == "true"  # type: ignore[arg-type]
+    assert BenchmarkConfig().dynamic == "auto"
+    problems = BenchmarkConfig(dynamic="maybe").problems()
+    assert [p.field for p in problems] == ["dynamic"]
+
+
+def test_dynamic_reaches_torch_compile_as_chosen():
+    from compile_studio.config import BenchmarkConfig
+    from compile_studio.engine.variant import compile_kwargs
+
+    def kwargs(mode: str) -> dict:
+        return compile_kwargs(BenchmarkConfig(dynamic=mode), "aot_eager", ["default"])
+
+    assert "dynamic" not in kwargs("auto")
+    assert kwargs("false")["dynamic"] is False
+    assert kwargs("true")["dynamic"] is True

@@ -270,3 +270,25 @@ def test_form_has_a_line_edit_for_an_extra_list_field(qtbot):
     assert panel.config().tags == ["x", "y"]
     config = config_from_args(parse("--tags", "p,q", config_cls=Tagged), Tagged)
     assert config.tags == ["p", "q"]
+
+
+def test_dynamic_is_a_three_way_choice_on_the_cli():
+    def dynamic(*flags: str) -> str:
+        return config_from_args(build_parser().parse_args(["run", *flags])).dynamic
+
+    assert dynamic() == "auto"
+    assert [dynamic("--dynamic", word) for word in ("auto", "false", "true")] == ["auto", "false", "true"]
+    assert dynamic("--dynamic") == "true"  # the bare flag, as before
+    assert dynamic("--dynamic", "--batch-size", "3") == "true"
+    assert dynamic("--no-dynamic") == "auto"  # it passed nothing to torch.compile, as auto does
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--dynamic", "sometimes"])
+
+
+def test_form_offers_dynamic_as_a_choice_and_round_trips_it(qtbot):
+    panel = make_panel(qtbot, BenchmarkConfig)
+    combo = panel.widget_for("dynamic")
+    assert isinstance(combo, QComboBox)
+    assert [combo.itemText(k) for k in range(combo.count())] == ["auto", "false", "true"]
+    panel.set_config(BenchmarkConfig(dynamic="false"))
+    assert panel.config().dynamic == "false"

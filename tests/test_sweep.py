@@ -22,6 +22,7 @@ from compile_studio.results.sweep_store import (
     SWEEP_CSV_COLUMNS,
     SWEEP_JSON,
     SweepDamaged,
+    SweepFolder,
     load_sweep,
 )
 from compile_studio.session import RunSession
@@ -303,7 +304,11 @@ def test_values_ranges_and_axes():
     assert parse_range("batch_size", "64:256:+64") == [64, 128, 192, 256]
     assert parse_range("batch_size", "3:5") == [3, 4, 5]
     assert SweepSpec.parse("layers", "8,8,2;16,16,2").values == ("8,8,2", "16,16,2")
-    assert SweepSpec.parse("dynamic", "false,true").values == (False, True)
+    assert SweepSpec.parse("dynamic", "false,true").values == ("false", "true")
+    assert SweepSpec.parse("dynamic", "auto,false,true").point_config(sweep_base(), "false").dynamic == "false"
+    # a sweep saved when dynamic was a flag: its true/false values still make their configs
+    assert SweepSpec("dynamic", (False, True)).point_config(sweep_base(), True).dynamic == "true"
+    assert SweepSpec("dynamic", (False, True)).point_config(sweep_base(), False).dynamic == "auto"
     base = sweep_base(layers="64,128,256,10")
     spec = SweepSpec.parse("hidden_width", "32")
     assert spec.point_config(base, 32).layers == "64,32,32,10"
@@ -405,3 +410,48 @@ def test_a_configuration_the_worker_refuses_is_exit_2_after_one_point(tmp_path, 
     (folder,) = tmp_path.iterdir()
     record = load_sweep(folder)
     assert [p.status for p in record.points] == ["failed", "pending", "pending"]
+
+
+def test_a_point_left_running_by_a_process_that_ended_reads_as_stopped_and_resume_reruns_it(tmp_path):
+    folder = new_sweep(SweepSpec.parse("batch_size", "1,2,3"), sweep_base(), tmp_path)
+    doc = json.loads((folder.path / SWEEP_JSON).read_text())
+    doc["status"] = "running"
+    doc["points"][0]["status"] = "complete"
+    doc["points"][1]["status"] = "running"
+    doc["owner_pid"] = 2**22 + 4321  # above any pid_max: no such process
+    doc["owner_host"] = ""
+    (folder.path / SWEEP_JSON).write_text(json.dumps(doc))
+    record = load_sweep(folder.path)
+    assert [p.status for p in record.points] == ["complete", "stopped", "pending"]
+    assert "interrupted" in record.points[1].message and record.status == "stopped"
+    assert SweepRunner(SweepFolder.open(folder.path)).to_run() == [1, 2]
+    # written before owners were kept: no owner, so nobody runs it any more
+    del doc["owner_pid"], doc["owner_host"]
+    (folder.path / SWEEP_JSON).write_text(json.dumps(doc))
+    assert load_sweep(folder.path).points[1].status == "stopped"
+    # a live owner on this machine (this process): still running
+    doc["owner_pid"] = os.getpid()
+    (folder.path / SWEEP_JSON).write_text(json.dumps(doc))
+    assert load_sweep(folder.path).points[1].status == "running"
+    # another machine's process cannot be looked at: left as it says
+    doc["owner_pid"], doc["owner_host"] = 2**22 + 4321, "elsewhere.invalid"
+    (folder.path / SWEEP_JSON).write_text(json.dumps(doc))
+    assert load_sweep(folder.path).points[1].status == "running"
+
+
+def test_the_run_store_lists_sweep_folders_apart_not_as_damaged_runs(tmp_path, capsys):
+    from compile_studio.results.store import RunStore
+
+    sweep = new_sweep(SweepSpec.parse("batch_size", "1,2"), sweep_base(), tmp_path)
+    (tmp_path / "20260101-000000_shape_x").mkdir()
+    (tmp_path / "20260101-000000_shape_x" / "shape_sweep.json").write_text("{}")
+    (tmp_path / "20260101-000000_broken").mkdir()
+    store = RunStore(tmp_path)
+    listed = [listing.folder.name for listing in store.list_runs(samples=False)]
+    assert listed == ["20260101-000000_broken"]
+    assert [f.name for f in store.sweep_folders()] == sorted(
+        [sweep.path.name, "20260101-000000_shape_x"], reverse=True
+    )
+    assert cli.main(["list", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert sweep.path.name not in out and "20260101-000000_broken" in out

@@ -3,7 +3,10 @@
 ``sweep --param batch_size --values 1,4,16`` (or ``--range 1:1024:x2``) takes
 the same configuration flags as ``run``; ``sweep --resume FOLDER`` runs only
 the points a stopped sweep did not finish. ``show SWEEP`` prints a sweep's
-table and ``compare`` takes sweeps too (see :func:`cmd_compare_any`). Exit
+table and ``compare`` takes sweeps too (see :func:`cmd_compare_any`).
+``sweep --shape --values 1,2,4,8`` is a shape sweep: one worker calls each
+compiled variant at each batch size in turn, for dynamic=false, auto and
+true, and prints the recompiles and compile time each batch size caused. Exit
 codes as ``run``: 0 done, 2 bad configuration, 3 a point failed, 130
 interrupted (the points done are kept).
 """
@@ -27,19 +30,25 @@ from .cli import (
 )
 from .config import ConfigError, ConfigProblem, config_fields
 from .config_cli import add_config_flags, config_from_args
+from .protocol import SHAPE_MODES
 from .results import RunDamaged, RunResult, load_run
 from .results.formatting import break_even_text, fmt_interval, fmt_ms, fmt_seconds, text_table
 from .results.locations import default_data_dir
 from .results.sweep_store import (
     FAILED,
     SWEEP_JSON,
+    ShapeSweepFolder,
+    ShapeSweepRecord,
     SweepDamaged,
     SweepFolder,
     SweepRecord,
+    is_shape_sweep_folder,
+    load_shape_sweep,
     load_sweep,
 )
 from .sweep import (
     DERIVED_PARAMS,
+    SHAPE_REPEATS,
     SweepRunner,
     SweepSpec,
     describe_points,
@@ -57,7 +66,14 @@ dynamic, iterations, layers, transformer, …) or one of:
 
 Values: --values 1,4,16 (layer sizes and other comma lists: --values '64,64,8;128,128,8'),
 or --range 1:1024:x2 (doubling) / --range 64:512:+64 (a step).
-Stop (Ctrl+C) keeps the points done; --resume FOLDER runs only the missing ones."""
+Stop (Ctrl+C) keeps the points done; --resume FOLDER runs only the missing ones.
+
+Shape sweep: --shape --values 1,2,4,8,16 (or a --range) with the run flags. One
+worker calls each compiled variant at each batch size in turn, once per dynamic
+mode (--modes false,auto,true), and prints per mode the compile (or recompile)
+ms and the recompiles each batch size caused, and a warning line where Dynamo
+hit its recompile limit (--recompile-limit N lowers it) and ran eager from there
+on. Saved as shape_sweep.json and shape_sweep.csv; `show` and --resume take it."""
 
 
 def default_sweep_root() -> Path:
@@ -93,6 +109,23 @@ def register(sub: Any) -> None:
         help=f"folder the sweep folder is made in (default: {default_sweep_root()})",
     )
     p.add_argument("--quiet", action="store_true", help="no per-point progress")
+    shape = p.add_argument_group("shape sweep")
+    shape.add_argument(
+        "--shape", action="store_true",
+        help="a shape sweep: the batch sizes of --values/--range in one worker, per dynamic mode",
+    )
+    shape.add_argument(
+        "--modes", metavar="M,M", default=None,
+        help="with --shape: the dynamic modes compared (default false,auto,true)",
+    )
+    shape.add_argument(
+        "--recompile-limit", type=int, default=None, metavar="N",
+        help="with --shape: Dynamo's recompile limit in the worker (default: torch's own)",
+    )
+    shape.add_argument(
+        "--repeats", type=int, default=None, metavar="N",
+        help="with --shape: timed calls per point, their median reported (default 5)",
+    )
     add_config_flags(p)
     p.set_defaults(handler=cmd_sweep)
     compare = sub.choices.get("compare") if hasattr(sub, "choices") else None
@@ -145,6 +178,14 @@ class PointPrinter:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    shape_only = [f for f, v in (("--modes", args.modes), ("--recompile-limit", args.recompile_limit),
+                                 ("--repeats", args.repeats)) if v is not None]
+    resumes_shape = args.resume is not None and is_shape_sweep_folder(args.resume)
+    if args.shape or resumes_shape:
+        return cmd_shape_sweep(args)
+    if shape_only:
+        _print_problems([ConfigProblem(", ".join(shape_only), "go with --shape")])
+        return EXIT_BAD_CONFIG
     factory: Any = None
     target_workers = 1
     if args.target:
@@ -317,9 +358,11 @@ def sweep_path(ref: str) -> Path | None:
     path = Path(ref).expanduser()
     if is_sweep_folder(path):
         return sweep_folder_of(path)
+    if is_shape_sweep_folder(path):
+        return path.parent if path.is_file() else path
     if "/" not in ref and ref not in ("", ".", ".."):
         named = default_sweep_root() / ref
-        if is_sweep_folder(named):
+        if is_sweep_folder(named) or is_shape_sweep_folder(named):
             return named
     return None
 
@@ -330,8 +373,17 @@ def is_sweep_ref(ref: str) -> bool:
 
 
 def show_sweep(ref: str) -> int:
-    """``show SWEEP``: the sweep's table (exit 3 when its sweep.json cannot be read)."""
+    """``show SWEEP``: the sweep's table (exit 3 when its sweep.json cannot be read); a shape
+    sweep's tables per mode."""
     path = sweep_path(ref) or Path(ref)
+    if is_shape_sweep_folder(path):
+        try:
+            shape = load_shape_sweep(path)
+        except SweepDamaged as exc:
+            sys.stderr.write(f"error: {ref}: {exc}\n")
+            return EXIT_FAILED
+        print_shape_sweep(shape, sys.stdout)
+        return EXIT_OK
     try:
         record = load_sweep(path)
     except SweepDamaged as exc:
@@ -396,6 +448,9 @@ def cmd_compare_any(args: argparse.Namespace) -> int:
     records = []
     for ref, path in zip(args.runs, paths):
         assert path is not None
+        if is_shape_sweep_folder(path):
+            sys.stderr.write(f"error: {ref} is a shape sweep: `show` prints its tables\n")
+            return EXIT_BAD_CONFIG
         try:
             records.append((path, load_sweep(path)))
         except SweepDamaged as exc:
@@ -418,12 +473,169 @@ def cmd_compare_any(args: argparse.Namespace) -> int:
 
 __all__ = [
     "cmd_compare_any",
+    "cmd_shape_sweep",
     "cmd_sweep",
     "compare_sweeps",
     "default_sweep_root",
     "is_sweep_ref",
+    "print_shape_sweep",
     "print_sweep",
     "register",
     "show_sweep",
     "sweep_rows",
 ]
+
+
+# -- shape sweeps ----------------------------------------------------------------------------
+
+def _shape_launcher(target_name: str | None) -> Any:
+    """The launcher of ``--target`` (None: this machine); KeyError/ValueError saying why not."""
+    if not target_name:
+        return None
+    from .remote import launcher_for
+    from .targets import load_targets
+
+    targets = load_targets()
+    return launcher_for(targets.get(target_name), targets)
+
+
+def cmd_shape_sweep(args: argparse.Namespace) -> int:
+    """``sweep --shape``: the batch sizes in one worker per dynamic mode; a table per mode."""
+    from .sweep import ShapeSweepRun, new_shape_sweep, parse_batches, shape_request
+    from .targets import TargetsFileError
+
+    if args.param is not None:
+        _print_problems([ConfigProblem("--param", "a shape sweep varies the batch size: leave --param out")])
+        return EXIT_BAD_CONFIG
+    if args.concurrency not in (None, 1) or args.retry_failed:
+        _print_problems([ConfigProblem("--concurrency, --retry-failed", "a shape sweep runs in one worker")])
+        return EXIT_BAD_CONFIG
+    try:
+        launcher = _shape_launcher(args.target)
+    except (TargetsFileError, KeyError, ValueError) as exc:
+        sys.stderr.write(f"error: --target: {exc.args[0] if exc.args else exc}\n")
+        return EXIT_BAD_CONFIG
+    if args.resume is not None:
+        given = _config_flags_given(args)
+        given += [f for f, v in (("--modes", args.modes), ("--recompile-limit", args.recompile_limit),
+                                 ("--repeats", args.repeats)) if v is not None]
+        if given:
+            _print_problems(
+                [ConfigProblem(", ".join(given), "--resume runs the shape sweep as it was made; leave these out")]
+            )
+            return EXIT_BAD_CONFIG
+        try:
+            record = load_shape_sweep(args.resume)
+        except SweepDamaged as exc:
+            sys.stderr.write(f"error: {args.resume}: {exc}\n")
+            return EXIT_FAILED
+        folder = ShapeSweepFolder(Path(args.resume), record)
+        try:
+            shape_request(record.config, record.batches, record.modes, record.recompile_limit, record.repeats)
+        except ConfigError as exc:
+            _print_problems(exc.problems)
+            return EXIT_BAD_CONFIG
+    else:
+        modes = [m.strip() for m in (args.modes or ",".join(SHAPE_MODES)).split(",") if m.strip()]
+        try:
+            config = config_from_args(args)
+            batches = parse_batches(args.values, args.range_text)
+            request = shape_request(
+                config, batches, modes,
+                recompile_limit=args.recompile_limit if args.recompile_limit is not None else 0,
+                repeats=args.repeats if args.repeats is not None else SHAPE_REPEATS,
+            )
+        except ConfigError as exc:
+            _print_problems(exc.problems)
+            return EXIT_BAD_CONFIG
+        root = args.out or default_sweep_root()
+        try:
+            folder = new_shape_sweep(request, root)
+        except OSError as exc:
+            sys.stderr.write(f"error: cannot create a shape-sweep folder in {root}: {exc.strerror or exc}\n")
+            return EXIT_FAILED
+    quiet = args.quiet
+    seen = [0]
+
+    def on_point(record: ShapeSweepRecord) -> None:
+        for p in record.points[seen[0]:]:
+            if quiet and not p.error:
+                continue
+            what = "eager" if p.mode == "eager" else f"{p.variant} dynamic={p.mode}"
+            text = f"batch {p.batch} · {what}: "
+            text += f"failed: {p.error}" if p.error else (
+                f"first call {fmt_ms(p.first_call_ms)} ms, {p.recompiles} recompiles"
+                + (" · hit the recompile limit" if p.limit_hit else "")
+            )
+            sys.stderr.write(text + "\n")
+        seen[0] = len(record.points)
+
+    run = ShapeSweepRun(folder, launcher=launcher, on_point=on_point)
+
+    def on_signal() -> None:
+        sys.stderr.write("interrupted: stopping, keeping the points done…\n")
+        run.request_stop("interrupted")
+
+    with interrupts_stop(lambda: run.stop_requested, on_signal):
+        outcome = run.run()
+    if outcome.refused is not None:
+        _print_problems(outcome.refused)
+        sys.stderr.write(f"the shape sweep is kept in {outcome.folder}\n")
+        return EXIT_BAD_CONFIG
+    print_shape_sweep(outcome.record, sys.stdout)
+    if outcome.write_error:
+        sys.stdout.write(f"not saved in full: {outcome.write_error}\n")
+    else:
+        sys.stdout.write(f"saved: {outcome.folder}\n")
+    if outcome.stop_requested:
+        return EXIT_INTERRUPTED
+    if outcome.failed or outcome.write_error:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+SHAPE_HEADERS = ["batch", "first call ms", "recompiles", "eager?", "median ms", "eager ms", "speedup", "correct"]
+
+
+def shape_rows(record: ShapeSweepRecord, variant: str, mode: str) -> list[list[str]]:
+    """One series' table: a row per batch size."""
+    rows = []
+    for p in record.points_of(variant, mode):
+        if p.error:
+            rows.append([str(p.batch), "failed", "–", "–", "–", fmt_ms(p.eager_ms), "–", p.error[:60]])
+            continue
+        fell = "limit hit" if p.limit_hit else ("yes" if p.fell_back else "no")
+        rows.append([
+            str(p.batch),
+            fmt_ms(p.first_call_ms),
+            str(p.recompiles),
+            fell,
+            fmt_ms(p.median_ms),
+            fmt_ms(p.eager_ms),
+            "–" if p.speedup is None or not math.isfinite(p.speedup) else f"{p.speedup:.2f}×",
+            "–" if p.correct is None else ("yes" if p.correct else "NO"),
+        ])
+    return rows
+
+
+def print_shape_sweep(record: ShapeSweepRecord, out: TextIO) -> None:
+    """A shape sweep's title, a table per mode (and variant), and the recompile-limit warnings."""
+    out.write(f"Shape sweep: {record.title()}  [{record.status}]\n")
+    env = record.environment
+    limit = f"recompile limit {record.recompile_limit}" if record.recompile_limit else ""
+    parts = [f"torch {env['torch']}" if isinstance(env.get("torch"), str) else "",
+             record.config.workload, f"{record.repeats} timed calls per point", limit, f"sweep {record.sweep_id}"]
+    out.write(" · ".join(p for p in parts if p) + "\n")
+    for variant, mode in record.series():
+        points = record.points_of(variant, mode)
+        total = sum(p.recompiles for p in points)
+        out.write(f"\n{variant} · dynamic={mode} · {total} recompiles over {len(points)} batch sizes\n")
+        out.write(text_table(SHAPE_HEADERS, shape_rows(record, variant, mode), left=1) + "\n")
+    if not record.series():
+        out.write("\nno compiled point has run yet\n")
+    for warning in record.warnings():
+        out.write(f"warning: {warning}\n")
+    if record.message:
+        out.write(f"note: {record.message}\n")
+    for problem in record.load_problems[:10]:
+        out.write(f"note: read with a problem: {problem}\n")

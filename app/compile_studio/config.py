@@ -47,6 +47,9 @@ TIMERS = ("auto", "host", "cuda_events")
 CACHE_MODES = ("warm", "cold")
 COMPILE_SCOPES = ("model", "step")
 COMPILE_TIMINGS = ("isolated", "in_run")
+#: torch.compile's ``dynamic``: auto passes nothing (torch's automatic mode: static first,
+#: dynamic after a shape changes), false and true pass ``dynamic=False`` / ``dynamic=True``.
+DYNAMIC_MODES = ("auto", "false", "true")
 #: A second, independent copy of eager: its speedup measures this machine's noise floor.
 AA_CONTROL = "eager-aa"
 #: Variants that run without torch.compile.
@@ -156,6 +159,8 @@ class FieldSpec:
     widget: str = ""
     check: Callable[[Any], str | None] | None = None
     metavar: str = ""
+    #: a choice field whose flag may stand alone: the value ``--flag`` means (``--no-flag``: the default)
+    bare: str = ""
 
     @property
     def flag(self) -> str:
@@ -295,8 +300,11 @@ class BenchmarkConfig:
         False, label="Compile", caption="fullgraph (fail on graph breaks)",
         help="compile with fullgraph=True: a graph break is an error",
     )
-    dynamic: bool = setting(
-        False, label="", caption="dynamic shapes", help="compile with dynamic=True: shape-generic code"
+    dynamic: str = setting(
+        "auto", label="Dynamic shapes", choices=DYNAMIC_MODES, bare="true",
+        help="torch.compile's dynamic: auto passes nothing (static code first, shape-generic after a "
+        "shape changes); false: dynamic=False, a recompile per new shape; true: dynamic=True, "
+        "shape-generic code from the start",
     )
     iterations: int = setting(
         200, label="Iterations", unit="calls", minimum=1, maximum=MAX_ITERATIONS,
@@ -378,6 +386,12 @@ class BenchmarkConfig:
         help="after each variant's timed window: a short profiler trace, compile time by phase, "
         "graph breaks, recompiles and the generated code, for the Why view",
     )
+
+    def __post_init__(self) -> None:
+        # ``dynamic`` was a flag once: True passed dynamic=True, False passed nothing (auto)
+        value: object = self.dynamic
+        if isinstance(value, bool):
+            self.dynamic = "true" if value else "auto"
 
     # -- serialisation -----------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -590,7 +604,14 @@ class BenchmarkConfig:
 
 
 def _read_legacy(data: dict[str, Any]) -> dict[str, Any]:
-    """Configs saved before rounds: ``interleave``/``interleave_block`` become ``rounds``."""
+    """Older configs read as today's.
+
+    Saved before rounds: ``interleave``/``interleave_block`` become ``rounds``.
+    Saved when ``dynamic`` was a flag: true means ``"true"``; false passed
+    nothing to torch.compile, which is ``"auto"``.
+    """
+    if isinstance(data.get("dynamic"), bool):
+        data = {**data, "dynamic": "true" if data["dynamic"] else "auto"}
     if "interleave" not in data and "interleave_block" not in data:
         return data
     data = dict(data)

@@ -42,6 +42,24 @@ def add_config_flags(
             parser.add_argument(
                 spec.flag, dest=spec.name, default=None, metavar=spec.metavar or "A,B", help=help_text
             )
+        elif spec.bare:
+            # a choice whose flag may stand alone (``--dynamic`` = ``--dynamic true``)
+            parser.add_argument(
+                spec.flag,
+                dest=spec.name,
+                nargs="?",
+                const=spec.bare,
+                default=None,
+                choices=spec.choices or None,
+                help=f"{help_text} ({spec.flag} alone: {spec.bare})",
+            )
+            parser.add_argument(
+                "--no-" + spec.flag[2:],
+                dest=spec.name,
+                action="store_const",
+                const=spec.default,
+                help=f"the same as {spec.flag} {spec.default}",
+            )
         else:
             parser.add_argument(
                 spec.flag,

@@ -1,7 +1,9 @@
 """The worker protocol: typed JSON-lines events between a supervisor and the worker.
 
 Request: one JSON object on the worker's stdin (a ``BenchmarkConfig``), then
-optionally the line ``stop``. Reply: one JSON object per line on stdout, each
+optionally the line ``stop``. A worker started with ``--shape-sweep`` reads a
+:class:`ShapeSweepRequest` instead (the config plus the batch sizes) and
+replies with a ``shape_point`` event per mode × variant × batch size. Reply: one JSON object per line on stdout, each
 with a ``type`` naming one of the event classes below. :func:`encode` and
 :func:`decode` are the only places an event becomes text or comes back.
 Statuses, phases and error kinds are enums with one spelling each; older
@@ -281,6 +283,99 @@ class DiagnosticsEvent:
     code: list[dict[str, str]] = field(default_factory=list)
 
 
+#: The worker flag of a shape sweep (its request line is a :class:`ShapeSweepRequest`).
+SHAPE_SWEEP_FLAG = "--shape-sweep"
+#: The dynamic modes a shape sweep compares, in the order it runs them.
+SHAPE_MODES = ("false", "auto", "true")
+#: Most batch sizes in one shape sweep.
+MAX_SHAPE_BATCHES = 64
+
+
+@dataclass
+class ShapeSweepRequest:
+    """What a shape-sweep worker runs: the config (its variants, model, device) at each batch size.
+
+    ``recompile_limit`` (0: torch's own) is set as Dynamo's recompile limit in
+    the worker; ``repeats`` timed calls per point give its median.
+    """
+
+    config: dict[str, Any]
+    batches: list[int]
+    modes: list[str] = field(default_factory=lambda: list(SHAPE_MODES))
+    recompile_limit: int = 0
+    repeats: int = 5
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message) for each thing wrong beyond the config itself."""
+        out: list[tuple[str, str]] = []
+        if not self.batches:
+            out.append(("batches", "give at least one batch size"))
+        elif len(self.batches) > MAX_SHAPE_BATCHES:
+            out.append(("batches", f"at most {MAX_SHAPE_BATCHES} batch sizes"))
+        if any(isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= 1_048_576 for b in self.batches):
+            out.append(("batches", "each batch size is a whole number 1–1,048,576"))
+        elif len(set(self.batches)) != len(self.batches):
+            out.append(("batches", "a batch size is listed twice"))
+        if not self.modes or any(m not in SHAPE_MODES for m in self.modes) or len(set(self.modes)) != len(self.modes):
+            out.append(("modes", f"choose among {', '.join(SHAPE_MODES)}, each once"))
+        if isinstance(self.recompile_limit, bool) or not isinstance(self.recompile_limit, int) \
+                or not 0 <= self.recompile_limit <= 10_000:
+            out.append(("recompile_limit", "must be 0 (torch's own) to 10,000"))
+        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or not 1 <= self.repeats <= 10_000:
+            out.append(("repeats", "must be 1–10,000"))
+        return out
+
+    @classmethod
+    def from_json(cls, text: str) -> ShapeSweepRequest:
+        """The request on a line; ValueError saying why it is not one."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            raise ValueError("the shape-sweep request is not valid JSON") from None
+        if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+            raise ValueError("the shape-sweep request holds no config object")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"the shape-sweep request has unknown keys: {', '.join(unknown)[:100]}")
+        if not isinstance(data.get("batches"), list) or not isinstance(data.get("modes", []), list):
+            raise ValueError("the shape-sweep request's batches and modes must be lists")
+        return cls(**data)
+
+
+@dataclass
+class ShapePointEvent:
+    """One point of a shape sweep: a variant (compiled in one dynamic mode, or eager) at one batch size.
+
+    ``first_call_ms`` is the first call at this shape: the compile or recompile
+    it caused, or a plain call when none. ``graphs`` counts the graphs Dynamo
+    compiled during it, ``recompiles`` those that replaced or added to an
+    earlier graph of this mode (0 at the mode's first point). ``limit_hit``:
+    Dynamo hit its recompile limit at this point; ``fell_back``: at this point
+    or before, so the calls ran eager from then on.
+    """
+
+    TYPE: ClassVar[str] = "shape_point"
+    variant: str
+    mode: str
+    batch: int
+    first_call_ms: float | None = None
+    graphs: int = 0
+    recompiles: int = 0
+    limit_hit: bool = False
+    fell_back: bool = False
+    recompile_limit: int | None = None
+    median_ms: float | None = None
+    eager_ms: float | None = None
+    speedup: float | None = None
+    correct: bool | None = None
+    max_error: float | None = None
+    error: str | None = None
+
+
 Event = (
     HelloEvent
     | PhaseEvent
@@ -293,6 +388,7 @@ Event = (
     | ErrorEvent
     | DoneEvent
     | DiagnosticsEvent
+    | ShapePointEvent
 )
 
 EVENT_CLASSES: dict[str, type] = {
@@ -317,6 +413,8 @@ HELLO, PHASE, SAMPLES, COMPILED, VARIANT_DONE, GPU_STATE, WARNING, ERROR, DONE, 
 )
 EVENT_CLASSES[DiagnosticsEvent.TYPE] = DiagnosticsEvent
 DIAGNOSTICS = DiagnosticsEvent.TYPE
+EVENT_CLASSES[ShapePointEvent.TYPE] = ShapePointEvent
+SHAPE_POINT = ShapePointEvent.TYPE
 
 #: Fields read into an enum on decode.
 _ENUM_FIELDS: dict[str, type[_Words]] = {

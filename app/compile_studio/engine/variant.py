@@ -34,8 +34,8 @@ def _unique_function(fn: Callable[..., Any], variant: str) -> Callable[..., Any]
 def compile_kwargs(config: BenchmarkConfig, name: str, modes: list[str]) -> dict[str, Any]:
     """``torch.compile`` arguments for variant ``name`` (a mode of Inductor or a backend)."""
     kwargs: dict[str, Any] = {"fullgraph": config.fullgraph}
-    if config.dynamic:
-        kwargs["dynamic"] = True
+    if config.dynamic in ("true", "false"):
+        kwargs["dynamic"] = config.dynamic == "true"
     if name in modes:
         kwargs["backend"] = "inductor"
         if name != "default":

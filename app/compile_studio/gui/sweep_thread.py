@@ -10,8 +10,8 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QThread, Signal
 
 from .. import protocol
-from ..results.sweep_store import SweepFolder
-from ..sweep import SessionFactory, SweepOutcome, SweepRunner
+from ..results.sweep_store import ShapeSweepFolder, SweepFolder
+from ..sweep import SessionFactory, ShapeSweepOutcome, ShapeSweepRun, SweepOutcome, SweepRunner
 
 
 class SweepThread(QThread):
@@ -74,5 +74,44 @@ class SweepThread(QThread):
             self.outcome = self.runner.run()
         except Exception as exc:  # noqa: BLE001 - never let the thread die silently
             self.failed.emit(f"the sweep stopped: {type(exc).__name__}: {exc}")
+            return
+        self.finished_sweep.emit(self.outcome)
+
+
+class ShapeSweepThread(QThread):
+    """Runs a shape sweep (:class:`~compile_studio.sweep.ShapeSweepRun`: one worker) off the GUI thread."""
+
+    #: a copy of the shape sweep's record (ShapeSweepRecord) after each point
+    point_changed = Signal(object)
+    log = Signal(str)
+    #: the :class:`ShapeSweepOutcome`
+    finished_sweep = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, folder: ShapeSweepFolder, parent: QObject | None = None):
+        super().__init__(parent)
+        self.folder = folder
+        self.runner = ShapeSweepRun(folder, on_point=self.point_changed.emit, on_log=self.log.emit)
+        self.outcome: ShapeSweepOutcome | None = None
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.runner.stop_requested
+
+    def request_stop(self, message: str | None = None) -> None:
+        """Stop the worker (the points so far are kept); returns at once."""
+        if message is None:
+            self.runner.request_stop()
+        else:
+            self.runner.request_stop(message)
+
+    def fraction(self) -> float:
+        return self.runner.fraction()
+
+    def run(self) -> None:  # noqa: D401 - QThread entry point
+        try:
+            self.outcome = self.runner.run()
+        except Exception as exc:  # noqa: BLE001 - never let the thread die silently
+            self.failed.emit(f"the shape sweep stopped: {type(exc).__name__}: {exc}")
             return
         self.finished_sweep.emit(self.outcome)

@@ -36,29 +36,38 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from .. import protocol
 from ..config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
 from ..model_specs import LayerSpecError, parse_layer_spec
 from ..results import RunDamaged, RunResult, load_run
 from ..results.store import atomic_write_text
 from ..results.sweep_store import (
+    ShapeSweepRecord,
     SweepDamaged,
     SweepFolder,
     SweepRecord,
+    is_shape_sweep_folder,
+    load_shape_sweep,
     record_to_csv,
+    shape_record_to_csv,
 )
 from ..sweep import (
     HIDDEN_WIDTH,
     SEQ_LEN,
+    ShapeSweepOutcome,
     SweepOutcome,
     SweepSpec,
     describe_points,
+    new_shape_sweep,
     new_sweep,
+    parse_batches,
+    shape_request,
     swept_fields,
     value_text,
 )
 from .export import ExportError, save_plot_png, save_plot_svg
-from .plots.sweep_plot import SweepPlot
-from .sweep_thread import SweepThread
+from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
+from .sweep_thread import ShapeSweepThread, SweepThread
 
 #: How often the progress bar follows a running sweep.
 PROGRESS_INTERVAL_MS = 250
@@ -68,7 +77,7 @@ SUGGESTED_VALUES = {
     HIDDEN_WIDTH: "64:1024:x2",
     SEQ_LEN: "32:512:x2",
     "dtype": "fp32,bf16",
-    "dynamic": "false,true",
+    "dynamic": "auto,false,true",
     "workload": "inference,training",
 }
 
@@ -170,6 +179,74 @@ class SweepDialog(QDialog):
         return ok
 
 
+#: Batch sizes a new shape sweep offers.
+SUGGESTED_BATCHES = "1,2,4,8,16,32,64"
+
+
+class ShapeSweepDialog(QDialog):
+    """Asks for a shape sweep's batch sizes and Dynamo's recompile limit; checks them as typed."""
+
+    def __init__(self, base: BenchmarkConfig, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("New shape sweep")
+        self.base = base
+        self.values = QLineEdit(SUGGESTED_BATCHES)
+        self.values.setPlaceholderText("batch sizes: 1,2,4,8 or a range: 1:512:x2")
+        self.limit = QSpinBox()
+        self.limit.setRange(0, 10_000)
+        self.limit.setSpecialValueText("torch's own")
+        self.limit.setToolTip("Dynamo's recompile limit in the worker; lower it to see where the cliff is")
+        self.problem_label = QLabel()
+        self.problem_label.setWordWrap(True)
+        self.problem_label.setTextFormat(Qt.TextFormat.PlainText)
+        about = QLabel(
+            "One worker calls each compiled variant at each batch size in turn, for dynamic=false, auto "
+            f"and true, and records the recompiles and compile time each batch size causes. Base: "
+            f"{base.model_text()} · {base.dtype} · {', '.join(base.variants)} (the form's configuration)"
+        )
+        about.setWordWrap(True)
+        about.setTextFormat(Qt.TextFormat.PlainText)
+        form = QFormLayout()
+        form.addRow("Batch sizes", self.values)
+        form.addRow("Recompile limit", self.limit)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Run shape sweep")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        lay = QVBoxLayout(self)
+        lay.addWidget(about)
+        lay.addLayout(form)
+        lay.addWidget(self.problem_label)
+        lay.addWidget(self.buttons)
+        self.values.textChanged.connect(self.check)
+        self.check()
+
+    def request(self) -> protocol.ShapeSweepRequest:
+        """The shape sweep as typed; raises ConfigError saying what is wrong."""
+        text = self.values.text().strip()
+        if not text:
+            raise ConfigError([ConfigProblem("batch sizes", "type the batch sizes")])
+        is_range = ":" in text and "," not in text
+        batches = parse_batches(None if is_range else text, text if is_range else None)
+        return shape_request(self.base, batches, recompile_limit=self.limit.value())
+
+    def check(self) -> bool:
+        """Show what is wrong (if anything); Run is enabled only when nothing is."""
+        try:
+            request = self.request()
+        except ConfigError as exc:
+            self.problem_label.setText("; ".join(str(p) for p in exc.problems[:4]))
+            ok = False
+        else:
+            self.problem_label.setText(f"{len(request.batches)} batch sizes × 3 modes")
+            ok = True
+        self.problem_label.setStyleSheet("color: #B00020;" if not ok else "color: #333333;")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
+        return ok
+
+
 class SweepView(QWidget):
     """A sweep's chart with New / Open / Resume / Stop and exports (PNG, SVG, CSV)."""
 
@@ -197,8 +274,13 @@ class SweepView(QWidget):
         self.root = Path(root)
         self.folder: SweepFolder | None = None
         self.record: SweepRecord | None = None
+        #: the shape sweep shown instead of a sweep (opened from its folder)
+        self.shape_record: ShapeSweepRecord | None = None
         self.sweep_thread: SweepThread | None = None
+        #: the shape sweep running (one worker), if any
+        self.shape_thread: ShapeSweepThread | None = None
         self.last_outcome: SweepOutcome | None = None
+        self.last_shape_outcome: ShapeSweepOutcome | None = None
         #: the dock the view sits in, in the main window (None elsewhere)
         self.dock: QDockWidget | None = None
 
@@ -236,6 +318,14 @@ class SweepView(QWidget):
         self.plot = SweepPlot()
         self.plot.point_activated.connect(self.open_point)
         self.plot.set_record(None)
+        self.shape_plot = ShapeSweepPlot()
+        self.shape_plot.hide()
+        #: a shape sweep's warnings in words (Dynamo's recompile limit hit)
+        self.warning = QLabel("")
+        self.warning.setTextFormat(Qt.TextFormat.PlainText)
+        self.warning.setWordWrap(True)
+        self.warning.setStyleSheet("color: #B00020;")
+        self.warning.hide()
 
         buttons = QHBoxLayout()
         for b in (self.new_button, self.open_button, self.resume_button, self.stop_button):
@@ -252,7 +342,9 @@ class SweepView(QWidget):
         lay.addLayout(buttons)
         lay.addWidget(self.title)
         lay.addLayout(line)
+        lay.addWidget(self.warning)
         lay.addWidget(self.plot, 1)
+        lay.addWidget(self.shape_plot, 1)
 
         self._timer = QTimer(self)
         self._timer.setInterval(PROGRESS_INTERVAL_MS)
@@ -262,12 +354,13 @@ class SweepView(QWidget):
 
     # -- state ----------------------------------------------------------------------------------
     def is_running(self) -> bool:
-        return self.sweep_thread is not None
+        return self.sweep_thread is not None or self.shape_thread is not None
 
     def _update_buttons(self) -> None:
         running = self.is_running()
-        stopping = running and self.sweep_thread is not None and self.sweep_thread.stop_requested
-        has = self.record is not None
+        thread = self.sweep_thread or self.shape_thread
+        stopping = running and thread is not None and thread.stop_requested
+        has = self.record is not None or self.shape_record is not None
         missing = has and any(p.missing for p in self.record.points) if self.record else False
         self.new_button.setEnabled(not running)
         self.open_button.setEnabled(not running)
@@ -279,6 +372,12 @@ class SweepView(QWidget):
     def show_record(self, record: SweepRecord | None) -> None:
         """Draw ``record`` and say where it stands."""
         self.record = record
+        if self.shape_record is not None:
+            self.shape_record = None
+            self.shape_plot.set_record(None)
+            self.shape_plot.hide()
+            self.warning.hide()
+            self.plot.show()
         self.plot.set_record(record)
         if record is None:
             self.title.setText("No sweep")
@@ -371,16 +470,71 @@ class SweepView(QWidget):
         self.running_changed.emit(True)
         return True
 
+    def new_shape_sweep_dialog(self) -> None:
+        busy = self._busy()
+        if busy:
+            self.message.emit(busy)
+            return
+        base = self._base_config()
+        dialog = ShapeSweepDialog(base, self)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return
+        try:
+            request = dialog.request()
+        except ConfigError as exc:
+            self.message.emit("Cannot run the shape sweep: " + "; ".join(str(p) for p in exc.problems))
+            return
+        self.start_shape(request)
+
+    def start_shape(self, request: protocol.ShapeSweepRequest) -> bool:
+        """Make a shape-sweep folder for ``request`` and run it in one worker; returns whether it started."""
+        if self.is_running():
+            self.message.emit("A sweep is running: stop it first")
+            return False
+        busy = self._busy()
+        if busy:
+            self.message.emit(busy)
+            return False
+        try:
+            folder = new_shape_sweep(request, self.root)
+        except OSError as exc:
+            self.message.emit(f"Cannot create the shape-sweep folder in {self.root}: {exc.strerror or exc}")
+            return False
+        thread = ShapeSweepThread(folder, parent=self)
+        thread.point_changed.connect(self.show_shape_record)
+        thread.log.connect(self.log_line)
+        thread.failed.connect(self.message)
+        thread.finished_sweep.connect(self._on_shape_finished)
+        thread.finished.connect(self._on_thread_ended)
+        self.folder = None
+        self.shape_thread = thread
+        self.last_shape_outcome = None
+        self.progress.setValue(0)
+        self.progress.show()
+        self._timer.start()
+        thread.start()
+        self.show_shape_record(folder.record.copy())
+        self.running_changed.emit(True)
+        return True
+
+    def _on_shape_finished(self, outcome: ShapeSweepOutcome) -> None:
+        self.last_shape_outcome = outcome
+        if outcome.refused is not None:
+            self.message.emit("Cannot run the shape sweep: " + "; ".join(str(p) for p in outcome.refused))
+        elif outcome.record.status == "failed":
+            self.message.emit(f"The shape sweep failed: {outcome.record.message[:300]}")
+
     def stop(self) -> None:
         """Stop the running sweep: no new point starts, the running one stops; points done are kept."""
-        if self.sweep_thread is not None and not self.sweep_thread.stop_requested:
-            self.sweep_thread.request_stop()
+        thread = self.sweep_thread or self.shape_thread
+        if thread is not None and not thread.stop_requested:
+            thread.request_stop()
             self.status.setText(self.status.text() + " · stopping…")
             self._update_buttons()
 
     def close_sweep(self, wait_ms: int) -> None:
         """The window closes: stop a running sweep and wait up to ``wait_ms`` for its workers."""
-        thread = self.sweep_thread
+        thread = self.sweep_thread or self.shape_thread
         if thread is None:
             return
         thread.request_stop("the window was closed during the sweep")
@@ -399,8 +553,9 @@ class SweepView(QWidget):
         self.show_record(record)
 
     def _tick(self) -> None:
-        if self.sweep_thread is not None:
-            self.progress.setValue(int(1000 * self.sweep_thread.fraction()))
+        thread = self.sweep_thread or self.shape_thread
+        if thread is not None:
+            self.progress.setValue(int(1000 * thread.fraction()))
 
     def _on_finished(self, outcome: SweepOutcome) -> None:
         self.last_outcome = outcome
@@ -408,6 +563,18 @@ class SweepView(QWidget):
             self.message.emit("Cannot sweep: " + "; ".join(str(p) for p in outcome.refused))
 
     def _on_thread_ended(self) -> None:
+        shape = self.shape_thread
+        if shape is not None:
+            self.shape_thread = None
+            self._timer.stop()
+            self.progress.hide()
+            ended = shape.outcome
+            shape.deleteLater()
+            self.show_shape_record(ended.record if ended is not None else shape.folder.record.copy())
+            if ended is not None and ended.write_error:
+                self.message.emit(ended.write_error)
+            self.running_changed.emit(False)
+            return
         thread = self.sweep_thread
         self.sweep_thread = None
         self._timer.stop()
@@ -424,7 +591,7 @@ class SweepView(QWidget):
 
     def wait_done(self, timeout_ms: int) -> bool:
         """Wait (processing nothing) for the sweep thread to end; for scripts and tests."""
-        thread = self.sweep_thread
+        thread = self.sweep_thread or self.shape_thread
         return thread is None or thread.wait(timeout_ms)
 
     # -- opening ----------------------------------------------------------------------------------
@@ -434,10 +601,21 @@ class SweepView(QWidget):
             self.open_sweep(Path(path))
 
     def open_sweep(self, path: str | Path) -> bool:
-        """Show the sweep in ``path`` (its folder or sweep.json); a damaged one is reported."""
+        """Show the sweep in ``path`` (its folder or sweep.json, or a shape sweep's); a damaged one is reported."""
         if self.is_running():
             self.message.emit("A sweep is running: stop it before opening another")
             return False
+        if is_shape_sweep_folder(path):
+            try:
+                shape = load_shape_sweep(path)
+            except SweepDamaged as exc:
+                self.message.emit(f"Cannot open the shape sweep {Path(path).name}: {exc}")
+                return False
+            self.folder = None
+            self.show_shape_record(shape)
+            if shape.load_problems:
+                self.log_line.emit(f"{Path(path).name} was read with problems: " + "; ".join(shape.load_problems[:10]))
+            return True
         try:
             folder = SweepFolder.open(Path(path))
         except SweepDamaged as exc:
@@ -451,6 +629,29 @@ class SweepView(QWidget):
         if record.load_problems:
             self.log_line.emit(f"{folder.path.name} was read with problems: " + "; ".join(record.load_problems[:10]))
         return True
+
+    def show_shape_record(self, record: ShapeSweepRecord) -> None:
+        """Draw a shape sweep: first-call ms and recompiles per batch size per mode, warnings in words."""
+        self.record = None
+        self.plot.set_record(None)
+        self.plot.hide()
+        self.shape_record = record
+        self.shape_plot.set_record(record)
+        self.shape_plot.show()
+        self.title.setText(f"Shape sweep: {record.title()}")
+        parts = [f"[{record.status}]"]
+        for variant, mode in record.series():
+            points = record.points_of(variant, mode)
+            parts.append(f"{variant} dynamic={mode}: {sum(p.recompiles for p in points)} recompiles")
+        if record.message:
+            parts.append(record.message)
+        if self.shape_thread is not None:
+            parts[0] = "[running]"
+        self.status.setText(" · ".join(parts))
+        warnings = record.warnings()
+        self.warning.setText("\n".join(f"⚠ {w}" for w in warnings))
+        self.warning.setVisible(bool(warnings))
+        self._update_buttons()
 
     def open_point(self, index: int) -> RunResult | None:
         """Load point ``index``'s run and ask the window to show it (:attr:`run_requested`)."""
@@ -470,7 +671,8 @@ class SweepView(QWidget):
 
     # -- exports ----------------------------------------------------------------------------------
     def _default_name(self, suffix: str) -> str:
-        name = self.record.sweep_id if self.record is not None else "sweep"
+        shown = self.record or self.shape_record
+        name = shown.sweep_id if shown is not None else "sweep"
         return f"{name}{suffix}"
 
     def _export_dialog(self, kind: str) -> None:
@@ -482,20 +684,24 @@ class SweepView(QWidget):
 
     def export(self, path: Path, scale: float = 2.0) -> bool:
         """Save the chart (``.png``/``.svg``) or the table (``.csv``); a failure is reported."""
-        if self.record is None:
+        shape = self.shape_record
+        if self.record is None and shape is None:
             self.message.emit("Nothing to export: start or open a sweep")
             return False
         suffix = path.suffix.lower()
+        plot = self.shape_plot if shape is not None else self.plot
+        title = f"Shape sweep: {shape.title()}" if shape is not None else f"Sweep: {self.record.title()}"  # type: ignore[union-attr]
         try:
             if suffix == ".svg":
-                save_plot_svg(self.plot, path, title=f"Sweep: {self.record.title()}")
+                save_plot_svg(plot, path, title=title)
             elif suffix == ".csv":
+                text = shape_record_to_csv(shape) if shape is not None else record_to_csv(self.record)  # type: ignore[arg-type]
                 try:
-                    atomic_write_text(path, record_to_csv(self.record))
+                    atomic_write_text(path, text)
                 except OSError as exc:
                     raise ExportError(f"cannot write {path}: {exc.strerror or exc}") from exc
             else:
-                save_plot_png(self.plot, path, scale=scale)
+                save_plot_png(plot, path, scale=scale)
         except ExportError as exc:
             self.message.emit(str(exc))
             return False
@@ -535,6 +741,7 @@ def install_sweep_view(window: Any) -> SweepView:
     menu = window.menuBar().addMenu("&Sweep")
     for text, slot, shortcut in (
         ("New sweep…", shown(view.new_sweep_dialog), "Ctrl+Shift+R"),
+        ("New shape sweep…", shown(view.new_shape_sweep_dialog), None),
         ("Open sweep…", shown(view.open_dialog), None),
         ("Resume sweep", shown(view.resume), None),
         ("Stop sweep", view.stop, None),

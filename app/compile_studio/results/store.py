@@ -840,6 +840,18 @@ def _load_bare_samples(path: Path) -> RunResult:
     return run
 
 
+#: The record file of a sweep folder (``results.sweep_store``): such a folder is no run.
+SWEEP_RECORDS = ("sweep.json", "shape_sweep.json")
+
+
+def is_sweep_like(folder: Path) -> bool:
+    """Whether ``folder`` holds a sweep (or shape-sweep) record rather than a run."""
+    try:
+        return folder.is_dir() and any((folder / name).is_file() for name in SWEEP_RECORDS)
+    except OSError:
+        return False
+
+
 @dataclass
 class RunListing:
     """One entry of the run store: a readable run, or a damaged folder and why."""
@@ -887,7 +899,7 @@ class RunStore:
         except OSError:
             return []
         for folder in entries:
-            if not folder.is_dir() or folder.name.startswith("."):
+            if not folder.is_dir() or folder.name.startswith(".") or is_sweep_like(folder):
                 continue
             try:
                 out.append(RunListing(folder, load_run(folder, samples=samples)))
@@ -896,6 +908,15 @@ class RunStore:
             except Exception as exc:  # noqa: BLE001 - one run never stops the listing
                 out.append(RunListing(folder, None, f"cannot be read ({type(exc).__name__})"))
         return out
+
+    def sweep_folders(self) -> list[Path]:
+        """The sweep and shape-sweep folders in the store's folder, newest first (not runs:
+        :meth:`list_runs` leaves them out)."""
+        try:
+            entries = sorted(self.root.iterdir(), reverse=True) if self.root.is_dir() else []
+        except OSError:
+            return []
+        return [f for f in entries if not f.name.startswith(".") and is_sweep_like(f)]
 
     def delete(self, folder: str | Path) -> None:
         folder = Path(folder)

@@ -21,7 +21,9 @@ import copy
 import csv
 import io
 import json
+import os
 import re
+import socket
 import threading
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
@@ -42,12 +44,12 @@ from .schema import (
     parse_json_document,
     read_bytes_capped,
 )
-from .store import atomic_write_text, safe_cell
+from .store import SWEEP_RECORDS, atomic_write_text, safe_cell
 
 SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
 #: Version of sweep.json; whoever adds a field bumps it, the loader reads every older one.
-SWEEP_SCHEMA_VERSION = 1
+SWEEP_SCHEMA_VERSION = 2
 #: Largest sweep.json read (a thousand points of a dozen variants is about 5 MiB).
 MAX_SWEEP_JSON_BYTES = 32 * 1024 * 1024
 #: Most points in one sweep.
@@ -193,6 +195,9 @@ class SweepRecord:
     concurrency: int = 1
     app_version: str = __version__
     schema_version: int = SWEEP_SCHEMA_VERSION
+    #: the process running the sweep (pid and host), so a reader can tell a sweep left running
+    owner_pid: int = 0
+    owner_host: str = ""
     #: what did not fit when the record was read from disk
     load_problems: list[str] = field(default_factory=list, compare=False)
 
@@ -239,6 +244,8 @@ def record_to_json(record: SweepRecord) -> str:
         "status": record.status,
         "message": record.message,
         "concurrency": record.concurrency,
+        "owner_pid": record.owner_pid,
+        "owner_host": record.owner_host,
         "config": record.config.to_dict(),
         "environment": record.environment,
         "points": [asdict(p) for p in record.points],
@@ -374,6 +381,8 @@ _TOP_FIELDS: dict[str, Any] = {
     "status": str,
     "message": str,
     "concurrency": int,
+    "owner_pid": int,
+    "owner_host": str,
     "config": dict,
     "environment": dict,
     "points": list,
@@ -496,7 +505,7 @@ def _load(folder: Path, target: Path) -> SweepRecord:
         problems.append(f"sweep.json: environment {exc}")
         environment = {}
     concurrency = top.get("concurrency", 1)
-    return SweepRecord(
+    record = SweepRecord(
         sweep_id=top.get("sweep_id") or folder.name,
         created=top.get("created") or "",
         param=param,
@@ -509,10 +518,401 @@ def _load(folder: Path, target: Path) -> SweepRecord:
         concurrency=concurrency if isinstance(concurrency, int) and 1 <= concurrency <= 64 else 1,
         app_version=top.get("app_version") or "",
         schema_version=top.get("schema_version") or SWEEP_SCHEMA_VERSION,
+        owner_pid=top.get("owner_pid") or 0,
+        owner_host=top.get("owner_host") or "",
         load_problems=problems,
     )
+    _mark_interrupted(record)
+    return record
+
+
+# -- the process that runs a sweep ----------------------------------------------------------
+
+#: Why a point or sweep left "running" by a process that ended reads as stopped.
+INTERRUPTED = "interrupted: the process running the sweep ended (resume runs it again)"
+
+
+def this_owner() -> tuple[int, str]:
+    """(pid, host) of this process, as a sweep it runs records them."""
+    return os.getpid(), socket.gethostname()
+
+
+def owner_alive(pid: int, host: str) -> bool:
+    """Whether the process ``pid`` on ``host`` may still be running a sweep.
+
+    Only a process on this machine can be looked at: one elsewhere counts as
+    alive. A record without an owner (written before owners were kept) is left
+    by a process that is gone unless it is this one.
+    """
+    if host and host != socket.gethostname():
+        return True
+    if pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _mark_interrupted(record: SweepRecord) -> None:
+    """Points (and a sweep) marked running whose owner is gone read as stopped."""
+    running = [p for p in record.points if p.status == RUNNING]
+    if not running and record.status != RUNNING:
+        return
+    if owner_alive(record.owner_pid, record.owner_host):
+        return
+    for p in running:
+        p.status = STOPPED
+        p.message = INTERRUPTED
+    if record.status == RUNNING:
+        record.status = STOPPED
+        record.message = INTERRUPTED
 
 
 def point_variant_fields() -> list[str]:
     """The names of a point variant's numbers (the columns of sweep.csv after the point's)."""
     return [f.name for f in fields(PointVariant)]
+
+
+# -- shape sweeps ---------------------------------------------------------------------------
+
+SHAPE_JSON = "shape_sweep.json"
+assert SWEEP_JSON in SWEEP_RECORDS and SHAPE_JSON in SWEEP_RECORDS
+SHAPE_CSV = "shape_sweep.csv"
+SHAPE_KIND = "compile-studio-shape-sweep"
+SHAPE_SCHEMA_VERSION = 1
+#: Most points of a shape sweep (modes × variants × batch sizes, eager included).
+MAX_SHAPE_POINTS = 20_000
+
+#: The columns of shape_sweep.csv: one row per mode × batch size × variant.
+SHAPE_CSV_COLUMNS = [
+    "batch",
+    "mode",
+    "variant",
+    "first_call_ms",
+    "graphs",
+    "recompiles",
+    "limit_hit",
+    "fell_back_to_eager",
+    "median_ms",
+    "eager_ms",
+    "speedup",
+    "correct",
+    "max_error",
+    "error",
+]
+
+
+@dataclass
+class ShapePoint:
+    """One point of a shape sweep (a ``shape_point`` event, kept): see ``protocol.ShapePointEvent``."""
+
+    variant: str
+    mode: str
+    batch: int
+    first_call_ms: float | None = None
+    graphs: int = 0
+    recompiles: int = 0
+    limit_hit: bool = False
+    fell_back: bool = False
+    recompile_limit: int | None = None
+    median_ms: float | None = None
+    eager_ms: float | None = None
+    speedup: float | None = None
+    correct: bool | None = None
+    max_error: float | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_event(cls, event: Any) -> ShapePoint:
+        """From a ``shape_point`` event (any object with the same attributes)."""
+        return cls(**{f.name: getattr(event, f.name) for f in fields(cls)})
+
+
+@dataclass
+class ShapeSweepRecord:
+    """What shape_sweep.json holds: the config, the batch sizes and modes, and every point."""
+
+    sweep_id: str
+    created: str
+    config: BenchmarkConfig
+    batches: list[int]
+    modes: list[str]
+    recompile_limit: int = 0
+    repeats: int = 5
+    points: list[ShapePoint] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    #: pending, running, complete, stopped or failed
+    status: str = PENDING
+    message: str = ""
+    owner_pid: int = 0
+    owner_host: str = ""
+    app_version: str = __version__
+    schema_version: int = SHAPE_SCHEMA_VERSION
+    load_problems: list[str] = field(default_factory=list, compare=False)
+
+    def title(self) -> str:
+        c = self.config
+        batches = ",".join(str(b) for b in self.batches)
+        return f"shape sweep over batch {batches} · {c.model_text()} · {c.dtype} · {c.device}"
+
+    def series(self) -> list[tuple[str, str]]:
+        """(variant, mode) of each compiled series, in the order they ran."""
+        out: list[tuple[str, str]] = []
+        for p in self.points:
+            key = (p.variant, p.mode)
+            if p.mode != "eager" and key not in out:
+                out.append(key)
+        return out
+
+    def add(self, point: ShapePoint) -> None:
+        """Keep ``point``; eager's time at its batch size gives the compiled points their speedup."""
+        self.points.append(point)
+        if point.mode == "eager":
+            for p in self.points:
+                if p.batch == point.batch and p.mode != "eager":
+                    p.eager_ms = point.median_ms
+                    p.speedup = _ratio(point.median_ms, p.median_ms)
+        else:
+            eager = next((p for p in self.points if p.mode == "eager" and p.batch == point.batch), None)
+            if eager is not None:
+                point.eager_ms = eager.median_ms
+                point.speedup = _ratio(eager.median_ms, point.median_ms)
+
+    def points_of(self, variant: str, mode: str) -> list[ShapePoint]:
+        return [p for p in self.points if p.variant == variant and p.mode == mode]
+
+    def warnings(self) -> list[str]:
+        """In words: each series where Dynamo hit its recompile limit and ran eager from there on."""
+        several = len({v for v, _ in self.series()}) > 1
+        out = []
+        for variant, mode in self.series():
+            hit = next((p for p in self.points_of(variant, mode) if p.limit_hit), None)
+            if hit is None:
+                continue
+            who = f"{variant} dynamic={mode}" if several else f"dynamic={mode}"
+            limit = f" ({hit.recompile_limit})" if hit.recompile_limit else ""
+            out.append(
+                f"{who}: Dynamo hit its recompile limit{limit} at batch {hit.batch} "
+                "and ran eager from there on"
+            )
+        return out
+
+    def copy(self) -> ShapeSweepRecord:
+        return copy.deepcopy(self)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b is not None and b > 0 else None
+
+
+def shape_record_to_json(record: ShapeSweepRecord) -> str:
+    doc = {
+        "schema_version": SHAPE_SCHEMA_VERSION,
+        "app_version": record.app_version,
+        "kind": SHAPE_KIND,
+        "sweep_id": record.sweep_id,
+        "created": record.created,
+        "batches": record.batches,
+        "modes": record.modes,
+        "recompile_limit": record.recompile_limit,
+        "repeats": record.repeats,
+        "status": record.status,
+        "message": record.message,
+        "owner_pid": record.owner_pid,
+        "owner_host": record.owner_host,
+        "config": record.config.to_dict(),
+        "environment": record.environment,
+        "warnings": record.warnings(),
+        "points": [asdict(p) for p in record.points],
+    }
+    return json.dumps(_no_nan(doc), indent=2, allow_nan=False, default=str) + "\n"
+
+
+def _no_nan(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nan(v) for v in value]
+    return value
+
+
+def _yes_no(value: bool | None) -> str:
+    return "" if value is None else ("yes" if value else "no")
+
+
+def shape_record_to_csv(record: ShapeSweepRecord) -> str:
+    """shape_sweep.csv: one row per mode × batch size × variant (eager's rows have mode ``eager``)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(SHAPE_CSV_COLUMNS)
+    for p in sorted(record.points, key=lambda p: (_mode_order(p.mode), p.batch, p.variant)):
+        row = {
+            **asdict(p),
+            "limit_hit": _yes_no(p.limit_hit),
+            "fell_back_to_eager": _yes_no(p.fell_back),
+            "correct": _yes_no(p.correct),
+        }
+        writer.writerow([_cell(row.get(c)) for c in SHAPE_CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def _mode_order(mode: str) -> int:
+    order = ("eager", "false", "auto", "true")
+    return order.index(mode) if mode in order else len(order)
+
+
+class ShapeSweepFolder:
+    """A shape sweep's folder and record, saved whole (atomically) after every point."""
+
+    def __init__(self, path: Path, record: ShapeSweepRecord):
+        self.path = Path(path)
+        self.record = record
+        self._lock = threading.RLock()
+        self.write_error: str | None = None
+
+    @classmethod
+    def create(cls, root: Path, slug: str, record: ShapeSweepRecord, when: datetime | None = None) -> ShapeSweepFolder:
+        """A new folder under ``root`` named ``<time>_shape_<slug>``; writes shape_sweep.json."""
+        when = when or datetime.now()
+        base = f"{when:%Y%m%d-%H%M%S}_shape_{re.sub(r'[^A-Za-z0-9_.+-]', '-', slug)[:80]}"
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        for k in range(1000):
+            path = root / (base if k == 0 else f"{base}_{k}")
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:
+                continue
+        else:  # pragma: no cover - a thousand sweeps in one second
+            raise OSError(f"cannot create a unique shape-sweep folder in {root}")
+        record.sweep_id = path.name
+        record.created = record.created or when.isoformat(timespec="seconds")
+        folder = cls(path, record)
+        folder.save(raise_errors=True)
+        return folder
+
+    def save(self, raise_errors: bool = False) -> bool:
+        with self._lock:
+            try:
+                atomic_write_text(self.path / SHAPE_JSON, shape_record_to_json(self.record))
+                atomic_write_text(self.path / SHAPE_CSV, shape_record_to_csv(self.record))
+            except OSError as exc:
+                self.write_error = f"cannot write the shape sweep in {self.path}: {exc.strerror or exc}"
+                if raise_errors:
+                    raise
+                return False
+            self.write_error = None
+            return True
+
+    def update(self, change: Any = None) -> ShapeSweepRecord:
+        """Apply ``change(record)`` under the lock, save, and return a copy."""
+        with self._lock:
+            if change is not None:
+                change(self.record)
+            self.save()
+            return self.record.copy()
+
+
+def is_shape_sweep_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a shape-sweep folder or its shape_sweep.json (by the file's name)."""
+    p = Path(path)
+    try:
+        if p.name == SHAPE_JSON and p.is_file():
+            return True
+        return p.is_dir() and (p / SHAPE_JSON).is_file()
+    except OSError:
+        return False
+
+
+_SHAPE_POINT = Schema.of_dataclass("shape point", ShapePoint)
+_SHAPE_TOP: dict[str, Any] = {
+    "app_version": str, "sweep_id": str, "created": str, "status": str, "message": str,
+    "owner_pid": int, "owner_host": str, "recompile_limit": int, "repeats": int, "schema_version": int,
+}
+
+
+def load_shape_sweep(path: str | Path) -> ShapeSweepRecord:
+    """Read a shape-sweep folder (or its shape_sweep.json); :class:`SweepDamaged` saying why it cannot."""
+    p = Path(path)
+    folder = p.parent if p.name == SHAPE_JSON and not p.is_dir() else p
+    target = folder / SHAPE_JSON
+    try:
+        return _load_shape(folder, target)
+    except SweepDamaged:
+        raise
+    except RunDamaged as exc:
+        raise SweepDamaged(str(exc)) from None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError) as exc:
+        raise SweepDamaged(f"{SHAPE_JSON} cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def _load_shape(folder: Path, target: Path) -> ShapeSweepRecord:
+    check_regular_file(target, MAX_SWEEP_JSON_BYTES)
+    doc = parse_json_document(read_bytes_capped(target, MAX_SWEEP_JSON_BYTES), SHAPE_JSON)
+    if not isinstance(doc, dict) or doc.get("kind") != SHAPE_KIND or not isinstance(doc.get("points"), list):
+        raise SweepDamaged(f"{SHAPE_JSON} is not a Compile Studio shape-sweep record")
+    problems: list[str] = []
+    top: dict[str, Any] = {}
+    for key, hint in _SHAPE_TOP.items():
+        if key in doc:
+            try:
+                top[key] = conform(doc[key], hint, MAX_TEXT)
+            except (Unfit, RecursionError) as exc:
+                problems.append(f"{SHAPE_JSON}: {key} {exc}")
+    config = config_from_saved(doc.get("config"))
+    if config is None:
+        raise SweepDamaged(f"{SHAPE_JSON}: the configuration is missing")
+    batches = [b for b in doc.get("batches", []) if isinstance(b, int) and not isinstance(b, bool)] \
+        if isinstance(doc.get("batches"), list) else []
+    modes = [m for m in doc.get("modes", []) if isinstance(m, str) and len(m) <= MAX_NAME] \
+        if isinstance(doc.get("modes"), list) else []
+    raw = doc["points"]
+    if len(raw) > MAX_SHAPE_POINTS:
+        raise SweepDamaged(f"{SHAPE_JSON}: more than {MAX_SHAPE_POINTS:,} points")
+    points = []
+    for k, item in enumerate(raw):
+        own: list[str] = []
+        values = _SHAPE_POINT.read(item, own)
+        if not isinstance(values.get("variant"), str) or not isinstance(values.get("mode"), str) \
+                or not isinstance(values.get("batch"), int):
+            problems.append(f"point {k} has no variant, mode or batch: left out")
+            continue
+        problems.extend(f"point {k}: {p}" for p in own)
+        points.append(ShapePoint(**values))
+    environment = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
+    try:
+        environment = conform(environment, Any)
+    except Unfit as exc:
+        problems.append(f"{SHAPE_JSON}: environment {exc}")
+        environment = {}
+    record = ShapeSweepRecord(
+        sweep_id=top.get("sweep_id") or folder.name,
+        created=top.get("created") or "",
+        config=config,
+        batches=batches,
+        modes=modes,
+        recompile_limit=top.get("recompile_limit") or 0,
+        repeats=top.get("repeats") or 5,
+        points=points,
+        environment=environment if isinstance(environment, dict) else {},
+        status=top.get("status") or "incomplete",
+        message=top.get("message") or "",
+        owner_pid=top.get("owner_pid") or 0,
+        owner_host=top.get("owner_host") or "",
+        app_version=top.get("app_version") or "",
+        schema_version=top.get("schema_version") or SHAPE_SCHEMA_VERSION,
+        load_problems=problems,
+    )
+    if record.status == RUNNING and not owner_alive(record.owner_pid, record.owner_host):
+        record.status = STOPPED
+        record.message = "interrupted: the process running the shape sweep ended"
+    return record

@@ -18,7 +18,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QColor
 
-from ...results.sweep_store import PointVariant, SweepPoint, SweepRecord
+from ...results.sweep_store import PointVariant, ShapeSweepRecord, SweepPoint, SweepRecord
 from ...sweep import value_text, x_positions
 from .hover import hover_label, track_mouse
 from .style import FOREGROUND, MUTED, make_legend, series_color, style_plot_item, with_alpha
@@ -384,3 +384,113 @@ class SweepPlot(pg.GraphicsLayoutWidget):
     def _on_clicked(self, event) -> None:
         if event.double():
             self.activate_at(event.scenePos())
+
+
+def _positive(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) and v > 0 else None
+
+
+class ShapeSweepPlot(pg.GraphicsLayoutWidget):
+    """A shape sweep: first-call (compile or recompile) ms and recompiles per batch size, a line per mode.
+
+    Two plots over the batch sizes (log x when they span a factor of 8): the
+    first call at each batch size (log y: a compile is 100–1000× a call) and
+    the recompiles it caused. A point where Dynamo hit its recompile limit is
+    marked with a red cross on both. Redrawn whole by :meth:`set_record`.
+    """
+
+    PLOTS = ("first_call", "recompiles")
+    #: a colour per dynamic mode, the same on both plots
+    MODE_COLORS = {"false": series_color(0), "auto": series_color(1), "true": series_color(2)}
+    LIMIT_COLOR = QColor("#B00020")
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent=parent)
+        self.setBackground("w")
+        self.record: ShapeSweepRecord | None = None
+        self.plots: dict[str, pg.PlotItem] = {}
+        titles = {
+            "first_call": ("first call at each batch size (compile or recompile)", "ms (log)"),
+            "recompiles": ("recompiles caused by each batch size", "recompiles"),
+        }
+        for k, name in enumerate(self.PLOTS):
+            item = self.addPlot(row=0, col=k)
+            title, unit = titles[name]
+            item.setTitle(title, color=FOREGROUND, size="10pt")
+            style_plot_item(item, unit, None)
+            item.getAxis("left").setWidth(64)
+            self.plots[name] = item
+        self.plots["first_call"].getAxis("left").setLogMode(False, True)
+        self.legend = make_legend(self.plots["first_call"])
+        self.note = pg.TextItem("", color=MUTED, anchor=(0.5, 0.5))
+        self.plots["first_call"].addItem(self.note, ignoreBounds=True)
+        self._items: dict[str, list[pg.GraphicsObject]] = {name: [] for name in self.PLOTS}
+        #: (plot, series, batch, y) of every marker drawn, for tests and hover text
+        self.drawn: list[tuple[str, str, int, float]] = []
+
+    def _add(self, name: str, item: pg.GraphicsObject) -> None:
+        self.plots[name].addItem(item)
+        self._items[name].append(item)
+
+    def clear_items(self) -> None:
+        for name, items in self._items.items():
+            for item in items:
+                self.plots[name].removeItem(item)
+            items.clear()
+        self.legend.clear()
+        self.note.setText("")
+        self.drawn = []
+
+    def set_record(self, record: ShapeSweepRecord | None) -> None:
+        """Draw ``record`` (None: nothing)."""
+        self.record = record
+        self.clear_items()
+        series = record.series() if record is not None else []
+        if record is None or not series:
+            self.note.setText("No compiled point yet")
+            self.note.setPos(0.5, 0.0)
+            return
+        xs, log_x = x_positions(list(record.batches))
+        x_of = dict(zip(record.batches, xs))
+        ticks = [(x, str(b)) for b, x in zip(record.batches, xs)]
+        several = len({v for v, _ in series}) > 1
+        for k, (variant, mode) in enumerate(series):
+            name = f"{variant} dynamic={mode}" if several else f"dynamic={mode}"
+            color = self.MODE_COLORS.get(mode, series_color(3 + k)) if not several else series_color(k)
+            points = [p for p in record.points_of(variant, mode) if p.batch in x_of and not p.error]
+            first = [(x_of[p.batch], ms, p) for p in points if (ms := _positive(p.first_call_ms)) is not None]
+            self._line("first_call", name, color,
+                       [x for x, _, _ in first], [math.log10(y) for _, y, _ in first], legend=True)
+            self.drawn += [("first_call", name, p.batch, y) for _, y, p in first]
+            recompiles = [(x_of[p.batch], float(p.recompiles), p) for p in points]
+            self._line("recompiles", name, color,
+                       [x for x, _, _ in recompiles], [y for _, y, _ in recompiles], legend=False)
+            self.drawn += [("recompiles", name, p.batch, y) for _, y, p in recompiles]
+            for p in (p for p in points if p.limit_hit):
+                ms = _positive(p.first_call_ms)
+                marks = [("recompiles", float(p.recompiles))]
+                if ms is not None:
+                    marks.append(("first_call", math.log10(ms)))
+                for plot, y in marks:
+                    mark = pg.ScatterPlotItem([x_of[p.batch]], [y], symbol="x", size=16,
+                                              pen=pg.mkPen(self.LIMIT_COLOR, width=2), brush=self.LIMIT_COLOR)
+                    self._add(plot, mark)
+        span = max(xs) - min(xs)
+        pad = 0.08 * span if span > 0 else 0.5
+        for item in self.plots.values():
+            item.getAxis("bottom").setTicks([ticks])
+            item.setLabel("bottom", "batch size" + (" (log)" if log_x else ""), color=FOREGROUND)
+            item.enableAutoRange()
+            item.setXRange(min(xs) - pad, max(xs) + pad, padding=0)
+        top = max((y for plot, _, _, y in self.drawn if plot == "recompiles"), default=0.0)
+        self.plots["recompiles"].setYRange(0, max(1.0, top) * 1.15, padding=0)
+
+    def _line(self, plot: str, name: str, color: QColor, x: list[float], y: list[float], legend: bool) -> None:
+        if not x:
+            return
+        item = pg.PlotDataItem(
+            np.asarray(x, dtype=float), np.asarray(y, dtype=float), pen=pg.mkPen(color, width=2),
+            symbol="o", symbolSize=7, symbolBrush=pg.mkBrush(color), symbolPen=pg.mkPen(color.darker(130)),
+            name=name if legend else None,
+        )
+        self._add(plot, item)

@@ -1,0 +1,325 @@
+"""The shape sweep: one worker calls each compiled variant at one batch size after another.
+
+For each dynamic mode (``false``, ``auto``, ``true``) and each compiled
+variant, Dynamo starts afresh (``torch._dynamo.reset()``), the variant is
+built and compiled, and then called at each batch size in turn with a fresh
+input of that size. Per point it records the first call at that shape (the
+compile or recompile it caused), the graphs Dynamo compiled during it,
+whether Dynamo hit its recompile limit (and from then on ran the frame
+eager), the median of a few timed calls at that shape, and whether the
+output matches the fp64 reference as the dtype's rule asks. Eager runs at
+each batch size too, for the speedup (the supervising side divides: eager's
+timed calls come last, see :meth:`ShapeSweepRunner._eager_timed`).
+
+The timed calls are the call and the synchronisation that ends it, nothing
+else: Dynamo's counters are read before and after the first call only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from .. import protocol
+from ..config import BenchmarkConfig, ConfigError, ConfigProblem
+from . import checks
+from .model import TORCH_DTYPES
+from .models import Workload, build_workload, move_inputs
+from .variant import Variant, first_tensor, variant_of
+
+#: Dynamo's names for its recompile limit: ``recompile_limit`` (torch ≥ 2.6), ``cache_size_limit`` before.
+LIMIT_NAMES = ("recompile_limit", "cache_size_limit")
+#: Untimed calls at a shape before its timed ones.
+WARM_CALLS = 2
+
+
+class Stopped(Exception):
+    """The sweep was asked to stop."""
+
+
+def read_request(line: str) -> tuple[protocol.ShapeSweepRequest, str]:
+    """The request on the worker's stdin line and its config as JSON; ConfigError saying what is wrong."""
+    try:
+        request = protocol.ShapeSweepRequest.from_json(line)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError([ConfigProblem("shape sweep", str(exc)[:300])]) from None
+    problems = request.problems()
+    if problems:
+        raise ConfigError([ConfigProblem(f, m) for f, m in problems])
+    import json
+
+    return request, json.dumps(request.config)
+
+
+def set_recompile_limit(limit: int) -> int:
+    """Set Dynamo's recompile limit under whichever name this torch has; returns the limit in force."""
+    cfg = torch._dynamo.config
+    for name in LIMIT_NAMES:
+        if hasattr(cfg, name):
+            if limit > 0:
+                setattr(cfg, name, limit)
+            return int(getattr(cfg, name))
+    return limit
+
+
+class LimitLog(logging.Handler):
+    """Counts Dynamo's warnings that it hit its recompile limit (either name of the limit)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.hits = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = str(record.msg) + " " + str(record.args or "")
+        except Exception:  # noqa: BLE001 - a log record never breaks the sweep
+            return
+        if "hit config." in text and any(name in text for name in LIMIT_NAMES):
+            self.hits += 1
+
+    @contextlib.contextmanager
+    def attached(self) -> Iterator[LimitLog]:
+        logger = logging.getLogger("torch._dynamo")
+        logger.addHandler(self)
+        try:
+            yield self
+        finally:
+            logger.removeHandler(self)
+
+
+def _counts() -> dict[str, int]:
+    from torch._dynamo.utils import counters
+
+    return {
+        "tried": int(counters["frames"].get("total", 0)),
+        "ok": int(counters["frames"].get("ok", 0)),
+        "graphs": int(counters["stats"].get("unique_graphs", 0)),
+    }
+
+
+def resize_inputs(inputs: tuple[Any, ...], batch: int) -> tuple[Any, ...]:
+    """Each tensor input with ``batch`` rows (its rows repeated or cut): a factory's fixed inputs."""
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] != batch:
+            x = x[torch.arange(batch, device=x.device) % x.shape[0]]
+        out.append(x)
+    return tuple(out)
+
+
+@dataclasses.dataclass
+class _Shape:
+    """One batch size: its input, the fp64 reference, and eager's deviation, time and first call."""
+
+    batch: int
+    inputs: tuple[Any, ...]
+    reference: torch.Tensor | None
+    eager_dev: checks.Deviation | None = None
+    eager_first_ms: float | None = None
+
+
+class ShapeSweepRunner:
+    """Runs a :class:`protocol.ShapeSweepRequest` in this process and reports each point to ``sink``."""
+
+    def __init__(
+        self,
+        config: BenchmarkConfig,
+        request: protocol.ShapeSweepRequest,
+        sink: Any,
+        stop: threading.Event | None = None,
+    ):
+        from .runner import resolve_device
+
+        self.config = config
+        self.request = request
+        self.sink = sink
+        self.stop = stop or threading.Event()
+        self.device = torch.device(resolve_device(config.device))
+        self.is_cuda = self.device.type == "cuda" and torch.cuda.is_available()
+        if self.is_cuda:
+            torch.cuda.set_device(self.device)
+        self.dtype = TORCH_DTYPES[config.dtype]
+        self.training = config.workload == "training"
+        self.limit = 0
+
+    # -- timing ---------------------------------------------------------------------------
+    def _sync(self) -> None:
+        if self.is_cuda:
+            torch.cuda.synchronize(self.device)
+        elif self.device.type == "mps":
+            torch.mps.synchronize()
+
+    def _time(self, step: Callable[[tuple[Any, ...]], Any], x: tuple[Any, ...]) -> tuple[float, Any]:
+        """(milliseconds, output) of one call, synchronised at both ends."""
+        self._sync()
+        t0 = time.perf_counter_ns()
+        out = step(x)
+        self._sync()
+        return (time.perf_counter_ns() - t0) / 1e6, out
+
+    def _warm(self, step: Callable[[tuple[Any, ...]], Any], x: tuple[Any, ...]) -> None:
+        """A few untimed calls before the timed ones."""
+        for _ in range(WARM_CALLS):
+            step(x)
+        self._sync()
+
+    def _median(self, step: Callable[[tuple[Any, ...]], Any], x: tuple[Any, ...]) -> float:
+        return statistics.median(self._time(step, x)[0] for _ in range(self.request.repeats))
+
+    def _grad(self) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext() if self.training else torch.inference_mode()
+
+    def _check_stop(self) -> None:
+        if self.stop.is_set():
+            raise Stopped
+
+    # -- the sweep ------------------------------------------------------------------------
+    def _workload(self, batch: int, variant: str = "") -> Workload:
+        cfg = dataclasses.replace(self.config, batch_size=batch)
+        return build_workload(cfg, variant)
+
+    def _shapes(self) -> list[_Shape]:
+        out = []
+        for batch in self.request.batches:
+            workload = self._workload(batch)
+            inputs = resize_inputs(workload.inputs, batch) if self.config.model == "custom" else workload.inputs
+            reference = None
+            if not self.training:
+                ref = workload.to(torch.device("cpu"), torch.float64)
+                ref.model.eval()
+                with torch.no_grad():
+                    ref_inputs = move_inputs(inputs, torch.device("cpu"), torch.float64)
+                    reference = first_tensor(ref.model(*ref_inputs)).detach()
+            out.append(_Shape(batch, move_inputs(inputs, self.device, self.dtype), reference))
+            del workload
+        return out
+
+    def _variant(self, name: str, mode: str) -> Variant:
+        from .environment import compile_modes
+
+        cfg = self.config if mode == "eager" else dataclasses.replace(self.config, dynamic=mode)
+        workload = self._workload(self.request.batches[0], f"{name}_{mode}").to(self.device, self.dtype)
+        return variant_of(cfg, name, workload, self.device, compile_modes())
+
+    def _deviation(self, out: Any, shape: _Shape) -> checks.Deviation | None:
+        if shape.reference is None:
+            return None
+        return checks.deviation(first_tensor(out).detach(), shape.reference)
+
+    def _eager_first(self, v: Variant, shapes: list[_Shape]) -> None:
+        """Eager's first call at each shape (timed) and its deviation, which the checks compare with."""
+        for shape in shapes:
+            self._check_stop()
+            with self._grad():
+                shape.eager_first_ms, out = self._time(v.step, shape.inputs)
+            shape.eager_dev = self._deviation(out, shape)
+            del out
+
+    def _eager_timed(self, v: Variant, shapes: list[_Shape]) -> None:
+        """Eager's timed calls at each shape, after the compiles.
+
+        Last, not first: Inductor's compile workers start in the background
+        with the first compile and would share the cores with eager's calls.
+        """
+        for shape in shapes:
+            self._check_stop()
+            with self._grad():
+                self._warm(v.step, shape.inputs)
+                median = self._median(v.step, shape.inputs)
+            dev = shape.eager_dev
+            self.sink.event(
+                protocol.ShapePointEvent(
+                    variant="eager", mode="eager", batch=shape.batch, first_call_ms=shape.eager_first_ms,
+                    median_ms=median, eager_ms=median, speedup=1.0,
+                    correct=None if dev is None else checks.judge(self.config.dtype, dev, None)[0],
+                    max_error=None if dev is None else _finite(dev.error),
+                )
+            )
+
+    def _compiled(self, name: str, mode: str, shapes: list[_Shape]) -> None:
+        torch._dynamo.reset()
+        try:
+            v = self._variant(name, mode)
+        except Exception as exc:  # noqa: BLE001 - this mode fails, the sweep goes on
+            self._point_error(name, mode, shapes[0].batch, exc)
+            return
+        fell_back = False
+        with LimitLog().attached() as limit_log:
+            for k, shape in enumerate(shapes):
+                self._check_stop()
+                before, hits = _counts(), limit_log.hits
+                try:
+                    with self._grad():
+                        first, out = self._time(v.step, shape.inputs)
+                except Exception as exc:  # noqa: BLE001 - reported per point
+                    self._point_error(name, mode, shape.batch, exc)
+                    continue
+                after = _counts()
+                graphs = after["graphs"] - before["graphs"]
+                # a frame Dynamo tried and gave up on, with the warning (or a limit as low as the graphs)
+                limit_hit = limit_log.hits > hits or (
+                    after["tried"] > before["tried"] and after["ok"] == before["ok"]
+                    and graphs == 0 and self.limit > 0 and k >= self.limit
+                )
+                fell_back = fell_back or limit_hit
+                dev = self._deviation(out, shape)
+                del out
+                with self._grad():
+                    self._warm(v.step, shape.inputs)
+                    median = self._median(v.step, shape.inputs)
+                correct = None
+                if dev is not None:
+                    correct = checks.judge(self.config.dtype, dev, shape.eager_dev)[0]
+                self.sink.event(
+                    protocol.ShapePointEvent(
+                        variant=name, mode=mode, batch=shape.batch, first_call_ms=first,
+                        graphs=graphs, recompiles=after["ok"] - before["ok"] if k > 0 else 0,
+                        limit_hit=limit_hit, fell_back=fell_back, recompile_limit=self.limit or None,
+                        median_ms=median, correct=correct, max_error=None if dev is None else _finite(dev.error),
+                    )
+                )
+        del v
+        if self.is_cuda:
+            torch.cuda.empty_cache()
+
+    def _point_error(self, name: str, mode: str, batch: int, exc: BaseException) -> None:
+        from .runner import _first_line
+
+        self.sink.event(
+            protocol.ShapePointEvent(variant=name, mode=mode, batch=batch, error=_first_line(exc, 300))
+        )
+
+    def run(self) -> protocol.RunStatus:
+        """Every mode × variant × batch size: ``complete``, ``stopped`` or ``failed``."""
+        from .runner import BenchmarkRunner
+
+        BenchmarkRunner._apply_precision(self.config.dtype)
+        self.limit = set_recompile_limit(self.request.recompile_limit)
+        try:
+            shapes = self._shapes()
+            eager = self._variant("eager", "eager")
+            self._eager_first(eager, shapes)
+            for mode in self.request.modes:
+                for name in self.config.compiled_variants():
+                    self.sink.event(
+                        protocol.PhaseEvent(variant=f"{name} dynamic={mode}", phase=protocol.Phase.COMPILE)
+                    )
+                    self._compiled(name, mode, shapes)
+            self._eager_timed(eager, shapes)
+        except Stopped:
+            self.sink.flush()
+            return protocol.RunStatus.STOPPED
+        self.sink.flush()
+        return protocol.RunStatus.COMPLETE
+
+
+def _finite(value: float) -> float | None:
+    return value if value == value and abs(value) != float("inf") else None

@@ -1,0 +1,191 @@
+"""The shape sweep: a real worker calls aot_eager at batch 1…5 for dynamic=false, auto and true."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from compile_studio import cli, protocol
+from compile_studio.config import BenchmarkConfig, ConfigError
+from compile_studio.results.sweep_store import (
+    SHAPE_CSV,
+    SHAPE_CSV_COLUMNS,
+    SHAPE_JSON,
+    ShapePoint,
+    ShapeSweepRecord,
+    SweepDamaged,
+    load_shape_sweep,
+)
+from compile_studio.sweep import parse_batches, shape_request
+
+BATCHES = [1, 2, 3, 4, 5]
+LIMIT = 3
+RUN_FLAGS = ["--layers", "16,32,8", "--device", "cpu", "--variants", "eager,aot_eager", "--seed", "1"]
+
+
+@pytest.fixture(scope="module")
+def shape_sweep(tmp_path_factory):
+    """One CLI shape sweep (a real worker): batch 1…5, the recompile limit lowered to 3."""
+    out = tmp_path_factory.mktemp("shape")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("COMPILE_STUDIO_DATA_DIR", str(out / "data"))
+    try:
+        import contextlib
+        import io
+
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            code = cli.main(
+                ["sweep", "--shape", "--values", ",".join(map(str, BATCHES)), "--recompile-limit", str(LIMIT),
+                 "--repeats", "3", "--out", str(out), *RUN_FLAGS]
+            )
+    finally:
+        mp.undo()
+    folders = [p for p in out.iterdir() if (p / SHAPE_JSON).is_file()]
+    assert len(folders) == 1, (code, stdout.getvalue(), stderr.getvalue())
+    return code, stdout.getvalue(), stderr.getvalue(), folders[0]
+
+
+def series(record: ShapeSweepRecord, mode: str) -> list[ShapePoint]:
+    points = record.points_of("aot_eager", mode)
+    assert [p.batch for p in points] == BATCHES
+    return points
+
+
+def test_cli_shape_sweep_exit_0_with_a_table_per_mode_and_the_limit_warning(shape_sweep):
+    code, out, err, folder = shape_sweep
+    assert code == 0, err
+    for mode in protocol.SHAPE_MODES:
+        assert f"aot_eager · dynamic={mode}" in out
+    assert (
+        f"warning: dynamic=false: Dynamo hit its recompile limit ({LIMIT}) at batch 4 and ran eager from there on"
+        in out
+    )
+    assert "dynamic=auto: Dynamo hit" not in out and "dynamic=true: Dynamo hit" not in out
+    assert f"saved: {folder}" in out
+
+
+def test_dynamic_false_recompiles_at_each_new_batch_until_the_limit_then_runs_eager(shape_sweep):
+    record = load_shape_sweep(shape_sweep[3])
+    points = series(record, "false")
+    assert [p.graphs for p in points] == [1, 1, 1, 0, 0]
+    assert [p.recompiles for p in points] == [0, 1, 1, 0, 0]
+    assert [p.limit_hit for p in points] == [False, False, False, True, False]
+    assert [p.fell_back for p in points] == [False, False, False, True, True]
+    assert all(p.recompile_limit == LIMIT for p in points)
+
+
+def test_dynamic_true_compiles_once_plus_the_batch_1_specialisation(shape_sweep):
+    record = load_shape_sweep(shape_sweep[3])
+    for mode in ("true", "auto"):
+        points = series(record, mode)
+        # batch 1 is specialised (size 0/1): batch 2 compiles the shape-generic graph, which serves 3, 4 and 5
+        assert [p.graphs for p in points] == [1, 1, 0, 0, 0], mode
+        assert [p.recompiles for p in points] == [0, 1, 0, 0, 0], mode
+        assert not any(p.limit_hit or p.fell_back for p in points), mode
+
+
+def test_every_point_is_timed_checked_and_has_its_speedup(shape_sweep):
+    record = load_shape_sweep(shape_sweep[3])
+    assert record.status == "complete"
+    assert len(record.points) == len(BATCHES) * 4
+    for p in record.points:
+        assert p.error is None
+        assert p.first_call_ms is not None and p.first_call_ms > 0
+        assert p.median_ms is not None and p.median_ms > 0
+        assert p.correct is True, p
+        assert p.eager_ms is not None and p.speedup == pytest.approx(p.eager_ms / p.median_ms)
+    assert record.environment.get("torch")
+
+
+def test_csv_has_a_row_per_mode_batch_and_variant(shape_sweep):
+    with open(shape_sweep[3] / SHAPE_CSV, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == SHAPE_CSV_COLUMNS
+    assert len(rows) == len(BATCHES) * 4
+    assert {r["mode"] for r in rows} == {"eager", "false", "auto", "true"}
+    false_rows = [r for r in rows if r["mode"] == "false"]
+    assert [r["fell_back_to_eager"] for r in false_rows] == ["no", "no", "no", "yes", "yes"]
+    assert {r["correct"] for r in rows} == {"yes"}
+    doc = json.loads((shape_sweep[3] / SHAPE_JSON).read_text())
+    assert doc["kind"] == "compile-studio-shape-sweep" and len(doc["warnings"]) == 1
+
+
+def test_show_prints_a_saved_shape_sweep(shape_sweep, capsys):
+    assert cli.main(["show", str(shape_sweep[3])]) == 0
+    out = capsys.readouterr().out
+    assert "Shape sweep:" in out and "aot_eager · dynamic=true" in out
+    assert "recompile limit (3) at batch 4" in out
+    assert cli.main(["compare", str(shape_sweep[3])]) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--values", "0,2"], "batch 0"),
+        (["--values", "2,2"], "listed twice"),
+        (["--values", "1,2", "--modes", "fast"], "--modes"),
+        (["--values", "1,2", "--recompile-limit", "-1"], "--recompile-limit"),
+        (["--values", "1,2", "--variants", "eager"], "compiled variant"),
+        (["--values", "1,2", "--param", "batch_size"], "--param"),
+        (["--range", "1:4", "--concurrency", "2"], "one worker"),
+        (["--values", "x"], "not a whole number"),
+    ],
+)
+def test_cli_bad_shape_sweeps_exit_2_saying_why(tmp_path, capsys, args, words):
+    flags = ["--layers", "16,32,8", "--device", "cpu"]
+    if "--variants" not in args:
+        flags += ["--variants", "eager,aot_eager"]
+    code = cli.main(["sweep", "--shape", *args, *flags, "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert words in err and "Traceback" not in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_shape_flags_without_shape_exit_2(capsys):
+    assert cli.main(["sweep", "--param", "batch_size", "--values", "1", "--recompile-limit", "2"]) == 2
+    assert "go with --shape" in capsys.readouterr().err
+
+
+def test_request_and_event_round_trip_and_checks():
+    config = BenchmarkConfig(device="cpu", variants=["eager", "aot_eager"])
+    request = shape_request(config, [1, 8], recompile_limit=2)
+    again = protocol.ShapeSweepRequest.from_json(request.to_json())
+    assert again == request and not again.problems()
+    assert protocol.ShapeSweepRequest(config={}, batches=[], modes=["x"]).problems()
+    with pytest.raises(ValueError, match="unknown keys"):
+        protocol.ShapeSweepRequest.from_json(json.dumps({"config": {}, "batches": [1], "evil": 1}))
+    event = protocol.ShapePointEvent(variant="aot_eager", mode="false", batch=4, graphs=1, limit_hit=True)
+    assert protocol.decode(protocol.encode(event)) == event
+    assert parse_batches(range_text="1:16:x2") == [1, 2, 4, 8, 16]
+    with pytest.raises(ConfigError):
+        shape_request(config, [1], modes=["auto", "auto"])
+
+
+def test_a_damaged_shape_sweep_json_says_what_is_wrong(tmp_path, capsys):
+    folder = tmp_path / "20260101-000000_shape_x"
+    folder.mkdir()
+    (folder / SHAPE_JSON).write_text('{"kind": "compile-studio-shape-sweep", "points": [], "config": 7}')
+    with pytest.raises(SweepDamaged, match="configuration is missing"):
+        load_shape_sweep(folder)
+    assert cli.main(["show", str(folder)]) == 3
+    assert "configuration is missing" in capsys.readouterr().err
+
+
+def test_a_shape_sweep_left_running_by_a_dead_process_reads_as_stopped(shape_sweep, tmp_path):
+    doc = json.loads((shape_sweep[3] / SHAPE_JSON).read_text())
+    doc.update(status="running", owner_pid=2**22 + 12345)
+    folder = tmp_path / "left"
+    folder.mkdir()
+    (folder / SHAPE_JSON).write_text(json.dumps(doc))
+    record = load_shape_sweep(Path(folder))
+    assert record.status == "stopped" and "interrupted" in record.message
+
+
+def test_resume_of_a_shape_sweep_takes_no_flags(shape_sweep, capsys):
+    assert cli.main(["sweep", "--resume", str(shape_sweep[3]), "--layers", "8,8"]) == 2
+    assert "--resume runs the shape sweep as it was made" in capsys.readouterr().err
