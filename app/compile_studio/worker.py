@@ -19,11 +19,12 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Callable
 from typing import IO
 
 from . import affinity, protocol
 from .config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
-from .engine.compile_host import HOST_FLAG, CompileHost, host_main
+from .engine.compile_host import HOST_FLAG, CompileHost, CompileHostError, host_main
 from .engine.sink import BatchingSink
 
 #: How long a stop waits for the timed loop to return before the worker
@@ -136,33 +137,40 @@ class IsolatedCompile:
 
     That is what a new program pays for this variant in the chosen cache mode:
     Inductor's imports, its compile workers and every cache start as they
-    would for the user, whatever variants ran before. Each first call runs in
-    a child forked from a compile host that has made the imports a fresh
-    process makes before its clock starts, and nothing else
-    (:mod:`.engine.compile_host`); in cold mode each variant gets a host and
-    empty caches of its own. The host starts with the run, so it imports
-    torch while the worker builds its model, and is closed before the timed calls.
+    would for the user, whatever variants ran before. Each compile runs in a
+    compile host of its own (:mod:`.engine.compile_host`), started ahead so
+    the hosts import side by side while the worker builds its model; all are
+    ready before the first compile, and none is used twice. In cold mode each
+    host gets empty caches of its own. Any host left is closed before the
+    timed calls.
     """
 
     def __init__(
         self,
         config: BenchmarkConfig,
         stop: threading.Event,
+        compiles: int,
         timeout_s: float = 3600.0,
         host: CompileHost | None = None,
     ):
         self.config = config
         self.stop = stop
         self.timeout_s = timeout_s
-        self._host: CompileHost | None = host
-        if config.compile_cache == "cold":
-            self.close()  # a host started early has the shared caches: not for a cold run
-        elif self._host is not None:
-            self._host.timeout_s = timeout_s
+        self._hosts: list[CompileHost] = []
+        if host is not None and config.compile_cache == "cold":
+            host.close()  # started early with the shared caches: not for a cold run
+        elif host is not None:
+            host.timeout_s = timeout_s
+            self._hosts.append(host)
+        while len(self._hosts) < compiles:
+            self._hosts.append(self._new_host())
 
     @staticmethod
     def start_host(
-        stop: threading.Event, env: dict[str, str] | None = None, timeout_s: float = 3600.0
+        stop: threading.Event,
+        env: dict[str, str] | None = None,
+        timeout_s: float = 3600.0,
+        on_close: Callable[[], None] | None = None,
     ) -> CompileHost:
         """A compile host started now (it imports while the caller does other work)."""
         if getattr(sys, "frozen", False):
@@ -171,30 +179,37 @@ class IsolatedCompile:
             cmd = [sys.executable, "-m", "compile_studio.worker", HOST_FLAG]
         # like this worker: never in the user's folder, whose files `-m` would import
         return CompileHost(cmd, dict(os.environ) if env is None else env, _START_FOLDER, stop,
-                           timeout_s)
+                           timeout_s, on_close)
 
-    def _start_host(self, env: dict[str, str]) -> CompileHost:
-        return self.start_host(self.stop, env, self.timeout_s)
+    def _new_host(self) -> CompileHost:
+        if self.config.compile_cache != "cold":
+            return self.start_host(self.stop, timeout_s=self.timeout_s)
+        folder = tempfile.mkdtemp(prefix="compile-studio-cold-")
+        return self.start_host(
+            self.stop, {**os.environ, **cold_cache_environment(folder)}, self.timeout_s,
+            on_close=lambda: shutil.rmtree(folder, ignore_errors=True),
+        )
+
+    def _take(self, variant: str) -> CompileHost:
+        """A ready host, once no other host is still importing (nothing runs beside a compile)."""
+        for host in list(self._hosts):
+            try:
+                host.wait_ready(variant)
+            except CompileHostError:
+                if self.stop.is_set():
+                    raise
+                self._hosts.remove(host)  # died while importing: a new one below
+        if not self._hosts:
+            self._hosts.append(self._new_host())
+        return self._hosts.pop(0)
 
     def __call__(self, variant: str) -> float:
-        config_json = self.config.to_json()
-        if self.config.compile_cache == "cold":
-            folder = tempfile.mkdtemp(prefix="compile-studio-cold-")
-            host = self._start_host({**os.environ, **cold_cache_environment(folder)})
-            try:
-                return host.compile_s(config_json, variant)
-            finally:
-                host.close()
-                shutil.rmtree(folder, ignore_errors=True)
-        if self._host is None or not self._host.alive:
-            self._host = self._start_host(dict(os.environ))
-        return self._host.compile_s(config_json, variant)
+        return self._take(variant).compile_s(self.config.to_json(), variant)
 
     def close(self) -> None:
-        """No more compiles: the host goes (nothing of it runs beside the timed calls)."""
-        if self._host is not None:
-            self._host.close()
-            self._host = None
+        """No more compiles: hosts left over go (nothing of them runs beside the timed calls)."""
+        while self._hosts:
+            self._hosts.pop().close()
 
 
 def _isolated_compile_main(variant: str, sink: StreamSink) -> int:
@@ -361,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
             runner = ShapeSweepRunner(config, shape_request, sink, stop)
         else:
             if config.compile_timing == "isolated":
-                isolated = IsolatedCompile(config, stop, host=early_host)
+                compiles = sum(not is_eager(v) for v in config.variants)
+                isolated = IsolatedCompile(config, stop, compiles, host=early_host)
                 early_host = None
             runner = BenchmarkRunner(config, sink, stop, isolated_compile=isolated)
         sink.event(

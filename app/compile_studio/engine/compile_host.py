@@ -1,25 +1,28 @@
-"""Compile times from fresh processes, without paying for a fresh interpreter each time.
+"""Compile times from fresh processes, with the interpreter started ahead of the clock.
 
 ``compile_timing = "isolated"`` times each variant's first call in a process
-that has done nothing else: what a new program pays for that variant. Starting
-a Python interpreter and importing torch for every variant costs seconds that
-belong to no measurement, so a **compile host** does that part once:
+that has done nothing else: what a new program pays for that variant.
+Starting an interpreter and importing torch for each variant, one after the
+other, costs seconds that belong to no measurement, so each compile gets a
+**compile host** started ahead:
 
-* the worker starts the host (``python -m compile_studio.worker --compile-host``)
-  when the run begins; the host imports torch, the engine, Dynamo and
-  Inductor — exactly what a fresh compile process imported before its clock
-  started — says ``host ready`` and waits on stdin;
-* for each variant the worker sends one line (the variant and the run's
-  config); the host **forks** a child, which starts a session of its own,
-  times the variant's first call (build, compile, first run) and prints a
-  ``compiled`` (or ``error``) protocol event; the host then reports
-  ``host done``. Nothing the child compiled survives it: the next variant's
-  child forks from the same clean host;
-* the worker closes the host before the timed calls begin.
+* the worker starts one host as it starts itself (``python -m
+  compile_studio.worker --compile-host``) and, once the config says how many
+  variants compile, one more for each further variant; they import side by
+  side while the worker builds its model. A host imports torch, the engine,
+  Dynamo and Inductor's mode list — what a fresh compile process imports
+  before its clock starts, whatever the variant — says ``host ready`` and
+  waits on stdin;
+* before the first compile, every host is ready: no import runs beside a
+  timed compile;
+* each host takes **one** request (the variant and the run's config), times
+  that variant's first call (build, compile, first run) in itself, prints a
+  ``compiled`` (or ``error``) protocol event and exits. Nothing is forked and
+  no host is used twice, so each time is a fresh process's, page for page;
+* the worker closes any host left before the timed calls begin.
 
-A cold-cache run needs empty caches chosen before torch is imported, so it
-starts a host of its own for each variant (one compile each). The host never
-touches a GPU: CUDA is initialised in the child, after the fork.
+In a cold-cache run each host gets empty caches of its own, chosen before it
+imports torch. A host never touches a GPU before its request.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO
 
 from .. import protocol
@@ -40,16 +43,14 @@ from .. import protocol
 #: The worker's flag that makes it a compile host.
 HOST_FLAG = "--compile-host"
 _READY = "host ready"
-_CHILD = "host child "
-_DONE = "host done "
 
 
 class CompileHostError(RuntimeError):
-    """The host or its child failed; the message says how, in words."""
+    """The host failed or was stopped; the message says how, in words."""
 
 
 class CompileHost:
-    """The worker's end of a compile host: start it, ask for compile times, close it."""
+    """The worker's end of one compile host: start it, wait for it, ask for one compile time."""
 
     def __init__(
         self,
@@ -58,88 +59,86 @@ class CompileHost:
         cwd: str | None,
         stop: threading.Event,
         timeout_s: float = 3600.0,
+        on_close: Callable[[], None] | None = None,
     ):
         self.stop = stop
         self.timeout_s = timeout_s
+        self._on_close = on_close
         self._buffer = b""
-        self._child: int | None = None
+        self.ready = False
         self.proc = subprocess.Popen(
             list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,
             env=env, cwd=cwd, start_new_session=True,
         )
-        self._ready = False
 
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def compile_s(self, config_json: str, variant: str) -> float:
-        """Seconds of ``variant``'s first call in a child forked from the host."""
+    def wait_ready(self, what: str) -> None:
+        """Until the host has made its imports; raises if it dies or the run stops."""
         deadline = time.monotonic() + self.timeout_s
-        assert self.proc.stdin is not None
-        while not self._ready:
-            if self._line(deadline, variant) == _READY:
-                self._ready = True
+        while not self.ready:
+            if self._line(deadline, what) == _READY:
+                self.ready = True
+
+    def compile_s(self, config_json: str, variant: str) -> float:
+        """Seconds of ``variant``'s first call, timed in this host; the host is closed after."""
         try:
-            request = json.dumps({"variant": variant, "config": config_json})
-            self.proc.stdin.write(request.encode() + b"\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise CompileHostError(self._gone(variant)) from None
-        result: protocol.Event | None = None
-        while True:
-            line = self._line(deadline, variant)
-            if line.startswith(_CHILD):
-                self._child = int(line[len(_CHILD):])
-            elif line.startswith(_DONE):
-                self._child = None
-                break
-            elif line != _READY:
+            self.wait_ready(variant)
+            deadline = time.monotonic() + self.timeout_s
+            assert self.proc.stdin is not None
+            try:
+                request = json.dumps({"variant": variant, "config": config_json})
+                self.proc.stdin.write(request.encode() + b"\n")
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                raise CompileHostError(self._gone(variant)) from None
+            while True:
+                line = self._line(deadline, variant)
                 try:
-                    result = protocol.decode(line)
+                    event = protocol.decode(line)
                 except Exception:  # noqa: BLE001 - a stray line is not a result
                     continue
-        if isinstance(result, protocol.CompiledEvent):
-            return result.compile_s
-        if isinstance(result, protocol.ErrorEvent):
-            raise CompileHostError(result.message)
-        raise CompileHostError(f"the isolated compile of {variant} reported nothing")
+                if isinstance(event, protocol.CompiledEvent):
+                    return event.compile_s
+                if isinstance(event, protocol.ErrorEvent):
+                    raise CompileHostError(event.message)
+        finally:
+            self.close()
 
-    def _line(self, deadline: float, variant: str) -> str:
+    def _line(self, deadline: float, what: str) -> str:
         """The host's next line; raises if the run stops, the host dies or time runs out."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buffer:
             if self.stop.is_set() or time.monotonic() > deadline:
                 self.close()
-                raise CompileHostError(f"the isolated compile of {variant} was stopped")
+                raise CompileHostError(f"the isolated compile of {what} was stopped")
             ready, _, _ = select.select([fd], [], [], 0.05)
             if not ready:
                 continue
             chunk = os.read(fd, 65536)
             if not chunk:
-                raise CompileHostError(self._gone(variant))
+                raise CompileHostError(self._gone(what))
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode("utf-8", "replace").strip()
 
-    def _gone(self, variant: str) -> str:
-        code = self.proc.poll()
-        if code is None:
-            self.close()
-            code = self.proc.returncode
-        return f"the process timing {variant}'s compile ended early (exit code {code})"
+    def _gone(self, what: str) -> str:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.close()
+        return f"the process timing {what}'s compile ended without a result (exit code {code})"
 
     def close(self) -> None:
-        """Kill any child still compiling, then the host (both with their own children)."""
-        for pgid in (self._child, self.proc.pid):
-            if pgid is None:
-                continue
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        self._child = None
+        """Kill the host with anything it started (Inductor's compile workers), once."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -150,57 +149,38 @@ class CompileHost:
                     pipe.close()
             except OSError:
                 pass
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            on_close()
 
 
 def host_main(out: IO[str]) -> int:
-    """``--compile-host``: import torch and the engine once, then fork a child per request."""
+    """``--compile-host``: make the pre-clock imports, then time the one variant asked for."""
     from .runner import first_call_ms
 
-    _import_what_a_child_imports_before_its_clock()
-
-    def send(text: str) -> None:
-        out.write(text + "\n")
-        out.flush()
-
-    send(_READY)
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the child: time one first call, report it, leave
-            code = 3
-            try:
-                os.setsid()
-                code = _time_one(out, request["variant"], request["config"], first_call_ms)
-            finally:
-                try:
-                    out.flush()
-                    sys.stderr.flush()
-                finally:
-                    os._exit(code)
-        send(f"{_CHILD}{pid}")
-        _, status = os.waitpid(pid, 0)
-        send(f"{_DONE}{os.waitstatus_to_exitcode(status)}")
-    return 0
+    _pre_clock_imports()
+    out.write(_READY + "\n")
+    out.flush()
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0  # closed unused
+    request = json.loads(line)
+    code = _time_one(out, request["variant"], request["config"], first_call_ms)
+    out.flush()
+    return code
 
 
-def _import_what_a_child_imports_before_its_clock() -> None:
-    """Imports that every fresh compile process made before its first call's clock started.
+def _pre_clock_imports() -> None:
+    """Imports that a fresh compile process makes, for any variant, before its clock starts.
 
     ``first_call_ms`` lists the Inductor modes (``torch._inductor``, which imports
-    ``torch._dynamo``) and calls ``torch.compile(...)``, which for an Inductor mode
-    imports ``compile_fx`` (other backends never import it) — all before ``t0``.
-    Nothing here starts a thread or a process, so forking after it is safe.
+    ``torch._dynamo``) before ``t0`` whatever the variant. Nothing more: a module
+    only some variants import (Inductor's ``compile_fx``) could hold what another
+    backend imports inside its first call, and would take that off its clock.
     """
     from .environment import compile_modes
 
     compile_modes()
-    try:
-        import torch._inductor.compile_fx  # noqa: F401
-    except Exception:  # noqa: BLE001 - a torch without it imports nothing here
-        pass
 
 
 def _time_one(out: IO[str], variant: str, config_json: str, first_call_ms) -> int:  # noqa: ANN001
