@@ -454,4 +454,7 @@ def test_the_run_store_lists_sweep_folders_apart_not_as_damaged_runs(tmp_path, c
     )
     assert cli.main(["list", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert sweep.path.name not in out and "20260101-000000_broken" in out
+    rows = [line for line in out.splitlines() if "damaged" in line]
+    assert len(rows) == 1 and "20260101-000000_broken" in rows[0]
+    assert "2 sweep folders here too" in out and sweep.path.name in out
+    assert "`compile-studio-cli show FOLDER` prints one" in out

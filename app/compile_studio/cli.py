@@ -500,6 +500,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         headers.append("where")
         rows = [r + [""] * (len(headers) - len(r)) for r in rows]
     sys.stdout.write(f"{store.root}\n" + text_table(headers, rows, left=2) + "\n")
+    sweeps = store.sweep_folders()
+    if sweeps:
+        names = ", ".join(f.name for f in sweeps[:3]) + (", …" if len(sweeps) > 3 else "")
+        sys.stdout.write(
+            f"{plural(len(sweeps), 'sweep folder')} here too ({names}): "
+            "`compile-studio-cli show FOLDER` prints one\n"
+        )
     return EXIT_OK
 
 
