@@ -8,6 +8,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QFileDialog
 
+from compile_studio.gui.history_panel import CHECK_COLUMN, COLUMNS
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import RunStore
@@ -57,7 +58,7 @@ def test_a_click_shows_that_run(qtbot, window, runs):
     item = window.history.item_for(entry)
     tree = window.history.tree
     rect = tree.visualItemRect(item)
-    x = tree.header().sectionPosition(1) + 10
+    x = tree.header().sectionPosition(COLUMNS.index("model")) + 60  # past the tick box
     qtbot.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(x, rect.center().y()))
     assert window.current_run is entry.run
     assert [r.row.name for r in window.table_model.rows()] == ["eager", "default"]
@@ -69,8 +70,8 @@ def test_ticking_a_run_overlays_it_without_replacing_the_shown_one(window, runs)
     shown, other = entry_named(window, "old"), entry_named(window, "new")
     window.show_run(shown.run)
     item = window.history.item_for(other)
-    item.setCheckState(0, Qt.CheckState.Checked)
-    window.history.tree.itemClicked.emit(item, 0)
+    item.setCheckState(CHECK_COLUMN, Qt.CheckState.Checked)
+    window.history.tree.itemClicked.emit(item, CHECK_COLUMN)
     assert window.current_run is shown.run
     assert f"{other.run.run_id}/aot_eager" in window.plots.series_keys()
     assert f"{shown.run.run_id}/default" in window.plots.series_keys()

@@ -270,3 +270,70 @@ def test_export_status_names_the_files_and_the_run_when_others_are_shown(window,
     assert "plot.png" in message and "2 runs" in message
     lines = window.exports.plot_caption_lines()
     assert lines[0] == "Latency per call — runs: B (solid), A (dashed)"
+
+
+# -- the window's layout at a small and a large size ------------------------------------------------
+@pytest.mark.parametrize("size", [(1280, 760), (1500, 950)])
+def test_history_columns_and_latency_plot_fit_the_window(qtbot, size):
+    """After a run with one overlay: the history's model, best speedup and status are seen
+    without scrolling sideways, its "N runs" line is whole, and the latency plot keeps its height."""
+    from compile_studio.gui.history_panel import COLUMNS
+    from compile_studio.results.store import run_to_json, samples_to_csv
+
+    window = MainWindow(probe=False)
+    qtbot.addWidget(window)
+    runs = [_run("20250101-000001_a", "batch 32 with a long label"), _run("20250101-000002_b", "batch 256", 3.0)]
+    for run in runs:
+        folder = window.store.root / run.run_id
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text(run_to_json(run))
+        (folder / "samples.csv").write_text(samples_to_csv(run))
+    window.history.refresh()
+    window.resize(*size)
+    window.show()
+    qtbot.waitExposed(window)
+    window.show_run(window.history.entry_for_run(runs[1].run_id).run)
+    window.history.set_checked(runs[0].run_id, True)
+    assert len(window.plots.runs_shown()) == 2
+    tree = window.history.tree
+    viewport = tree.viewport().rect()
+    qtbot.waitUntil(lambda: window.plots.latency_plot.height() >= 250, timeout=2000)
+
+    assert tree.horizontalScrollBar().value() == 0
+    for i in range(tree.topLevelItemCount()):
+        item = tree.topLevelItem(i)
+        for name in ("model", "best speedup", "status"):
+            rect = tree.visualRect(tree.indexFromItem(item, COLUMNS.index(name)))
+            assert viewport.contains(rect), (name, rect, viewport)
+        status = item.text(COLUMNS.index("status"))
+        status_rect = tree.visualRect(tree.indexFromItem(item, COLUMNS.index("status")))
+        assert tree.fontMetrics().horizontalAdvance(status) < status_rect.width()  # never elided
+        model = item.text(COLUMNS.index("model"))
+        assert model in item.toolTip(COLUMNS.index("model"))  # the whole text, however elided
+    header = tree.header()
+    assert [COLUMNS[header.logicalIndex(v)] for v in range(3)] == ["model", "best speedup", "status"]
+
+    label = window.history.count_label
+    assert label.text() == "2 runs" and label.isVisible()
+    assert label.fontMetrics().horizontalAdvance(label.text()) <= label.contentsRect().width()
+    assert label.visibleRegion().boundingRect() == label.rect()
+
+    plot = window.plots.latency_plot
+    assert plot.height() >= 250
+    assert plot.getPlotItem().getViewBox().sceneBoundingRect().height() >= 200  # the curves' own room
+    assert window.table_view.visibleRegion().boundingRect().height() >= 120  # the table keeps its rows
+    form = window.config_panel  # the form is whole across (it scrolls only up and down)
+    viewport = form.parentWidget()
+    qtbot.waitUntil(lambda: form.width() <= viewport.width(), timeout=1000)
+    assert form.x() == 0
+    assert form.width() >= form.minimumSizeHint().width()
+
+
+def test_why_tab_gets_the_room_its_evidence_needs(qtbot, window):
+    window.show_run(_run("r1", "A"))
+    top, bottom = window.centre_splitter.sizes()
+    assert top > bottom  # the plots have most of the height while the table is shown
+    window.bottom_tabs.setCurrentWidget(window.why_view)
+    top, bottom = window.centre_splitter.sizes()
+    assert window.why_view.height() >= window.why_view.layout().minimumSize().height()
+    assert top >= (top + bottom) // 3 - 1

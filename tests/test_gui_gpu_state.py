@@ -12,6 +12,7 @@ import math
 import re
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -37,6 +38,7 @@ from gui_helpers import (
 )
 
 GPU_TAB = 3
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture
@@ -237,6 +239,38 @@ def test_png_and_svg_of_the_gpu_tab(panel, tmp_path):
         assert words in text, words
     assert "t 5.0 s" not in text  # the hover label is left out
 
+
+
+def test_gpu_exports_carry_the_title_and_configuration_caption(qtbot, tmp_path):
+    """Save plot on the GPU tab writes the caption the latency and distribution exports carry."""
+    window = open_window(qtbot)
+    window.resize(1280, 760)
+    run = gpu_run("r1", readings(120, 180))
+    run.config = BenchmarkConfig(layers="64,32,8", batch_size=16, label="hot card")
+    window.show_run(run)
+    window.plots.setCurrentIndex(GPU_TAB)
+    plot = window.plots.current_plot()
+    assert plot is window.plots.gpu_plot
+    lines = window.exports.plot_caption_lines()
+    assert lines[0] == "GPU state during the run — hot card"
+    assert "MLP 64,32,8 · batch 16" in lines[1] and "dashed = where a variant starts" in lines[2]
+    svg = tmp_path / "gpu.svg"
+    assert window.save_plot(svg)
+    root = ET.parse(svg).getroot()
+    texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
+    for words in ("GPU state during the run", "hot card", "MLP 64,32,8", "batch 16", "dashed = where a variant starts",
+                  "SM clock (MHz)"):
+        assert words in texts, words
+    assert list(root.iter(f"{SVG}image")) == []
+    png = tmp_path / "gpu.png"
+    assert window.save_plot(png, scale=1)
+    image = QImage(str(png))
+    assert (image.width(), image.height()) == (plot.width(), plot.height())
+    top = [image.pixelColor(x, y).lightness() for x in range(0, image.width(), 2) for y in range(0, 24)]
+    assert min(top) < 150  # the caption's dark text in the top rows
+    # on screen the caption row stays empty and zero high
+    label, layout = plot.export_caption_slot()
+    assert label.text == "" and layout.rowMaximumHeight(0) == 0
 
 def _scripted_worker(tmp_path) -> str:
     """A worker stand-in that speaks the protocol: samples and GPU readings for each variant."""

@@ -336,6 +336,33 @@ def test_100k_points_on_three_series_refresh(panel, qtbot):
         assert 0 < len(drawn) < n / 4  # peak downsampling is on: far fewer points drawn
 
 
+
+def test_load_run_of_100k_calls_times_4_variants_keeps_phases_and_rounds(panel):
+    """A large stored run: every call plotted in order, warm-up apart, each later round marked;
+    the load time is printed (read with -s), not asserted."""
+    n, rounds = 100_000, 5
+    rng = np.random.default_rng(11)
+    run = RunResult(run_id="big", created="2025-01-01T00:00:00",
+                    config=BenchmarkConfig(variants=["eager", "a", "b", "c"]), status="complete")
+    per = n // rounds
+    for name in ("eager", "a", "b", "c"):
+        v = VariantResult(name=name, status="done")
+        v.samples.extend(0, "warmup", rng.normal(3.0, 0.1, 100), None)
+        for r in range(rounds):
+            v.samples.extend(100 + r * per, "measure", rng.normal(1.0, 0.05, per), None, r)
+        run.variants[name] = v
+    t0 = time.perf_counter()
+    panel.load_run(run, key_prefix="big/")
+    took = time.perf_counter() - t0
+    print(f"\nload_run of 4 × {n:,} calls: {took * 1000:.0f} ms")
+    for name, v in run.variants.items():
+        s = panel.series[f"big/{name}"]
+        x, y = series_data(panel, f"big/{name}")
+        assert np.array_equal(x, v.samples.iteration_array()) and np.array_equal(y, v.samples.wall_array())
+        assert s.round_starts == [float(100 + r * per) for r in range(1, rounds)]
+        assert warmup_region(panel, f"big/{name}") == (-0.5, 99.5)
+        assert len(s.measured_values()) == n
+
 def test_legend_shown_only_when_it_lists_something(qtbot):
     panel = PlotPanel()
     qtbot.addWidget(panel)

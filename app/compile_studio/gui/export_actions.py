@@ -41,7 +41,11 @@ PLOT_CAPTIONS = {
         "left: % of calls per bin, dashed = median · right: ECDF, % of calls at or below a latency",
     ),
     "summary": ("Median latency per variant", "bar = median · whiskers = p5–p95 · label = speedup over eager"),
-    "gpu": ("GPU state during the run", "SM clock, temperature and power read through NVML"),
+    "gpu": (
+        "GPU state during the run",
+        "dashed = where a variant starts · shaded = its span (one run shown) · "
+        "SM clock, temperature and power read through NVML",
+    ),
 }
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, Qt, QUrl, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -38,9 +38,15 @@ COLUMNS = ["date", "model", "device", "variants", "status", "best speedup"]
 VISUAL_ORDER = ["model", "best speedup", "status", "date", "device", "variants"]
 #: The best speedup of a run whose summary is being computed (a run of an older version).
 PENDING_SPEEDUP = "…"
-#: Starting width of the model column (px; the user may drag it): legible at 1280×760.
+#: Widest the model column starts (px): the column takes what the best speedup and the
+#: status leave of the list's width, within these bounds (the user may drag it).
 MODEL_COLUMN_WIDTH = 190
+#: Narrowest the model column is made to fit; its text is elided, its tooltip has it all.
+MODEL_COLUMN_MIN_WIDTH = 90
 _ROLE = Qt.ItemDataRole.UserRole
+_MODEL = COLUMNS.index("model")
+#: The column holding a run's tick (overlay on/off): the first one shown.
+CHECK_COLUMN = _MODEL
 
 
 class HistoryEntry:
@@ -197,10 +203,15 @@ class HistoryPanel(QWidget):
         header.setStretchLastSection(False)
         for visual, name in enumerate(VISUAL_ORDER):
             header.moveSection(header.visualIndex(COLUMNS.index(name)), visual)
-        model = COLUMNS.index("model")
-        header.setSectionResizeMode(model, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(model, MODEL_COLUMN_WIDTH)
-        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header.setSectionResizeMode(_MODEL, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(_MODEL, MODEL_COLUMN_WIDTH)
+        self._fitting = False
+        #: whether the model column is fitted to the width (until the user drags it)
+        self._model_width_fitted = True
+        header.sectionResized.connect(self._section_resized)
+        # "label · model …": what a run is reads from the left; the tooltip has it all
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.tree.viewport().installEventFilter(self)
         self._summary_ready.connect(self._on_summary_ready)
         self._loaded.connect(self._on_loaded)
         self._loading: set[str] = set()
@@ -321,6 +332,43 @@ class HistoryPanel(QWidget):
             f"{runs} run{'s' if runs != 1 else ''}" + (f", {damaged} damaged" if damaged else "")
         )
         self._update_buttons()
+        self.fit_columns()
+
+    # -- column widths -------------------------------------------------------------
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        """Fit the columns whenever the list's viewport changes width."""
+        if watched is self.tree.viewport() and event.type() == QEvent.Type.Resize:
+            self.fit_columns()
+        return super().eventFilter(watched, event)
+
+    def _section_resized(self, logical: int, old: int, new: int) -> None:
+        if self._fitting:
+            return
+        if logical == _MODEL:
+            self._model_width_fitted = False  # the user dragged it: keep their width
+        elif COLUMNS[logical] in VISUAL_ORDER[1:3]:
+            self.fit_columns()  # the best speedup or the status changed width with its texts
+
+    def fit_columns(self) -> None:
+        """Give the model column what the best speedup and the status leave of the list's
+        width, so that the three are seen without scrolling sideways (the model's text is
+        elided, never the status; the other columns follow to the right)."""
+        if not self._model_width_fitted:
+            return
+        header = self.tree.header()
+        others = sum(
+            header.sectionSize(COLUMNS.index(name))
+            for name in VISUAL_ORDER[1:3]
+            if not header.isSectionHidden(COLUMNS.index(name))
+        )
+        room = self.tree.viewport().width() - others - 2
+        width = max(MODEL_COLUMN_MIN_WIDTH, min(MODEL_COLUMN_WIDTH, room))
+        if header.sectionSize(_MODEL) != width:
+            self._fitting = True
+            try:
+                header.resizeSection(_MODEL, width)
+            finally:
+                self._fitting = False
 
     def _item(self, entry: HistoryEntry) -> QTreeWidgetItem:
         run = entry.listed
@@ -358,7 +406,7 @@ class HistoryPanel(QWidget):
             item = QTreeWidgetItem(texts)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(
-                0,
+                CHECK_COLUMN,
                 Qt.CheckState.Checked
                 if self._key(entry) in self._checked
                 else Qt.CheckState.Unchecked,
@@ -371,10 +419,10 @@ class HistoryPanel(QWidget):
 
     # -- ticking ---------------------------------------------------------------------
     def _item_changed(self, item: QTreeWidgetItem, column: int) -> None:
-        if self._updating or column != 0:
+        if self._updating or column != CHECK_COLUMN:
             return
         key = item.data(0, _ROLE)
-        checked = item.checkState(0) == Qt.CheckState.Checked
+        checked = item.checkState(CHECK_COLUMN) == Qt.CheckState.Checked
         if checked == (key in self._checked):
             return
         self._toggled = True
@@ -565,7 +613,7 @@ class HistoryPanel(QWidget):
         for i in range(self.tree.topLevelItemCount()):
             item = self.tree.topLevelItem(i)
             if item is not None and item.data(0, _ROLE) == key:
-                item.setCheckState(0, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+                item.setCheckState(CHECK_COLUMN, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
                 return
         raise KeyError(key)
 

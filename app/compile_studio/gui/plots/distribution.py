@@ -20,6 +20,7 @@ from ...results.formatting import plural
 from .buffers import Series
 from .style import (
     MUTED,
+    CaptionedLayoutView,
     PlainLogAxis,
     SideLegend,
     curve_pen,
@@ -72,19 +73,14 @@ def clipped_range(data: list[np.ndarray]) -> tuple[float, float, int, int]:
     return lo, hi, below, above
 
 
-class DistributionView(pg.GraphicsLayoutWidget):
+class DistributionView(CaptionedLayoutView):
     """The histogram (left) and the ECDF (right) in one view, so one export holds both.
 
     :meth:`getPlotItem` is the histogram (its title carries the outlier note).
     """
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setBackground("w")
-        #: the export caption's row (empty and zero high on screen; see gui.export)
-        self.caption_label = self.ci.addLabel("", row=0, col=0, colspan=3)
-        self.caption_label.setMaximumHeight(0)
-        self.ci.layout.setRowFixedHeight(0, 0)
+        super().__init__(colspan=3, parent=parent)
         self.hist = self.ci.addPlot(row=1, col=0, axisItems={"bottom": PlainLogAxis("bottom")})
         self.ecdf = self.ci.addPlot(row=1, col=1, axisItems={"bottom": PlainLogAxis("bottom")})
         self.ci.layout.setColumnStretchFactor(0, 3)
@@ -93,10 +89,6 @@ class DistributionView(pg.GraphicsLayoutWidget):
     def getPlotItem(self) -> pg.PlotItem:  # noqa: N802 - as pg.PlotWidget
         """The histogram's plot item."""
         return self.hist
-
-    def export_caption_slot(self) -> tuple[pg.LabelItem, object]:
-        """The label and layout row 0 an export writes its caption into."""
-        return self.caption_label, self.ci.layout
 
 
 class DistributionTab(QWidget):

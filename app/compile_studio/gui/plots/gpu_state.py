@@ -13,7 +13,15 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, 
 
 from .buffers import GPU_QUANTITIES, GpuReadings
 from .hover import hover_label, track_mouse
-from .style import GPU_RUN_COLORS, MUTED, hover_pen, make_legend, style_plot_item, with_alpha
+from .style import (
+    GPU_RUN_COLORS,
+    MUTED,
+    CaptionedLayoutView,
+    hover_pen,
+    make_legend,
+    style_plot_item,
+    with_alpha,
+)
 
 #: Shown on the GPU tab while no run shown has GPU readings.
 NO_GPU_READINGS = (
@@ -75,13 +83,13 @@ class GpuStateTab(QWidget):
         self._variant_color_of = variant_color
         self.runs: dict[str, GpuRun] = {}
         self._has_data = False
-        self.plot = pg.GraphicsLayoutWidget()
-        self.plot.setBackground("w")
+        #: the three plots in one view (one export holds them all, under its caption)
+        self.plot = CaptionedLayoutView()
         self.plot.ci.setSpacing(4)
         self.plots: dict[str, pg.PlotItem] = {}
         last = GPU_QUANTITIES[-1][0]
         for row, (q, axis_label) in enumerate(GPU_QUANTITIES):
-            plot = self.plot.addPlot(row=row, col=0, viewBox=_GpuViewBox())
+            plot = self.plot.addPlot(row=row + 1, col=0, viewBox=_GpuViewBox())
             style_plot_item(plot, axis_label, "seconds since GPU sampling started" if q == last else None)
             plot.getAxis("left").setWidth(GPU_AXIS_WIDTH)
             plot.setClipToView(True)

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QTabWidget, QWidget
 from ...config import BenchmarkConfig
 from ...protocol import VariantStatus
 from ...results import RunResult, summarize
+from ...results.run_result import PHASE_NAMES
 from .buffers import PHASES, Series
 from .distribution import DistributionTab
 from .gpu_state import GpuStateTab
@@ -209,17 +210,19 @@ class PlotPanel(QTabWidget):
             key = f"{key_prefix}{name}"
             self.add_series(key, f"{label_prefix}{name}")
             smp = v.samples
-            it = np.asarray(smp.iteration, dtype=np.float64)
-            ms = np.asarray(smp.wall_ms, dtype=np.float64)
-            phases = smp.phase
+            it = smp.iteration_array().astype(np.float64)
+            ms = smp.wall_array()
+            codes = smp.phase_array()
             rounds = smp.round_array()
-            start = 0
-            for i in range(1, len(phases) + 1):
-                if i == len(phases) or phases[i] != phases[start] or rounds[i] != rounds[start]:
-                    phase = phases[start] if phases[start] in PHASES else "measure"
-                    r = rounds[start]
-                    self.append(key, it[start:i], ms[start:i], phase, -1 if r < 0 else int(r))
-                    start = i
+            # one append per stretch of one phase and round, found with numpy (no loop per call)
+            starts = np.flatnonzero((np.diff(codes) != 0) | (np.diff(rounds) != 0)) + 1
+            bounds = np.concatenate(([0], starts, [len(codes)])).tolist()
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                if a == b:
+                    continue
+                name = PHASE_NAMES[int(codes[a])]
+                r = int(rounds[a])
+                self.append(key, it[a:b], ms[a:b], name if name in PHASES else "measure", -1 if r < 0 else r)
             self.set_series_failed(key, v.status == VariantStatus.FAILED)
         bars = (
             SummaryBar.from_row(row, f"{key_prefix}{row.name}", f"{label_prefix}{row.name}")

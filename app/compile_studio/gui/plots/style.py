@@ -162,6 +162,26 @@ def style_plot_item(item: pg.PlotItem, left: str, bottom: str | None) -> None:
     item.hideButtons()
 
 
+class CaptionedLayoutView(pg.GraphicsLayoutWidget):
+    """A white plot layout whose row 0 holds an export's caption (see gui.export).
+
+    The row is empty and zero high on screen; plots go in rows 1 and below.
+    ``colspan``: how many layout columns the caption spans.
+    """
+
+    def __init__(self, colspan: int = 1, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.setBackground("w")
+        #: the export caption's row (empty and zero high on screen)
+        self.caption_label = self.ci.addLabel("", row=0, col=0, colspan=colspan)
+        self.caption_label.setMaximumHeight(0)
+        self.ci.layout.setRowFixedHeight(0, 0)
+
+    def export_caption_slot(self) -> tuple[pg.LabelItem, Any]:
+        """The label and layout row 0 an export writes its caption into."""
+        return self.caption_label, self.ci.layout
+
+
 #: The legend goes beside the plot while it takes at most this share of the plot's width,
 #: else below it, in as many columns as fit.
 LEGEND_RIGHT_SHARE = 0.3
