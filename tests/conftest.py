@@ -90,6 +90,16 @@ def no_qthread_left():
         pytest.fail(f"test left {len(left)} QThread(s) running: {left}")
 
 
+@pytest.fixture(autouse=True)
+def garbage_collected_on_the_main_thread():
+    """A window turns automatic collection off (gui/gc_guard.py): collect what is due after
+    each test here, on the main thread, also in tests that never spin the event loop."""
+    yield
+    guard = sys.modules.get("compile_studio.gui.gc_guard")
+    if guard is not None and not gc.isenabled():
+        guard.collect_due()
+
+
 def pytest_xdist_auto_num_workers(config) -> int:
     """``-n auto``: one test process per core, at most four (each starts worker processes)."""
     try:

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -39,6 +39,7 @@ from ..results.formatting import why_sentence
 from .benchmark_thread import EnvironmentProbe
 from .config_panel import ConfigPanel
 from .export_actions import ExportActions, window_action
+from .gc_guard import collect_on_gui_thread
 from .history_panel import HistoryPanel, run_display_name
 from .live_run import LiveRun
 from .log_panel import LogPanel
@@ -58,6 +59,12 @@ REFRESH_INTERVAL_MS = 33
 LIVE_REFRESH_INTERVAL_MS = int(os.environ.get("COMPILE_STUDIO_LIVE_REFRESH_MS", "200"))
 #: How long closing the window waits for a running worker to stop (it is killed by then).
 CLOSE_WAIT_MS = 8000
+#: Starting height (px) of the pane under the plots (summary table, log, why): the
+#: header and a few rows; the plots take the rest of the window's height.
+BOTTOM_PANE_HEIGHT = 210
+#: Starting width (px) of the history: its model (elided to what fits), best speedup and
+#: status columns side by side, at 1280 px as at 1500.
+HISTORY_WIDTH = 300
 #: The message a run folder keeps when the window went away during the run.
 CLOSED_DURING_RUN = "the window was closed during the run; the samples measured until then are kept"
 
@@ -86,6 +93,7 @@ class MainWindow(QMainWindow):
         probe: bool = True,
     ):
         super().__init__()
+        collect_on_gui_thread()  # Qt objects are only ever freed on this thread
         self.setWindowTitle("Compile Studio")
         self.store = RunStore(store_root if store_root is not None else runs_dir())
         self.settings = settings if settings is not None else AppSettings()
@@ -145,6 +153,7 @@ class MainWindow(QMainWindow):
         buttons.addWidget(self.stop_button)
         left = QWidget()
         left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(6, 4, 2, 4)
         left_layout.addWidget(scroll, 1)
         left_layout.addWidget(self.run_blocker_label)
         left_layout.addLayout(buttons)
@@ -184,15 +193,22 @@ class MainWindow(QMainWindow):
         self.bottom_tabs.addTab(self.table_view, "Summary")
         self.bottom_tabs.addTab(self.log, "Log")
         self.why_view = WhyView()
+        # the Why tab's evidence needs more height than the table: it is given room when
+        # chosen (see _bottom_tab_changed) rather than taking it from the plots for good;
+        # nor does its widest row (a long sentence, a variant's name) set the plots' least width
+        self.why_view.setMinimumSize(360, BOTTOM_PANE_HEIGHT - 60)
         self.bottom_tabs.addTab(self.why_view, "Why")
+        self.bottom_tabs.currentChanged.connect(self._bottom_tab_changed)
 
         self.centre_splitter = QSplitter(Qt.Orientation.Vertical)
         self.centre_splitter.setObjectName("centreSplitter")
         self.centre_splitter.addWidget(top)
         self.centre_splitter.addWidget(self.bottom_tabs)
-        self.centre_splitter.setStretchFactor(0, 3)
-        self.centre_splitter.setStretchFactor(1, 1)
-        self.centre_splitter.setSizes([560, 300])
+        self.centre_splitter.setCollapsible(0, False)
+        # the plots take what the window gains or loses; the table keeps its height
+        self.centre_splitter.setStretchFactor(0, 1)
+        self.centre_splitter.setStretchFactor(1, 0)
+        self.centre_splitter.setSizes([900 - BOTTOM_PANE_HEIGHT, BOTTOM_PANE_HEIGHT])
 
         self.history = HistoryPanel(self.store)
         self.history.running_folder = self._running_folder
@@ -201,18 +217,25 @@ class MainWindow(QMainWindow):
         self.history.show_requested.connect(self.show_run)
         self.history.load_config_requested.connect(self.load_config)
         self.history.export_requested.connect(self._export_run_of_history)
-        self.history.setMinimumWidth(160)
+        self.history.setMinimumWidth(160)  # the window fits a small screen
 
         self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
         self.main_splitter.setObjectName("mainSplitter")
         self.main_splitter.addWidget(left)
         self.main_splitter.addWidget(self.centre_splitter)
         self.main_splitter.addWidget(self.history)
+        # the form and the history keep their widths; the plots take what the window gains or loses
         self.main_splitter.setStretchFactor(0, 0)
         self.main_splitter.setStretchFactor(1, 1)
         self.main_splitter.setStretchFactor(2, 0)
-        form_width = self.config_panel.sizeHint().width() + scroll.verticalScrollBar().sizeHint().width() + 8
-        self.main_splitter.setSizes([form_width, 1500 - form_width - 300, 300])
+        self.main_splitter.setCollapsible(1, False)
+        self._form_scroll = scroll
+        form_width = self._form_width()
+        self.main_splitter.setSizes([form_width, 1500 - form_width - HISTORY_WIDTH, HISTORY_WIDTH])
+        #: whether the panes keep the widths the window chose (until the user drags a handle)
+        self._auto_widths = True
+        self.main_splitter.splitterMoved.connect(self._splitter_dragged)
+        self.main_splitter.installEventFilter(self)
         self.setCentralWidget(self.main_splitter)
 
         self.env_label = QLabel("asking the worker about this machine…")
@@ -227,6 +250,55 @@ class MainWindow(QMainWindow):
         bar.addPermanentWidget(self.progress_bar)
         bar.addPermanentWidget(self.env_label)
         self.resize(1500, 900)
+
+    def _form_width(self) -> int:
+        """The left pane's width that shows the form whole beside its vertical scroll bar."""
+        scroll = self._form_scroll
+        left = scroll.parentWidget()
+        layout = left.layout() if left is not None else None
+        margins = layout.contentsMargins() if layout is not None else None
+        return (
+            max(self.config_panel.sizeHint().width(), self.config_panel.minimumSizeHint().width())
+            + scroll.verticalScrollBar().sizeHint().width() + 2 * scroll.frameWidth()
+            + (margins.left() + margins.right() if margins is not None else 0) + 2
+        )
+
+    def _splitter_dragged(self, *_: object) -> None:
+        self._auto_widths = False
+
+    def _fit_form_width(self) -> None:
+        """Keep the form whole and the history at its width, the plots taking the difference:
+        when the form grows (the worker names its compile variants) or the window shrinks
+        (the splitter takes a little from every pane). Not after the user set the widths."""
+        if not self._auto_widths:
+            return
+        form, centre, history = self.main_splitter.sizes()
+        want_form, want_history = max(form, self._form_width()), max(history, HISTORY_WIDTH)
+        need = want_form - form + want_history - history
+        if need > 0 and centre - need >= self.plots.minimumWidth():
+            self.main_splitter.setSizes([want_form, centre - need, want_history])
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        """After the panes were resized with the window: keep the form and the history whole."""
+        if watched is self.main_splitter and event.type() == QEvent.Type.Resize:
+            QTimer.singleShot(0, self._fit_form_width)
+        return super().eventFilter(watched, event)
+
+    def _bottom_tab_changed(self, index: int) -> None:
+        """The Why tab chosen in a pane lower than its evidence needs: the pane grows (the
+        plots keep at least a third of the height)."""
+        if self.bottom_tabs.widget(index) is not self.why_view:
+            return
+        top, bottom = self.centre_splitter.sizes()
+        tab_bar = self.bottom_tabs.tabBar().sizeHint().height()
+        layout = self.why_view.layout()
+        if layout is None:
+            return
+        want = layout.minimumSize().height() + tab_bar + 8
+        if bottom < want:
+            total = top + bottom
+            bottom = min(want, total - total // 3)
+            self.centre_splitter.setSizes([total - bottom, bottom])
 
     def _build_actions(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
@@ -283,6 +355,8 @@ class MainWindow(QMainWindow):
             state = self.settings.splitter_state(name)
             if state is not None:
                 splitter.restoreState(state)
+                if splitter is self.main_splitter:
+                    self._auto_widths = False  # the widths the user left
 
     def save_settings(self) -> None:
         """Keep the shown configuration, the geometry and the splitter sizes."""
@@ -312,6 +386,7 @@ class MainWindow(QMainWindow):
         env = hello.environment
         self.environment = EnvironmentInfo.from_hello(env)
         self.config_panel.set_environment(self.environment)
+        self._fit_form_width()
         device = self.environment.resolve_device("auto")
         name = (env.get("device_names") or {}).get(device, "")
         text = f"torch {env.get('torch', '?')} · {device}"

@@ -1,0 +1,54 @@
+"""Python's cyclic garbage collector runs on the GUI thread only.
+
+The window's process runs Python on other threads too (the thread that
+supervises a worker, sweep points, probes). An automatic collection runs on
+whichever thread happens to allocate, and if the garbage it finds holds a Qt
+object (a menu, a plot item in a reference cycle), that object is destroyed
+on the wrong thread: Qt may deadlock or crash (pyqtgraph's ``GarbageCollector``
+exists for the same reason). So automatic collection is turned off and the
+GUI thread collects on a timer, generation by generation, as Python would.
+"""
+
+from __future__ import annotations
+
+import gc
+
+from PySide6.QtCore import QCoreApplication, QObject, QTimer
+
+#: How often the GUI thread collects what is due.
+INTERVAL_MS = 250
+
+_guard: QTimer | None = None
+
+
+def collect_due() -> int:
+    """Collect the oldest generation whose threshold has been passed; objects freed."""
+    t0, t1, t2 = gc.get_threshold()
+    c0, c1, c2 = gc.get_count()
+    if t0 <= 0 or c0 <= t0:
+        return 0
+    generation = 0
+    if c1 > t1:
+        generation = 2 if c2 > t2 else 1
+    return gc.collect(generation)
+
+
+def collect_on_gui_thread(app: QObject | None = None) -> None:
+    """Turn automatic collection off; the calling (GUI) thread collects on a timer. Once."""
+    global _guard
+    app = app if app is not None else QCoreApplication.instance()
+    if app is None:
+        return
+    if _guard is not None:
+        try:
+            _guard.isActive()
+            gc.disable()
+            return
+        except RuntimeError:  # its application was destroyed: a new one needs a timer
+            _guard = None
+    timer = QTimer(app)
+    timer.setInterval(INTERVAL_MS)
+    timer.timeout.connect(collect_due)
+    timer.start()
+    _guard = timer
+    gc.disable()
