@@ -90,11 +90,37 @@ def no_qthread_left():
         pytest.fail(f"test left {len(left)} QThread(s) running: {left}")
 
 
+def _keep_widgets_alive_until_deleted() -> None:
+    """qtbot holds its widgets by weak reference: a test that drops its own reference leaves
+    a shown window whose Python side is cyclic garbage, and a collection that runs before
+    qtbot closes it frees it half-way (Qt then calls into cleared wrappers: crashes in
+    ``paintEvent``, ``sizeHint``). Each test's widgets are kept until Qt has deleted them."""
+    from pytestqt import qtbot as qtbot_module
+
+    add = qtbot_module._add_widget
+
+    def add_and_keep(item, widget, *args, **kwargs):
+        add(item, widget, *args, **kwargs)
+        item.__dict__.setdefault("kept_qt_widgets", []).append(widget)
+
+    qtbot_module._add_widget = add_and_keep
+
+
+_keep_widgets_alive_until_deleted()
+
+
 @pytest.fixture(autouse=True)
-def garbage_collected_on_the_main_thread():
-    """A window turns automatic collection off (gui/gc_guard.py): collect what is due after
-    each test here, on the main thread, also in tests that never spin the event loop."""
+def closed_windows_deleted_then_garbage_collected(request):
+    """After each test: the widgets qtbot closed (``deleteLater``) are deleted now, while
+    their Python wrappers are whole, and only then is garbage collected (a window whose
+    wrappers a collection cleared before Qt deleted it can crash Qt while it goes).
+    A window turns automatic collection off (gui/gc_guard.py): what is due is collected
+    here, on the main thread, also in tests that never spin the event loop."""
     yield
+    qtcore = sys.modules.get("PySide6.QtCore")
+    if qtcore is not None and qtcore.QCoreApplication.instance() is not None:
+        qtcore.QCoreApplication.sendPostedEvents(None, qtcore.QEvent.Type.DeferredDelete.value)
+    request.node.__dict__.pop("kept_qt_widgets", None)
     guard = sys.modules.get("compile_studio.gui.gc_guard")
     if guard is not None and not gc.isenabled():
         guard.collect_due()
