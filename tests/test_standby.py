@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 import psutil
 import pytest
@@ -37,12 +38,19 @@ def worker_children() -> list[psutil.Process]:
     return out
 
 
-def gone(p: psutil.Process) -> bool:
-    """Whether ``p`` has ended (a zombie not reaped yet counts)."""
-    try:
-        return p.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+def gone(p: psutil.Process, within_s: float = 5.0) -> bool:
+    """Whether ``p`` ends within ``within_s`` (a zombie not reaped yet counts): a SIGKILL
+    takes effect when the process is next scheduled, a moment later on a busy machine."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            if p.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
 
 
 def wait_ready(qtbot, window: MainWindow) -> int:
