@@ -183,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"(spread {(max(cli_p99) / min(cli_p99) - 1) * 100:.1f} %)"
             )
     gui.window.close()
+    from compile_studio.gui.gc_guard import delete_before_exit
+
+    delete_before_exit(gui.window)
     print(f"\nmachine after: {machine_load().summary()}")
     print("every bar met" if ok else "a bar was missed")
     return 0 if ok else 1

@@ -53,11 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # noqa: BLE001 - the default look is fine
         pass
 
+    from .gc_guard import delete_before_exit
     from .main_window import MainWindow
 
     window = MainWindow()
     window.show()
-    return int(app.exec())
+    code = int(app.exec())
+    delete_before_exit(window)
+    return code
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 
-from PySide6.QtCore import QCoreApplication, QObject, QTimer
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
 
 #: How often the GUI thread collects what is due.
 INTERVAL_MS = 250
@@ -52,3 +52,14 @@ def collect_on_gui_thread(app: QObject | None = None) -> None:
     timer.start()
     _guard = timer
     gc.disable()
+
+
+def delete_before_exit(window: QObject) -> None:
+    """Delete ``window`` now, while Python is whole, and collect what is left on this thread.
+
+    Otherwise what the window holds is freed during the interpreter's finalization,
+    in no order Qt can rely on (a closed window's views may still get events).
+    """
+    window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    gc.collect()
