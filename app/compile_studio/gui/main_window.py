@@ -47,6 +47,7 @@ from .paths import runs_dir
 from .plots import PlotPanel, SummaryBar
 from .plots.panel import run_hint
 from .settings import AppSettings
+from .standby import standby_enabled
 from .summary_table import SummaryTableModel, SummaryTableView
 from .sweep_view import install_sweep_view
 from .targets_dialog import install_target_chooser
@@ -102,6 +103,8 @@ class MainWindow(QMainWindow):
         self.current_run: RunResult | None = None
         self.last_error: str = ""
         self._probe: EnvironmentProbe | None = None
+        #: the worker started ahead ended before its hello: the probe asks instead
+        self._standby_hello_failed = False
         self._summary_cache: dict[str, list[SummaryRow]] = {}
         self._plots_dirty = False
         self.live = LiveRun(self)
@@ -370,11 +373,33 @@ class MainWindow(QMainWindow):
     def _start_probe(self) -> None:
         if self._probe is not None or self.hello is not None:
             return
+        keeper = self.live.standby
+        if standby_enabled() and not self._standby_hello_failed:
+            # the worker started ahead answers for the probe: one torch import, not two
+            keeper.start_now()
+            if keeper.standby is not None and keeper.standby.usable:
+                keeper.changed.connect(self._hello_from_standby)
+                self._hello_from_standby()
+                return
+        self._standby_hello_failed = True
         probe = EnvironmentProbe(self)
         probe.probed.connect(self.set_hello)
         probe.failed.connect(self._probe_failed)
         self._probe = probe
         probe.start()
+
+    def _hello_from_standby(self) -> None:
+        """The environment from the worker started ahead; the probe if it ends without a hello."""
+        if self.hello is not None or self._standby_hello_failed:
+            return
+        standby = self.live.standby.standby
+        if standby is not None and standby.hello is not None:
+            self.set_hello(standby.hello)
+        elif self.is_running():
+            return  # the run's own worker says hello (or the next worker started ahead does)
+        elif standby is None or not standby.usable:
+            self._standby_hello_failed = True
+            self._start_probe()
 
     def _probe_failed(self, message: str) -> None:
         self.env_label.setText("worker not available")
