@@ -220,3 +220,23 @@ def test_without_a_worker_started_ahead_the_probe_asks(qtbot, monkeypatch):
     qtbot.waitUntil(lambda: window.hello is not None, timeout=READY_TIMEOUT_MS)
     assert window.live.standby.standby is None
     assert window._probe is not None
+
+
+def test_a_sweep_ends_a_worker_still_importing_and_none_starts_while_it_runs(qtbot):
+    from compile_studio.sweep import SweepSpec
+
+    window = open_window(qtbot)
+    qtbot.waitUntil(lambda: window.live.standby.standby is not None, timeout=5000)
+    starting = window.live.standby.standby
+    base = BenchmarkConfig.from_dict(
+        {"layers": "16,16,4", "device": "cpu", "iterations": 10, "warmup": 2, "rounds": 1,
+         "warmup_min_ms": 0, "variants": ["eager"], "compile_timing": "in_run"}
+    )
+    view = window.sweep_view
+    assert view.start(SweepSpec.parse("batch_size", "1,2"), base)
+    if starting.state != "ready":  # still importing torch when the sweep began: ended
+        assert window.live.standby.standby is None
+    window.live.standby.start_now()
+    assert window.live.standby.standby in (None, starting), "none started beside the sweep"
+    qtbot.waitUntil(lambda: not view.is_running(), timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.live.standby.standby is not None, timeout=5000)

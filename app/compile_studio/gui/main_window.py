@@ -47,7 +47,7 @@ from .paths import runs_dir
 from .plots import PlotPanel, SummaryBar
 from .plots.panel import run_hint
 from .settings import AppSettings
-from .standby import standby_enabled
+from .standby import AFTER_RUN_DELAY_MS, standby_enabled
 from .summary_table import SummaryTableModel, SummaryTableView
 from .sweep_view import install_sweep_view
 from .targets_dialog import install_target_chooser
@@ -329,6 +329,9 @@ class MainWindow(QMainWindow):
         self.refresh_history_action = action("Refresh history", self.history.refresh)
         view_menu.addAction(self.refresh_history_action)
         self.sweep_view = install_sweep_view(self)
+        # a sweep's points start their own workers: none is started ahead beside them
+        self.live.standby.also_busy(self.sweep_view.is_running)
+        self.sweep_view.running_changed.connect(self._sweep_running_changed)
         self.target_chooser = install_target_chooser(self)
 
     def _connect_live(self) -> None:
@@ -388,6 +391,12 @@ class MainWindow(QMainWindow):
         self._probe = probe
         probe.start()
 
+    def _sweep_running_changed(self, running: bool) -> None:
+        if running:
+            self.live.standby.end_if_starting()
+        else:
+            self.live.standby.schedule(AFTER_RUN_DELAY_MS)
+
     def _hello_from_standby(self) -> None:
         """The environment from the worker started ahead; the probe if it ends without a hello."""
         if self.hello is not None or self._standby_hello_failed:
@@ -395,7 +404,7 @@ class MainWindow(QMainWindow):
         standby = self.live.standby.standby
         if standby is not None and standby.hello is not None:
             self.set_hello(standby.hello)
-        elif self.is_running():
+        elif self.is_running() or self.sweep_view.is_running():
             return  # the run's own worker says hello (or the next worker started ahead does)
         elif standby is None or not standby.usable:
             self._standby_hello_failed = True

@@ -118,6 +118,21 @@ class StandbyKeeper(QObject):
         """What the worker started ahead is doing, in words ("" when there is none)."""
         return self._standby.describe() if self._standby is not None else ""
 
+    def also_busy(self, check: Callable[[], bool]) -> None:
+        """No worker is started ahead while ``check()`` is true either (a sweep running)."""
+        busy = self._busy
+        self._busy = lambda: busy() or check()
+
+    def end_if_starting(self) -> None:
+        """End a worker still importing torch (work that must not be disturbed begins now);
+        one that is ready waits idle and stays."""
+        self._timer.stop()
+        standby = self._standby
+        if standby is not None and standby.state == "starting":
+            self._standby = None
+            standby.close()
+            self.changed.emit()
+
     def close(self) -> None:
         """End the worker started ahead (window closing) and start no other."""
         self._closed = True
