@@ -73,7 +73,8 @@ def test_the_window_starts_a_worker_ahead_and_run_uses_it(qtbot, tiny_config):
         assert window.phase_label.text() == "starting a worker: importing torch…"
     pid = wait_ready(qtbot, window)
     assert psutil.pid_exists(pid)
-    assert window.phase_label.text().startswith("worker ready (torch ")
+    # the state is set on the standby's thread; the label follows through a queued signal
+    qtbot.waitUntil(lambda: window.phase_label.text().startswith("worker ready (torch "), timeout=5000)
 
     config = BenchmarkConfig(**tiny_config)
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
@@ -129,8 +130,9 @@ def test_run_pressed_while_the_worker_imports_torch_waits_for_that_worker(qtbot,
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.start_run(config)
         thread = window.live.benchmark_thread
+        text = window.live.status_text()  # read first: the hello may arrive at any moment
         if standby.hello is None:
-            assert window.live.status_text() == "starting a worker: importing torch…"
+            assert text == "starting a worker: importing torch…"
     run = blocker.args[0]
     assert run.status == "complete", run.message
     assert thread.worker_pid == pid
