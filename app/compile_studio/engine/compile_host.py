@@ -156,7 +156,7 @@ class CompileHost:
 
 def host_main(out: IO[str]) -> int:
     """``--compile-host``: make the pre-clock imports, then time the one variant asked for."""
-    from .runner import first_call_ms
+    from . import runner  # noqa: F401 - torch and the engine, before ready
 
     _pre_clock_imports()
     out.write(_READY + "\n")
@@ -165,9 +165,7 @@ def host_main(out: IO[str]) -> int:
     if not line.strip():
         return 0  # closed unused
     request = json.loads(line)
-    code = _time_one(out, request["variant"], request["config"], first_call_ms)
-    out.flush()
-    return code
+    return time_first_call(out, request["variant"], request["config"])
 
 
 def _pre_clock_imports() -> None:
@@ -183,8 +181,11 @@ def _pre_clock_imports() -> None:
     compile_modes()
 
 
-def _time_one(out: IO[str], variant: str, config_json: str, first_call_ms) -> int:  # noqa: ANN001
+def time_first_call(out: IO[str], variant: str, config_json: str) -> int:
+    """Time ``variant``'s first call under ``config_json``; one ``compiled`` or ``error``
+    event on ``out``; the exit code (3: it failed)."""
     from ..config import BenchmarkConfig
+    from .runner import first_call_ms
 
     try:
         config = BenchmarkConfig.from_json(config_json)
@@ -194,11 +195,15 @@ def _time_one(out: IO[str], variant: str, config_json: str, first_call_ms) -> in
             load_backend_modules(config.backend_modules)
         ms = first_call_ms(config, variant)
     except Exception as exc:  # noqa: BLE001 - reported to the worker
-        out.write(protocol.encode(protocol.ErrorEvent(
+        event: protocol.Event = protocol.ErrorEvent(
             kind=protocol.ErrorKind.COMPILE_FAILED, message=str(exc)[:1000], variant=variant
-        )) + "\n")
-        return 3
-    out.write(protocol.encode(protocol.CompiledEvent(
-        variant=variant, compile_s=ms / 1000.0, first_call_ms=ms, compile_timing="isolated"
-    )) + "\n")
-    return 0
+        )
+        code = 3
+    else:
+        event = protocol.CompiledEvent(
+            variant=variant, compile_s=ms / 1000.0, first_call_ms=ms, compile_timing="isolated"
+        )
+        code = 0
+    out.write(protocol.encode(event) + "\n")
+    out.flush()
+    return code
