@@ -280,25 +280,40 @@ def record_to_csv(record: SweepRecord) -> str:
     return buf.getvalue()
 
 
-class SweepFolder:
-    """A sweep's folder and its record, saved as a whole after every change.
+class _RecordFolder:
+    """A folder holding one record, saved whole (JSON and CSV, each atomically) after every change.
 
     Safe to share between threads: :meth:`update` changes the record under a
-    lock and saves it; :meth:`snapshot` gives a copy to read.
+    lock and saves it; :meth:`snapshot` gives a copy to read. A subclass names
+    its files, its serialisers and the word its folders and messages use.
     """
 
-    def __init__(self, path: Path, record: SweepRecord):
+    #: the word in the folder's name (``<time>_<word>_<slug>``)
+    name_word = ""
+    #: what a message calls it
+    what = ""
+    json_name = ""
+    csv_name = ""
+
+    def __init__(self, path: Path, record: Any):
         self.path = Path(path)
         self.record = record
         self._lock = threading.RLock()
         #: why the last save failed (None: saved)
         self.write_error: str | None = None
 
+    @staticmethod
+    def _to_json(record: Any) -> str:
+        raise NotImplementedError
+
+    @staticmethod
+    def _to_csv(record: Any) -> str:
+        raise NotImplementedError
+
     @classmethod
-    def create(cls, root: Path, slug: str, record: SweepRecord, when: datetime | None = None) -> SweepFolder:
-        """A new sweep folder under ``root`` named ``<time>_sweep_<slug>``; writes sweep.json."""
+    def _create(cls, root: Path, slug: str, record: Any, when: datetime | None) -> Any:
         when = when or datetime.now()
-        base = f"{when:%Y%m%d-%H%M%S}_sweep_{re.sub(r'[^A-Za-z0-9_.+-]', '-', slug)[:80]}"
+        base = f"{when:%Y%m%d-%H%M%S}_{cls.name_word}_{re.sub(r'[^A-Za-z0-9_.+-]', '-', slug)[:80]}"
         root = Path(root)
         root.mkdir(parents=True, exist_ok=True)
         for k in range(1000):
@@ -309,33 +324,28 @@ class SweepFolder:
             except FileExistsError:
                 continue
         else:  # pragma: no cover - a thousand sweeps in one second
-            raise OSError(f"cannot create a unique sweep folder in {root}")
+            raise OSError(f"cannot create a unique {cls.what.replace(' ', '-')} folder in {root}")
         record.sweep_id = path.name
         record.created = record.created or when.isoformat(timespec="seconds")
         folder = cls(path, record)
         folder.save(raise_errors=True)
         return folder
 
-    @classmethod
-    def open(cls, path: str | Path) -> SweepFolder:
-        path = sweep_folder_of(Path(path))
-        return cls(path, load_sweep(path))
-
     def save(self, raise_errors: bool = False) -> bool:
-        """Write sweep.json and sweep.csv (atomically); returns whether it worked."""
+        """Write the JSON and the CSV (atomically); returns whether it worked."""
         with self._lock:
             try:
-                atomic_write_text(self.path / SWEEP_JSON, record_to_json(self.record))
-                atomic_write_text(self.path / SWEEP_CSV, record_to_csv(self.record))
+                atomic_write_text(self.path / self.json_name, self._to_json(self.record))
+                atomic_write_text(self.path / self.csv_name, self._to_csv(self.record))
             except OSError as exc:
-                self.write_error = f"cannot write the sweep in {self.path}: {exc.strerror or exc}"
+                self.write_error = f"cannot write the {self.what} in {self.path}: {exc.strerror or exc}"
                 if raise_errors:
                     raise
                 return False
             self.write_error = None
             return True
 
-    def update(self, change: Any = None) -> SweepRecord:
+    def update(self, change: Any = None) -> Any:
         """Apply ``change(record)`` (if given) under the lock, save, and return a copy of the record."""
         with self._lock:
             if change is not None:
@@ -343,9 +353,32 @@ class SweepFolder:
             self.save()
             return self.record.copy()
 
-    def snapshot(self) -> SweepRecord:
+    def snapshot(self) -> Any:
         with self._lock:
             return self.record.copy()
+
+
+class SweepFolder(_RecordFolder):
+    """A sweep's folder and its record (sweep.json, sweep.csv), saved as a whole after every change."""
+
+    name_word = "sweep"
+    what = "sweep"
+    json_name = SWEEP_JSON
+    csv_name = SWEEP_CSV
+    record: SweepRecord
+    _to_json = staticmethod(record_to_json)
+    _to_csv = staticmethod(record_to_csv)
+
+    @classmethod
+    def create(cls, root: Path, slug: str, record: SweepRecord, when: datetime | None = None) -> SweepFolder:
+        """A new sweep folder under ``root`` named ``<time>_sweep_<slug>``; writes sweep.json."""
+        folder: SweepFolder = cls._create(root, slug, record, when)
+        return folder
+
+    @classmethod
+    def open(cls, path: str | Path) -> SweepFolder:
+        path = sweep_folder_of(Path(path))
+        return cls(path, load_sweep(path))
 
     def run_folder(self, point: SweepPoint) -> Path | None:
         """The folder of ``point``'s run; None before it started."""
@@ -769,57 +802,24 @@ def _mode_order(mode: str) -> int:
     return order.index(mode) if mode in order else len(order)
 
 
-class ShapeSweepFolder:
-    """A shape sweep's folder and record, saved whole (atomically) after every point."""
+class ShapeSweepFolder(_RecordFolder):
+    """A shape sweep's folder and record (shape_sweep.json, .csv), saved whole after every point."""
 
-    def __init__(self, path: Path, record: ShapeSweepRecord):
-        self.path = Path(path)
-        self.record = record
-        self._lock = threading.RLock()
-        self.write_error: str | None = None
+    name_word = "shape"
+    what = "shape sweep"
+    json_name = SHAPE_JSON
+    csv_name = SHAPE_CSV
+    record: ShapeSweepRecord
+    _to_json = staticmethod(shape_record_to_json)
+    _to_csv = staticmethod(shape_record_to_csv)
 
     @classmethod
-    def create(cls, root: Path, slug: str, record: ShapeSweepRecord, when: datetime | None = None) -> ShapeSweepFolder:
+    def create(
+        cls, root: Path, slug: str, record: ShapeSweepRecord, when: datetime | None = None
+    ) -> ShapeSweepFolder:
         """A new folder under ``root`` named ``<time>_shape_<slug>``; writes shape_sweep.json."""
-        when = when or datetime.now()
-        base = f"{when:%Y%m%d-%H%M%S}_shape_{re.sub(r'[^A-Za-z0-9_.+-]', '-', slug)[:80]}"
-        root = Path(root)
-        root.mkdir(parents=True, exist_ok=True)
-        for k in range(1000):
-            path = root / (base if k == 0 else f"{base}_{k}")
-            try:
-                path.mkdir()
-                break
-            except FileExistsError:
-                continue
-        else:  # pragma: no cover - a thousand sweeps in one second
-            raise OSError(f"cannot create a unique shape-sweep folder in {root}")
-        record.sweep_id = path.name
-        record.created = record.created or when.isoformat(timespec="seconds")
-        folder = cls(path, record)
-        folder.save(raise_errors=True)
+        folder: ShapeSweepFolder = cls._create(root, slug, record, when)
         return folder
-
-    def save(self, raise_errors: bool = False) -> bool:
-        with self._lock:
-            try:
-                atomic_write_text(self.path / SHAPE_JSON, shape_record_to_json(self.record))
-                atomic_write_text(self.path / SHAPE_CSV, shape_record_to_csv(self.record))
-            except OSError as exc:
-                self.write_error = f"cannot write the shape sweep in {self.path}: {exc.strerror or exc}"
-                if raise_errors:
-                    raise
-                return False
-            self.write_error = None
-            return True
-
-    def update(self, change: Any = None) -> ShapeSweepRecord:
-        """Apply ``change(record)`` under the lock, save, and return a copy."""
-        with self._lock:
-            if change is not None:
-                change(self.record)
-            self.save()
-            return self.record.copy()
 
 
 def is_shape_sweep_folder(path: str | Path) -> bool:
