@@ -4,17 +4,24 @@ CUDA: the SM clock and the clock-event (throttle) reasons from NVML, for the
 GPU whose UUID matches the torch device (NVML ignores CUDA_VISIBLE_DEVICES).
 CPU: the current frequency of each core from sysfs, where the kernel exposes
 it (many virtual machines do not: then there is no reading, and it says so).
+A CUDA device without NVML has no clock reading at all, and its source says
+why (never the CPU's clock in the GPU's place).
 """
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 #: A window whose clock changed by more than this fraction gets a warning.
 CLOCK_CHANGE_WARN = 0.05
+
+#: The clock source of a CUDA device without an NVML reading.
+NO_GPU_CLOCK = "none: no GPU clock (install the nvml extra: pip install nvidia-ml-py)"
+NO_GPU_CLOCK_HANDLE = "none: no GPU clock (NVML is installed but gave no handle for this GPU)"
 
 CPU_FREQ_GLOB = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq"
 
@@ -50,6 +57,14 @@ def read_cpu_mhz(pattern: str = CPU_FREQ_GLOB) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def nvml_installed() -> bool:
+    """Whether ``pynvml`` (the nvidia-ml-py package) can be imported."""
+    try:
+        return importlib.util.find_spec("pynvml") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def normalise_uuid(uuid: object) -> str:
     """``GPU-1234…`` (NVML) and ``1234…`` (torch) name the same GPU."""
     text = str(uuid).strip().lower()
@@ -76,7 +91,9 @@ class ClockProbe:
 
     @classmethod
     def for_device(cls, device: Any, nvml_handle: Any = None, nvml: Any = None) -> ClockProbe:
-        if getattr(device, "type", None) == "cuda" and nvml is not None and nvml_handle is not None:
+        """NVML's SM clock for a CUDA device, sysfs for the CPU; for CUDA without NVML, no reading."""
+        is_cuda = getattr(device, "type", None) == "cuda"
+        if is_cuda and nvml is not None and nvml_handle is not None:
 
             def read_gpu() -> ClockReading:
                 try:
@@ -93,6 +110,9 @@ class ClockProbe:
                 return ClockReading(mhz, decode_reasons(mask))
 
             return cls(read_gpu, "nvml_sm_clock")
+        if is_cuda:
+            source = NO_GPU_CLOCK_HANDLE if nvml is not None or nvml_installed() else NO_GPU_CLOCK
+            return cls(lambda: ClockReading(None, []), source)
         return cls(lambda: ClockReading(read_cpu_mhz(), []), "sysfs_cpu_freq")
 
 

@@ -39,7 +39,11 @@ HEADER_HELP = {
     "IQR %": "Interquartile range as % of the median: above 10 % the variant is noisy.",
     "round spread %": "How far this variant's per-round medians lie apart (max / min − 1): drift and load show here.",
     "speedup [95% CI]": "eager's median / this variant's, with a 95 % interval; above 1.00 = faster than eager.",
-    "device speedup": "The same ratio from device (CUDA event) time: the kernels alone, without host overhead.",
+    "device speedup": (
+        "The same ratio from device time: kernel time measured with the stream kept busy "
+        "(busy-stream event pair), without launch overhead. The GPU span (events around "
+        "a call on an idle stream, launch gaps included) is the other figure."
+    ),
     "verdict": "faster, slower or cannot tell (interval includes 1.00, inside the noise floor, or checks failed).",
     "checks": "Failed checks of the timed calls: drift, two levels, heavy tail; ok when none.",
     "break-even calls": "Calls after which the compile time has paid for itself; only for a variant found faster.",

@@ -479,3 +479,25 @@ def sample_checks(rounds: Sequence[Sequence[float] | np.ndarray]) -> SampleCheck
         two_level=two_level_check(everything),
         tail_ratio=tail_ratio(everything),
     )
+
+
+#: A median must be at least this many times the harness floor before the floor is subtracted.
+FLOOR_MARGIN = 2.0
+
+
+def floor_subtracted_speedup(
+    eager_ms: float, variant_ms: float, floor_ms: float, margin: float = FLOOR_MARGIN
+) -> float | None:
+    """(eager − floor) / (variant − floor): the speedup of the calls without the timer's own cost.
+
+    Every wall sample carries the harness floor once, which pulls the raw
+    ratio towards 1. None unless both times are at least ``margin`` × the
+    floor (near the floor the difference is mostly noise) and the floor is
+    a positive, finite time.
+    """
+    values = (eager_ms, variant_ms, floor_ms)
+    if not all(math.isfinite(v) for v in values) or floor_ms <= 0:
+        return None
+    if eager_ms < margin * floor_ms or variant_ms < margin * floor_ms:
+        return None
+    return (eager_ms - floor_ms) / (variant_ms - floor_ms)
