@@ -51,7 +51,7 @@ test: setup
 
 # ruff (style, imports), lint-imports (the layer contracts in pyproject.toml), mypy (types):
 # all three run, and lint fails if any of them does.
-LINT_PATHS := app tests bench docs packaging/render_icons.py packaging/compile_studio_launcher.py
+LINT_PATHS := app tests bench docs examples packaging/render_icons.py packaging/compile_studio_launcher.py
 lint: setup
 	@status=0; \
 	echo "== ruff"; $(BIN)/ruff check $(LINT_PATHS) || status=1; \

@@ -104,6 +104,7 @@ _TIMING_KEYS = {
     "clock",
     # the diagnostics' profile figures (measurement.why)
     "wall_ms_per_call", "busy", "gemm_share", "device_ms_per_call",
+    "gemm_share_of_ops", "gemm_share_of_ops_calls", "op_ms_calls", "op_spread",
 }
 
 

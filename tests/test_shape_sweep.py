@@ -78,6 +78,39 @@ def test_dynamic_false_recompiles_at_each_new_batch_until_the_limit_then_runs_ea
     assert all(p.recompile_limit == LIMIT for p in points)
 
 
+def test_each_recompile_keeps_dynamos_guard_failure_reason(shape_sweep):
+    record = load_shape_sweep(shape_sweep[3])
+    points = series(record, "false")
+    assert points[0].recompile_reasons == []  # the first compile is no recompile
+    # batch 2 and 3 recompiled, batch 4 was refused at the limit: each says which guard failed
+    for p, now in zip(points[1:4], [2, 3, 4]):
+        assert p.recompile_reasons, p
+        assert len(p.recompile_reasons) <= 3 and all(len(r) <= 300 for r in p.recompile_reasons)
+        assert any("size mismatch at index 0" in r and f"actual {now}" in r for r in p.recompile_reasons), p
+    # the app's renamed copy of forward is not shown
+    assert not any("aot_eager_false" in r for p in record.points for r in p.recompile_reasons)
+    doc = json.loads((shape_sweep[3] / SHAPE_JSON).read_text())
+    assert all("recompile_reasons" in p for p in doc["points"])
+    with open(shape_sweep[3] / SHAPE_CSV, newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["mode"] == "false"]
+    assert "size mismatch" in rows[1]["recompile_reasons"] and rows[0]["recompile_reasons"] == ""
+
+
+def test_a_shape_sweep_file_without_recompile_reasons_still_loads(shape_sweep, tmp_path):
+    doc = json.loads((shape_sweep[3] / SHAPE_JSON).read_text())
+    for p in doc["points"]:
+        p.pop("recompile_reasons", None)
+    doc["points"][0]["recompile_reasons"] = ["x" * 5000, 7, "second", "third", "fourth"]
+    folder = tmp_path / "older"
+    folder.mkdir()
+    (folder / SHAPE_JSON).write_text(json.dumps(doc))
+    record = load_shape_sweep(folder)
+    assert len(record.points) == len(doc["points"])
+    assert all(p.recompile_reasons == [] for p in record.points[1:])
+    kept = record.points[0].recompile_reasons
+    assert len(kept) <= 3 and all(isinstance(r, str) and len(r) <= 300 for r in kept)
+
+
 def test_dynamic_true_compiles_once_plus_the_batch_1_specialisation(shape_sweep):
     record = load_shape_sweep(shape_sweep[3])
     for mode in ("true", "auto"):
@@ -159,8 +192,12 @@ def test_request_and_event_round_trip_and_checks():
     assert protocol.ShapeSweepRequest(config={}, batches=[], modes=["x"]).problems()
     with pytest.raises(ValueError, match="unknown keys"):
         protocol.ShapeSweepRequest.from_json(json.dumps({"config": {}, "batches": [1], "evil": 1}))
-    event = protocol.ShapePointEvent(variant="aot_eager", mode="false", batch=4, graphs=1, limit_hit=True)
+    event = protocol.ShapePointEvent(variant="aot_eager", mode="false", batch=4, graphs=1, limit_hit=True,
+                                     recompile_reasons=["0/0: tensor 'x' size mismatch at index 0"])
     assert protocol.decode(protocol.encode(event)) == event
+    older = json.loads(protocol.encode(event))
+    del older["recompile_reasons"]
+    assert protocol.decode(json.dumps(older)).recompile_reasons == []
     assert parse_batches(range_text="1:16:x2") == [1, 2, 4, 8, 16]
     with pytest.raises(ConfigError):
         shape_request(config, [1], modes=["auto", "auto"])

@@ -256,9 +256,14 @@ def test_stray_prints_do_not_break_the_protocol(tiny_config):
 def test_interleaved_blocks_alternate_and_count_no_false_recompiles(tmp_path, tiny_config):
     tiny_config.update(rounds=4, iterations=20)
     recorder, events, _ = run_through_worker(tiny_config, RunStore(tmp_path))
-    measure = [e["variant"] for e in events if e["type"] == "samples" and e["phase"] == "measure"]
-    # blocks alternate: eager, aot_eager, eager, ...
-    assert measure[:4] == ["eager", "aot_eager", "eager", "aot_eager"]
+    # blocks alternate: eager, aot_eager, eager, ... (a block may reach us in several batches)
+    order: list[tuple[int, str]] = []
+    for e in events:
+        if e["type"] == "samples" and e["phase"] == "measure":
+            key = (e["round"], e["variant"])
+            if not order or order[-1] != key:
+                order.append(key)
+    assert order == [(r, v) for r in range(4) for v in ("eager", "aot_eager")]
     run = recorder.run
     assert run.variants["aot_eager"].recompiles_in_window == 0
     for v in run.variants.values():

@@ -264,6 +264,8 @@ def print_run(run: RunResult, out: TextIO) -> None:
         f"run {run.run_id}",
     ]
     out.write(" · ".join(p for p in parts if p) + "\n")
+    for note in run.model_notes():
+        out.write(f"model: {note}\n")
     rows = summarize(run)
     out.write(text_table(SUMMARY_HEADERS, [summary_cells(r) for r in rows]) + "\n")
     for r in rows:

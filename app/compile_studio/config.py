@@ -41,6 +41,10 @@ from .model_specs import LayerSpecError as LayerSpecError
 from .model_specs import parse_layer_spec as parse_layer_spec
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16")
+#: The dtype choice that converts nothing: a custom model and its inputs run as the factory made them.
+AS_GIVEN = "as_given"
+#: Every value of the ``dtype`` field: a conversion (:data:`DTYPES`) or none.
+DTYPE_CHOICES = (*DTYPES, AS_GIVEN)
 WORKLOADS = ("inference", "training")
 ACTIVATIONS = ("gelu", "relu", "silu", "tanh", "none")
 TIMERS = ("auto", "host", "cuda_events")
@@ -161,6 +165,12 @@ class FieldSpec:
     metavar: str = ""
     #: a choice field whose flag may stand alone: the value ``--flag`` means (``--no-flag``: the default)
     bare: str = ""
+    #: (value, words) pairs: how the form shows a choice whose value is not words itself
+    choice_labels: tuple[tuple[str, str], ...] = ()
+
+    def choice_label(self, value: str) -> str:
+        """How the form shows the choice ``value``: its label, or the value itself."""
+        return dict(self.choice_labels).get(value, value)
 
     @property
     def flag(self) -> str:
@@ -211,6 +221,8 @@ def setting(default: Any, **metadata: Any) -> Any:
         raise TypeError(f"setting() knows no metadata {', '.join(unknown)}")
     if "choices" in metadata:
         metadata["choices"] = tuple(metadata["choices"])
+    if isinstance(metadata.get("choice_labels"), dict):
+        metadata["choice_labels"] = tuple(metadata["choice_labels"].items())
     if isinstance(default, list):
         items = list(default)
         return field(default_factory=lambda: list(items), metadata=metadata)
@@ -280,8 +292,10 @@ class BenchmarkConfig:
         256, label="Batch", unit="samples", minimum=1, maximum=MAX_BATCH, help="rows per call"
     )
     dtype: str = setting(
-        "fp32", label="Data type", choices=DTYPES,
-        help="element type of weights and inputs; tf32 is fp32 with TensorFloat-32 matmuls",
+        "fp32", label="Data type", choices=DTYPE_CHOICES, choice_labels={AS_GIVEN: "as given"},
+        help="element type of weights and inputs; tf32 is fp32 with TensorFloat-32 matmuls; "
+        "as_given (as given): a custom model and its inputs exactly as the factory made them, "
+        "the default for a custom model",
     )
     device: str = setting(
         "auto", label="Device", widget="device", help="where to run: auto, cpu, cuda, cuda:N or mps",
@@ -371,7 +385,8 @@ class BenchmarkConfig:
     factory: str = setting(
         "", label="Factory", metavar="FILE.py:FUNC", check=_factory_problem,
         placeholder="path/to/model.py:make_model (its code runs in the worker)",
-        help="model custom: a function returning (model, inputs[, loss[, options]]); the file's "
+        help="model custom: a function returning (model, inputs[, loss]); its arguments named like "
+        "a configuration field (batch_size, seed, ...) get this configuration's values; the file's "
         "code runs in the worker, and a copy is kept in the run folder",
     )
     model_path: str = setting(
@@ -402,13 +417,19 @@ class BenchmarkConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BenchmarkConfig:
-        """Build from a dict; unknown keys or wrongly typed values raise ConfigError."""
+        """Build from a dict; unknown keys or wrongly typed values raise ConfigError.
+
+        A custom model without a ``dtype`` key runs as given (its factory's dtypes);
+        a dict that names a dtype keeps it.
+        """
         if not isinstance(data, dict):
             raise ConfigError([ConfigProblem("config", "must be a JSON object")])
         problems: list[ConfigProblem] = []
         known = {spec.name: spec for spec in config_fields(cls)}
         kwargs: dict[str, Any] = {}
         data = _read_legacy(data)
+        if data.get("model") == "custom" and "dtype" not in data:
+            data = {**data, "dtype": AS_GIVEN}
         for key, value in data.items():
             spec = known.get(key)
             if spec is None:
@@ -492,8 +513,12 @@ class BenchmarkConfig:
             return f"custom {self.factory}"
         return f"MLP {self.layers}"
 
-    def slug(self) -> str:
-        """Short text naming the config, for folder and file names."""
+    def slug(self, read_factory: bool = False) -> str:
+        """Short text naming the config, for folder and file names.
+
+        A custom model's batch is named only where ``read_factory`` (a run about to
+        start: the factory's source is parsed, not run) finds it takes ``batch_size``.
+        """
         variants = "+".join(self.variants)[:40]
         if self.model in ("mlp", "mlp_ln_residual"):
             layers = "-".join(str(s) for s in self._sizes_or_empty())
@@ -504,8 +529,18 @@ class BenchmarkConfig:
             name = "cnn" + self.cnn.replace(",", "-")
         else:
             name = "custom-" + self.factory.rsplit(":", 1)[-1]
-        text = f"{name}_b{self.batch_size}_{self.dtype}_{self.device}_{variants}"
+        # a custom model's batch is its factory's: named only where the factory takes the form's
+        batch = f"_b{self.batch_size}"
+        if self.model == "custom" and not (read_factory and self._factory_takes("batch_size")):
+            batch = ""
+        text = f"{name}{batch}_{self.dtype.replace('_', '-')}_{self.device}_{variants}"
         return re.sub(r"[^A-Za-z0-9_.+-]", "-", text)[:100]
+
+    def _factory_takes(self, name: str) -> bool:
+        from .model_specs import factory_signature
+
+        sig = factory_signature(self.factory, self.model_path)
+        return not isinstance(sig, str) and sig.takes(name)
 
     def _sizes_or_empty(self) -> list[int]:
         try:
@@ -536,6 +571,14 @@ class BenchmarkConfig:
                     "warmup",
                     f"{cudagraph[0]} records CUDA graphs during warm-up: "
                     f"use at least {CUDAGRAPH_MIN_WARMUP} warm-up iterations",
+                )
+            )
+        if self.dtype == AS_GIVEN and self.model != "custom":
+            out.append(
+                ConfigProblem(
+                    "dtype",
+                    "as given applies to a custom model's factory; built-in models take fp32, "
+                    "tf32, bf16 or fp16",
                 )
             )
         if self.model == "custom" and not self.factory.strip():

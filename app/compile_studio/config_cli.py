@@ -77,7 +77,7 @@ def config_from_args(
     """The config: ``--config`` file (if any) overridden by each flag given.
 
     The file is a config JSON object, or a run's ``run.json`` whose ``config``
-    object is reused.
+    object is reused. ``--factory`` without ``--model`` means ``--model custom``.
     """
     data: dict[str, Any] = {}
     path = getattr(args, "config", None)
@@ -90,6 +90,9 @@ def config_from_args(
         if spec.kind == "list":
             value = [v.strip() for v in value.split(",") if v.strip()]
         data[spec.name] = value
+    if getattr(args, "factory", None) and getattr(args, "model", None) is None:
+        # --factory alone names a custom model
+        data["model"] = "custom"
     return config_cls.from_dict(data)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 #: Widest layer accepted. 65 536 x 65 536 weights are already 16 GiB in fp32.
@@ -139,3 +140,74 @@ def _factory_problem(value: str) -> str | None:
     if value and ":" not in value:
         return "name the file or module and the function: path/to/model.py:make_model"
     return None
+
+
+@dataclass(frozen=True)
+class FactorySignature:
+    """The keyword parameters a factory function declares, read from its source.
+
+    Read with :mod:`ast` (nothing of the file runs): the named parameters of the
+    module-level ``def`` the spec names. The worker passes a configuration
+    field's value to a parameter of the same name (``make_model(batch_size=…)``).
+    """
+
+    function: str
+    #: explicitly named parameters (positional-or-keyword and keyword-only)
+    names: tuple[str, ...]
+    #: the function also takes ``**kwargs`` (which the worker never fills)
+    var_keyword: bool
+
+    def takes(self, name: str) -> bool:
+        return name in self.names
+
+
+#: Largest factory file read for its signature.
+MAX_FACTORY_SOURCE = 4 * 1024 * 1024
+
+
+def _module_file(target: str, model_path: str) -> Path | None:
+    parts = target.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return None
+    roots = [Path(model_path).expanduser()] if model_path else []
+    roots.append(Path.cwd())
+    for root in roots:
+        base = root.joinpath(*parts)
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def factory_signature(spec: str, model_path: str = "") -> FactorySignature | str:
+    """The factory's declared parameters, or why they cannot be read (a sentence).
+
+    Never imports or runs the file: it is parsed, and the module-level function
+    the spec names is looked up by name.
+    """
+    import ast
+
+    target, _, name = spec.rpartition(":")
+    if not target or not name:
+        return f"'{spec[:80]}' is not FILE.py:FUNCTION or package.module:FUNCTION"
+    path = factory_file(spec) or _module_file(target, model_path)
+    if path is None:
+        return f"the module {target[:80]} was not found as a file (with --model-path or here)"
+    try:
+        if not path.is_file():
+            return f"{path} is not a file"
+        if path.stat().st_size > MAX_FACTORY_SOURCE:
+            return f"{path} is larger than {MAX_FACTORY_SOURCE // (1024 * 1024)} MiB"
+        source = path.read_bytes()
+        tree = ast.parse(source, filename=str(path))
+    except (OSError, SyntaxError, ValueError) as exc:
+        return f"{path} cannot be read: {type(exc).__name__}: {str(exc)[:120]}"
+    found = None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            found = node  # the last definition wins, as at import
+    if found is None:
+        return f"{path.name} defines no function {name[:60]} at module level"
+    a = found.args
+    names = tuple(p.arg for p in (*a.args, *a.kwonlyargs))
+    return FactorySignature(name, names, a.kwarg is not None)

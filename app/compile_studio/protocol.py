@@ -215,6 +215,17 @@ class RunInfoEvent:
     flops_per_call: int | None = None
     #: where the timing thread ran: "timing thread alone on CPU 1 (…)", or why it was not pinned
     cpu_pinning: str | None = None
+    #: each input as measured: {"shape": [4, 16], "dtype": "bf16"}, or {"type": name} for a non-tensor
+    inputs: list[dict[str, Any]] | None = None
+    #: the leading dimension of the first tensor input with one or more dimensions, as measured
+    batch_size: int | None = None
+    #: the dtype the model's floating parameters ran in (short name; the lowest precision if mixed)
+    model_dtype: str | None = None
+    #: every conversion the app made of the factory's model or inputs, one sentence each
+    conversions: list[str] = field(default_factory=list)
+    #: None for a model whose output is the same call after call; else a sentence: how it is random
+    #: and how outputs were compared
+    randomness: str | None = None
 
 
 @dataclass
@@ -353,9 +364,11 @@ class ShapePointEvent:
     ``first_call_ms`` is the first call at this shape: the compile or recompile
     it caused, or a plain call when none. ``graphs`` counts the graphs Dynamo
     compiled during it, ``recompiles`` those that replaced or added to an
-    earlier graph of this mode (0 at the mode's first point). ``limit_hit``:
-    Dynamo hit its recompile limit at this point; ``fell_back``: at this point
-    or before, so the calls ran eager from then on.
+    earlier graph of this mode (0 at the mode's first point), and
+    ``recompile_reasons`` Dynamo's guard-failure reasons for them (the first
+    few, cut short; a recompile refused at the limit has one too).
+    ``limit_hit``: Dynamo hit its recompile limit at this point;
+    ``fell_back``: at this point or before, so the calls ran eager from then on.
     """
 
     TYPE: ClassVar[str] = "shape_point"
@@ -374,6 +387,7 @@ class ShapePointEvent:
     correct: bool | None = None
     max_error: float | None = None
     error: str | None = None
+    recompile_reasons: list[str] = field(default_factory=list)
 
 
 Event = (

@@ -197,7 +197,7 @@ class RunSession:
         self.standby = standby
         self.hello_timeout = hello_timeout if hello_timeout is not None else hello_timeout_s()
         self.folder: Path | None = (
-            store.new_run_folder(config.slug()) if store is not None else None
+            store.new_run_folder(config.slug(read_factory=True)) if store is not None else None
         )
         self.run_id = self.folder.name if self.folder is not None else ""
         self.launcher = launcher or WorkerLauncher.local()

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from . import protocol
 from .config import MAX_BATCH, BenchmarkConfig, ConfigError, ConfigProblem, FieldSpec, config_fields
-from .model_specs import LayerSpecError, parse_layer_spec, parse_transformer_spec
+from .model_specs import LayerSpecError, factory_signature, parse_layer_spec, parse_transformer_spec
 from .protocol import RunStatus, VariantStatus
 from .results.run_result import summarize
 from .results.store import RunStore
@@ -72,6 +72,9 @@ DERIVED_PARAMS = {
 }
 #: Fields a sweep does not vary (names, lists, where files come from).
 _NOT_SWEPT = {"label", "variants", "backend_modules", "factory", "model_path"}
+#: Fields that size a built-in model: a custom model's factory sees them only as keyword
+#: parameters it declares.
+FACTORY_MODEL_FIELDS = ("batch_size", "layers", "activation", "transformer", "cnn")
 #: Most characters of a --values or --range text.
 MAX_VALUES_TEXT = 10_000
 
@@ -230,6 +233,9 @@ class SweepSpec:
                 continue
             seen.add(key)  # type: ignore[arg-type]
         swept = self.field()
+        refused = self.factory_problem(base)
+        if refused is not None:
+            out.append(refused)
         base_problems = [p for p in base.problems() if p.field != swept]
         out.extend(base_problems)
         known = {str(p) for p in base_problems}
@@ -243,6 +249,36 @@ class SweepSpec:
                 if str(problem) not in known:
                     out.append(ConfigProblem(problem.field, f"{self.param}={value!s:.30}: {problem.message}"))
         return out
+
+    def factory_problem(self, base: BenchmarkConfig) -> ConfigProblem | None:
+        """Why a custom model cannot be swept over this parameter; None when it can.
+
+        A factory makes its own model and inputs: the built-in models' sizes
+        (batch, layers, activation, transformer, CNN) reach it only through a
+        keyword parameter of the same name (``def make_model(batch_size=8)``),
+        read from the file's source without running it.
+        """
+        if base.model != "custom" or self.field() not in FACTORY_MODEL_FIELDS:
+            return None
+        if self.param != self.field():
+            return ConfigProblem(
+                "--param",
+                f"{self.param} changes a built-in model's sizes; a custom model's factory makes its "
+                f"own model (sweep a keyword parameter of the factory, such as batch_size)",
+            )
+        sig = factory_signature(base.factory, base.model_path)
+        if isinstance(sig, str):
+            return ConfigProblem(
+                "--param", f"cannot tell whether the factory takes {self.param}: {sig}"
+            )
+        if not sig.takes(self.param):
+            return ConfigProblem(
+                "--param",
+                f"the factory {sig.function}() does not take {self.param}, so every point would "
+                f"run the same model; give it a keyword parameter named {self.param} "
+                f"(def {sig.function}({self.param}=…)) to sweep it",
+            )
+        return None
 
     def field(self) -> str:
         """The configuration field the parameter changes (``layers`` for ``hidden_width``)."""
@@ -360,7 +396,7 @@ def new_sweep(spec: SweepSpec, base: BenchmarkConfig, root: Path) -> SweepFolder
         values_text=spec.values_text,
         status=PENDING,
     )
-    slug = base.slug()
+    slug = base.slug(read_factory=True)
     if spec.param == "batch_size":
         slug = re.sub(r"_b\d+_", "_", slug, count=1)
     slug = f"{spec.param.replace(':', '')}_{slug}"

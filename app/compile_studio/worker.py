@@ -162,6 +162,8 @@ class IsolatedCompile:
         self.config = config
         self.stop = stop
         self.timeout_s = timeout_s
+        #: set by the run for a random model: compile as it does (Inductor's fallback_random)
+        self.fallback_random = False
         self._hosts: list[CompileHost] = []
         if host is not None and config.compile_cache == "cold":
             host.close()  # started early with the shared caches: not for a cold run
@@ -210,7 +212,7 @@ class IsolatedCompile:
         return self._hosts.pop(0)
 
     def __call__(self, variant: str) -> float:
-        return self._take(variant).compile_s(self.config.to_json(), variant)
+        return self._take(variant).compile_s(self.config.to_json(), variant, self.fallback_random)
 
     def close(self) -> None:
         """No more compiles: hosts left over go (nothing of them runs beside the timed calls)."""

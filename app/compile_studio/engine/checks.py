@@ -24,6 +24,10 @@ room over that (fp32 1e-5 ≈ 170 u, tf32 1e-3 ≈ 2 u of tf32's 10-bit
 mantissa over several layers, fp16 3e-3 ≈ 6 u, bf16 2e-2 ≈ 5 u) and stay
 far below what a real defect does to such outputs (a dropped bias or a 5 %
 scale error is ≥ 5e-2).
+
+A model run as given (dtype ``as_given``) is judged by the bounds of the dtype
+its floating parameters are in (:func:`tolerance_key`): bf16, fp16 or fp32
+(fp64 takes fp32's; a mix takes its lowest precision's).
 """
 
 from __future__ import annotations
@@ -37,6 +41,27 @@ ERROR_BOUND = {"fp32": 1e-5, "tf32": 1e-3, "fp16": 3e-3, "bf16": 2e-2}
 ERROR_FLOOR = {"fp32": 1e-6, "tf32": 1e-4, "fp16": 3e-4, "bf16": 2e-3}
 GAIN_BOUND = {"fp32": 1e-6, "tf32": 2e-4, "fp16": 5e-4, "bf16": 3e-3}
 EAGER_MULTIPLE = 4.0
+
+#: Mantissa bits at or below which a dtype is judged as bf16 / fp16 (fewer bits: bf16's bounds).
+_BF16_BITS = 7
+_FP16_BITS = 10
+
+
+def tolerance_key(dtype: torch.dtype | None) -> str:
+    """The key of the bounds a model in ``dtype`` is judged by: bf16, fp16 or fp32.
+
+    fp64 (and None: no floating parameter) take fp32's bounds; a floating dtype
+    with fewer mantissa bits than bf16 (float8) takes bf16's, the loosest.
+    """
+    if dtype is None or not dtype.is_floating_point:
+        return "fp32"
+    bits = round(-math.log2(torch.finfo(dtype).eps))  # mantissa bits: bf16 7, fp16 10
+    if bits <= _BF16_BITS:
+        return "bf16"
+    if bits <= _FP16_BITS:
+        return "fp16"
+    return "fp32"
+
 
 RULE = (
     "normwise error ‖out−ref‖/‖ref‖ vs fp64 ≤ {bound:g}, ≤ max({k:g}× eager's, {floor:g}), "
@@ -64,6 +89,8 @@ def deviation(out: torch.Tensor | list[torch.Tensor], ref: torch.Tensor | list[t
     """Normwise error and gain of ``out`` against ``ref`` (lists are taken as one vector)."""
     outs = out if isinstance(out, list) else [out]
     refs = ref if isinstance(ref, list) else [ref]
+    if not outs and not refs:
+        return Deviation(error=0.0, gain=1.0, finite=True)
     o = torch.cat([t.detach().to("cpu", torch.float64).reshape(-1) for t in outs])
     r = torch.cat([t.detach().to("cpu", torch.float64).reshape(-1) for t in refs])
     finite = bool(torch.isfinite(o).all())

@@ -82,14 +82,20 @@ class CompileHost:
             if self._line(deadline, what) == _READY:
                 self.ready = True
 
-    def compile_s(self, config_json: str, variant: str) -> float:
-        """Seconds of ``variant``'s first call, timed in this host; the host is closed after."""
+    def compile_s(self, config_json: str, variant: str, fallback_random: bool = False) -> float:
+        """Seconds of ``variant``'s first call, timed in this host; the host is closed after.
+
+        ``fallback_random``: compile as the run does for a random model (Inductor's random
+        operators fall back to eager's).
+        """
         try:
             self.wait_ready(variant)
             deadline = time.monotonic() + self.timeout_s
             assert self.proc.stdin is not None
             try:
-                request = json.dumps({"variant": variant, "config": config_json})
+                request = json.dumps(
+                    {"variant": variant, "config": config_json, "fallback_random": fallback_random}
+                )
                 self.proc.stdin.write(request.encode() + b"\n")
                 self.proc.stdin.flush()
             except (BrokenPipeError, OSError):
@@ -165,7 +171,9 @@ def host_main(out: IO[str]) -> int:
     if not line.strip():
         return 0  # closed unused
     request = json.loads(line)
-    return time_first_call(out, request["variant"], request["config"])
+    return time_first_call(
+        out, request["variant"], request["config"], bool(request.get("fallback_random"))
+    )
 
 
 def _pre_clock_imports() -> None:
@@ -181,7 +189,9 @@ def _pre_clock_imports() -> None:
     compile_modes()
 
 
-def time_first_call(out: IO[str], variant: str, config_json: str) -> int:
+def time_first_call(
+    out: IO[str], variant: str, config_json: str, fallback_random: bool = False
+) -> int:
     """Time ``variant``'s first call under ``config_json``; one ``compiled`` or ``error``
     event on ``out``; the exit code (3: it failed)."""
     from ..config import BenchmarkConfig
@@ -193,7 +203,7 @@ def time_first_call(out: IO[str], variant: str, config_json: str) -> int:
             from .backends import load_backend_modules
 
             load_backend_modules(config.backend_modules)
-        ms = first_call_ms(config, variant)
+        ms = first_call_ms(config, variant, fallback_random)
     except Exception as exc:  # noqa: BLE001 - reported to the worker
         event: protocol.Event = protocol.ErrorEvent(
             kind=protocol.ErrorKind.COMPILE_FAILED, message=str(exc)[:1000], variant=variant

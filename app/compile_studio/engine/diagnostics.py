@@ -11,7 +11,12 @@ Per variant, a :class:`WhyCollector` gathers
 - the path and text of Inductor's output code for each compiled graph;
 - after the variant's timed window and checks: a short ``torch.profiler``
   capture of a few steady-state calls (Chrome trace, top operators, kernels
-  or operators per call, time inside operators or kernels).
+  or operators per call, the elements they work on, time inside operators
+  or kernels and the GEMMs' share of it, call by call).
+
+Function names are shown as the user wrote them: each variant's ``forward``
+is a renamed copy (``forward_<variant>``) and :func:`user_names` takes the
+suffix off again.
 
 Everything degrades to words: a figure that cannot be had is named in
 ``missing`` with the reason, and nothing here ever fails a run. The worker
@@ -21,6 +26,7 @@ supervising side writes it into the run folder (``results.why``).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import linecache
 import logging
@@ -170,6 +176,39 @@ def _record_key(m: Any) -> tuple[Any, ...]:
     return (getattr(m, "compile_id", None), getattr(m, "start_time_us", None), id(m))
 
 
+class CompileRecords:
+    """The compile records (``get_compilation_metrics``) torch adds after this object was made."""
+
+    def __init__(self) -> None:
+        self._seen = {_record_key(m) for m in _compile_metrics()}
+
+    def new(self) -> list[Any]:
+        """Records added since the last call (or since the object was made)."""
+        out = []
+        for m in _compile_metrics():
+            key = _record_key(m)
+            if key not in self._seen:
+                self._seen.add(key)
+                out.append(m)
+        return out
+
+
+def guard_reasons(records: list[Any], variant: str = "", limit: int = 3, chars: int = 300) -> list[str]:
+    """Dynamo's guard-failure reasons of the recompiles among ``records``: the first ``limit``, cut."""
+    out: list[str] = []
+    for m in records:
+        reason = getattr(m, "recompile_reason", None)
+        if not reason:
+            continue
+        text = " ".join(user_names(str(reason), variant).split())
+        text = text if len(text) <= chars else text[: chars - 1] + "…"
+        if text not in out:
+            out.append(text)
+        if len(out) >= limit:
+            break
+    return out
+
+
 def _timed_lengths() -> dict[str, int]:
     try:
         from torch._dynamo.utils import compilation_time_metrics
@@ -243,10 +282,52 @@ def _cache_counts(records: list[Any]) -> dict[str, int]:
 
 
 def _frame_text(m: Any) -> str:
-    name = getattr(m, "co_name", None) or "?"
-    file = getattr(m, "co_filename", None) or "?"
+    """``name (file:line)`` of the frame a compile record is about; "" when torch named none.
+
+    A recompile that Dynamo refused at its recompile limit is recorded without
+    its frame: the collector names it from the frame's earlier records.
+    """
+    name = getattr(m, "co_name", None)
+    if not name:
+        return ""
+    file = getattr(m, "co_filename", None)
     line = getattr(m, "co_firstlineno", None)
+    if not file:
+        return str(name)
     return f"{name} ({file}:{line})" if line else f"{name} ({file})"
+
+
+def _frame_id(m: Any) -> str:
+    """The frame part of a compile id (``"3"`` of ``"3/1"``)."""
+    return str(getattr(m, "compile_id", "") or "").split("/", 1)[0]
+
+
+def _refused(m: Any) -> bool:
+    """A compile record of a recompile Dynamo refused because its recompile limit was hit."""
+    text = str(getattr(m, "fail_reason", "") or "").lower()
+    return "recompile limit" in text or "cache_size_limit" in text or "cache size limit" in text
+
+
+_LIMIT_FRAME = re.compile(r"function: '([^']+)' \(([^)]*)\)")
+
+
+def variant_tag(variant: str) -> str:
+    """How a variant's name appears in its forward's own code object (see ``models.own_forward``)."""
+    return variant.replace("-", "_")
+
+
+def user_names(text: str, variant: str) -> str:
+    """``text`` with the user's function names: ``forward_<variant>`` is shown as ``forward``.
+
+    Each variant calls a copy of the model's ``forward`` renamed
+    ``<name>_<variant>`` (Dynamo's resume functions carry the name too, as in
+    ``torch_dynamo_resume_in_forward_default_at_13``); the suffix is the
+    app's, not the user's.
+    """
+    tag = variant_tag(variant)
+    if not tag or not text:
+        return text
+    return re.sub(rf"(?<=[A-Za-z0-9])_{re.escape(tag)}(?=_at_\d|[^A-Za-z0-9_]|$)", "", text)
 
 
 def code_kernels(code: str) -> dict[str, int]:
@@ -302,6 +383,8 @@ class WhyCollector:
         self._variants: dict[str, _Evidence] = {}
         self._marks: dict[str, int] = {}
         self._heard = (0, 0, 0)
+        #: frame id (of compile ids "<frame>/<n>") -> the frame's name and place
+        self._frames: dict[str, str] = {}
 
     def _ev(self, name: str) -> _Evidence:
         return self._variants.setdefault(name, _Evidence(name))
@@ -313,7 +396,19 @@ class WhyCollector:
             if key not in self._seen:
                 self._seen.add(key)
                 new.append(m)
+            text = _frame_text(m)
+            if text:
+                self._frames[_frame_id(m)] = text
         return new
+
+    def _frame_of(self, m: Any, limits: list[str]) -> str:
+        """The frame of a compile record, from its earlier records or the limit warning when unnamed."""
+        text = _frame_text(m) or self._frames.get(_frame_id(m), "")
+        if not text:
+            found = next((f for f in map(_LIMIT_FRAME.search, limits) if f is not None), None)
+            if found is not None:
+                text = f"{found.group(1)} ({found.group(2)})"
+        return text
 
     def _new_logs(self, ev: _Evidence) -> None:
         tap = self._tap
@@ -368,18 +463,20 @@ class WhyCollector:
             return
         try:
             ev = self._ev(name)
-            for m in self._new_records():
+            records = self._new_records()
+            self._new_logs(ev)
+            for m in records:
                 reason = getattr(m, "recompile_reason", None) or getattr(m, "fail_reason", None)
                 ev.recompiles.append(
                     {
                         "reason": str(reason or "no reason recorded by Dynamo")[:1000],
-                        "frame": _frame_text(m)[:400],
+                        "frame": self._frame_of(m, ev.limits)[:400],
                         "compile_id": str(getattr(m, "compile_id", "") or ""),
                         "compile_s": _s(getattr(m, "entire_frame_compile_time_s", None)),
                         "in_window": in_window,
+                        "refused": _refused(m),
                     }
                 )
-            self._new_logs(ev)
         except Exception:  # noqa: BLE001
             pass
 
@@ -435,9 +532,17 @@ class WhyCollector:
         code: list[dict[str, str]] = []
         if compiled:
             why["compile"] = self._compile_info(ev, missing)
-            why["graph_breaks"] = ev.breaks
-            why["recompiles"] = ev.recompiles
-            why["recompile_limit"] = ev.limits[0] if ev.limits else None
+            why["graph_breaks"] = [
+                {**b, "reason": user_names(str(b.get("reason", "")), name)} for b in ev.breaks
+            ]
+            why["recompiles"] = [
+                {**r, "frame": user_names(r["frame"], name), "reason": user_names(r["reason"], name)}
+                for r in ev.recompiles
+            ]
+            why["recompile_limit"] = user_names(ev.limits[0], name) if ev.limits else None
+            info = why["compile"]
+            if isinstance(info, dict) and info.get("frames"):
+                info["frames"] = [user_names(f, name) for f in info["frames"]]
             code, kernels = _output_code(ev.code_paths, missing)
             why["output_code"] = kernels
         profile, trace = _profile(runner, step, ms_per_call, missing)
@@ -459,7 +564,7 @@ class WhyCollector:
         skips = sorted({str(r) for m in records if (r := getattr(m, "cudagraph_skip_reason", None))})
         return {
             "graphs": sum(1 for m in records if getattr(m, "has_guarded_code", True)),
-            "frames": [_frame_text(m)[:400] for m in records][:50],
+            "frames": [f[:400] for f in (self._frame_of(m, ev.limits) for m in records) if f][:50],
             "first_call_ms": ev.first_call_ms,
             "compiled_s": round(sum(_s(getattr(m, "entire_frame_compile_time_s", None))
                                     for m in records), 6),
@@ -509,7 +614,7 @@ def _profile(
     per_call = ms_per_call if ms_per_call and ms_per_call > 0 else None
     calls = PROFILE_CALLS if per_call is None else max(1, min(PROFILE_CALLS, int(PROFILE_BUDGET_MS / per_call)))
     x, sync = runner.x, runner.timer.sync
-    with runner._no_grad(), profile(activities=activities) as prof:
+    with runner._no_grad(), profile(activities=activities, record_shapes=True) as prof:
         for k in range(calls):
             if runner.stop.is_set():
                 break
@@ -575,6 +680,52 @@ def _median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else 0.0
 
 
+#: Operators that only make a view or change metadata: the elements of their inputs are not work.
+_VIEW_OPS = frozenset(
+    "aten::" + n for n in (
+        "view", "reshape", "_reshape_alias", "_unsafe_view", "t", "transpose", "permute", "expand",
+        "as_strided", "unsqueeze", "squeeze", "flatten", "select", "slice", "detach", "alias",
+        "contiguous", "numpy_T", "unflatten", "split", "chunk", "narrow", "view_as", "expand_as",
+    )
+)
+
+
+def _elements(e: Any) -> int:
+    """Elements of an operator's largest input (``record_shapes``), 0 for a view or without shapes."""
+    if str(e.name) in _VIEW_OPS:
+        return 0
+    best = 0
+    for shape in getattr(e, "input_shapes", None) or []:
+        if isinstance(shape, (list, tuple)) and shape and all(
+            isinstance(d, int) and not isinstance(d, bool) for d in shape
+        ):
+            best = max(best, math.prod(shape))
+    return best
+
+
+def _spread(values: list[float]) -> float | None:
+    """Largest over smallest of per-call figures (1 when they agree); None when one is 0."""
+    low = min(values) if values else 0.0
+    return round(max(values) / low, 3) if low > 0 else None
+
+
+def _call_index(marks: list[Any]) -> Callable[[float], int | None]:
+    """The index of the profiled call whose time range holds a moment (a kernel's start)."""
+    spans = sorted(
+        (float(m.time_range.start), float(m.time_range.end), k) for k, m in enumerate(marks)
+        if getattr(m, "time_range", None) is not None
+    )
+    starts = [s for s, _, _ in spans]
+
+    def find(t: float) -> int | None:
+        i = bisect.bisect_right(starts, t) - 1
+        if i >= 0 and spans[i][0] <= t <= spans[i][1]:
+            return spans[i][2]
+        return None
+
+    return find
+
+
 def profile_figures(events: list[Any], cuda: bool) -> dict[str, Any] | None:
     """Per-call figures from profiler events (FunctionEvent-like objects).
 
@@ -582,7 +733,19 @@ def profile_figures(events: list[Any], cuda: bool) -> dict[str, Any] | None:
     one preempted call does not rename the top operator), calls per call and
     share of the call. ``busy`` is the share of the call inside operators
     (CPU: outermost operators and compiled graphs' own kernels) or inside
-    CUDA kernels (GPU), ``gemm_share`` the share in matrix multiplies.
+    CUDA kernels (GPU), ``gemm_share`` the share in matrix multiplies — both
+    shares of wall time, which machine load changes.
+
+    The figures the classification reads do not depend on how fast the
+    machine ran the calls: operators (kernels) per call, ``elements_per_call``
+    (the elements of each outermost operator's largest input, views left
+    out) and ``gemm_share_of_ops``, the GEMMs' share of the operators' own
+    time (CPU: outermost operators and compiled graphs; CUDA: kernels),
+    the median over the calls; each call's share is in
+    ``gemm_share_of_ops_calls`` and its operator time, in the same order, in
+    ``op_ms_calls`` (calls with any operator time).
+    ``op_spread`` and ``wall_spread`` say how much the calls differed
+    (largest over smallest operator or wall time).
     """
     marks = [e for e in events if str(e.name).startswith(CALL_MARK) and not _is_cuda_event(e)]
     if not marks:
@@ -598,6 +761,7 @@ def profile_figures(events: list[Any], cuda: bool) -> dict[str, Any] | None:
     outer = [0] * n
     gemms = [0] * n
     graphs = [0] * n
+    elements = [0] * n
     for e in events:
         if _is_cuda_event(e) or str(e.name).startswith(CALL_MARK):
             continue
@@ -615,6 +779,7 @@ def profile_figures(events: list[Any], cuda: bool) -> dict[str, Any] | None:
                 busy[k] += own
         if _outermost_op(e):
             outer[k] += 1
+            elements[k] += _elements(e)
             if not cuda:
                 total = _us(e)
                 busy[k] += total
@@ -647,18 +812,30 @@ def profile_figures(events: list[Any], cuda: bool) -> dict[str, Any] | None:
         "ops": ops[:TOP_OPS],
         "ops_per_call": round(sum(outer) / n, 3),
         "compiled_graphs_per_call": round(sum(graphs) / n, 3),
+        "elements_per_call": round(_median([float(x) for x in elements]), 1),
     }
     if cuda:
         kernels = [e for e in events if _is_cuda_event(e)]
         by_name: dict[str, list[float]] = {}
         kt = 0.0
         gt = 0.0
+        # kernel time per call: a call ends with a synchronize, so its kernels start inside it
+        busy = [0.0] * n
+        gemm = [0.0] * n
+        find = _call_index(marks)
         for e in kernels:
             d = _us(e)
             kt += d
-            if is_gemm(str(e.name)):
+            g = is_gemm(str(e.name))
+            if g:
                 gt += d
             by_name.setdefault(str(e.name)[:200], []).append(d)
+            tr = getattr(e, "time_range", None)
+            at = find(float(tr.start)) if tr is not None else None
+            if at is not None:
+                busy[at] += d
+                if g:
+                    gemm[at] += d
         total_wall = sum(wall)
         rows: list[dict[str, Any]] = [
             {
@@ -680,6 +857,9 @@ def profile_figures(events: list[Any], cuda: bool) -> dict[str, Any] | None:
         figures["busy"] = round(min(1.0, kt / total_wall), 4) if kernels and total_wall > 0 else None
         figures["busy_counted"] = "CUDA kernel time ÷ wall time of the call"
         figures["gemm_share"] = round(gt / total_wall, 4) if kernels and total_wall > 0 else None
+        figures["gemm_share_of_ops_counted"] = "GEMM kernel time ÷ kernel time of the call"
+        if kernels and not any(busy) and kt > 0:  # kernels outside the calls' spans: totals only
+            busy, gemm = [kt / n] * n, [gt / n] * n
     else:
         figures["kernels_per_call"] = figures["ops_per_call"]
         figures["gemm_per_call"] = round(sum(gemms) / n, 3)
@@ -692,4 +872,15 @@ def profile_figures(events: list[Any], cuda: bool) -> dict[str, Any] | None:
             "time inside those operators and inside compiled graphs ÷ wall time of the call"
         )
         figures["gemm_share"] = round(_median([g / w for g, w in zip(gemm, wall) if w > 0]), 4)
+        figures["gemm_share_of_ops_counted"] = (
+            "GEMM operators' time ÷ time inside the outermost operators and compiled graphs"
+        )
+    shares = [round(min(1.0, g / b), 4) for g, b in zip(gemm, busy) if b > 0]
+    figures["gemm_share_of_ops"] = round(_median(shares), 4) if shares else None
+    figures["gemm_share_of_ops_calls"] = shares
+    figures["op_ms_per_call"] = round(_median(busy) / 1000.0, 6) if any(busy) else None
+    figures["op_ms_calls"] = [round(b / 1000.0, 6) for b in busy if b > 0]
+    figures["wall_ms_calls"] = [round(w / 1000.0, 6) for w in wall]
+    figures["op_spread"] = _spread(busy)
+    figures["wall_spread"] = _spread(wall)
     return figures

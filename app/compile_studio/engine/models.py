@@ -6,26 +6,43 @@ of LayerNorm(x + Linear(act(Linear(x))))), ``transformer`` (encoder layers of
 linear head) and ``custom`` (the user's own factory, imported here, in the
 worker only). Weights and inputs come from the config's seed, so every
 variant and the fp64 reference see the same numbers.
+
+A factory returns ``(model, inputs)`` or ``(model, inputs, loss)`` on the CPU,
+in the dtypes it chose: the model is measured as given (dtype ``as_given``)
+unless the configuration names a dtype to convert to. Its parameters named
+like a configuration field (``batch_size``, ``seed``, ...) get that field's
+value. What it prints goes to stderr, the log, never to the protocol.
+
+A model's output may be a tensor or any tree of them: tuples, lists, dicts
+(any ``Mapping``), dataclasses (Hugging Face ``ModelOutput``-like) and types
+registered with ``torch.utils._pytree``; :func:`output_leaves` flattens it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import dataclasses
 import importlib
 import importlib.util
+import inspect
+import math
+import random
 import sys
 import types
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
+from torch.utils import _pytree as pytree
 
-from ..config import BenchmarkConfig
+from ..config import AS_GIVEN, BenchmarkConfig, config_fields
 from ..model_specs import factory_file, parse_cnn_spec, parse_transformer_spec
 from .backends import import_file
-from .model import _ACTIVATIONS, MLP
+from .model import _ACTIVATIONS, MLP, TORCH_DTYPES
 
 
 class FactoryError(ValueError):
@@ -89,35 +106,183 @@ class Encoder(nn.Module):
 
 @dataclass
 class Workload:
-    """A model (fp32, CPU) with its example inputs, and the loss a training step uses."""
+    """A model (CPU; fp32, or a factory's own dtypes) with its example inputs and training loss."""
 
     model: nn.Module
     inputs: tuple[Any, ...]
     loss: Callable[[Any], torch.Tensor] | None = None
-    options: dict[str, Any] = field(default_factory=dict)
 
-    def to(self, device: torch.device, dtype: torch.dtype) -> Workload:
-        """Model and floating inputs at ``dtype`` on ``device`` (integer inputs keep theirs)."""
-        model = self.model.to(device, dtype)
-        return Workload(model, move_inputs(self.inputs, device, dtype), self.loss, self.options)
+    def to(self, device: torch.device, dtype: torch.dtype | None) -> Workload:
+        """Model and floating inputs at ``dtype`` (None: as they are) on ``device``.
+
+        Integer inputs keep their dtype. The model is converted in place.
+        """
+        model = self.model.to(device) if dtype is None else self.model.to(device, dtype)
+        return Workload(model, move_inputs(self.inputs, device, dtype), self.loss)
 
 
-def move_inputs(inputs: tuple[Any, ...], device: torch.device, dtype: torch.dtype) -> tuple[Any, ...]:
-    """Floating inputs at ``dtype`` on ``device``; integer inputs keep their dtype."""
+def move_inputs(
+    inputs: tuple[Any, ...], device: torch.device, dtype: torch.dtype | None
+) -> tuple[Any, ...]:
+    """Floating inputs at ``dtype`` (None: their own) on ``device``; integer inputs keep theirs."""
     return tuple(_move(x, device, dtype) for x in inputs)
 
 
-def _move(x: Any, device: torch.device, dtype: torch.dtype) -> Any:
+def _move(x: Any, device: torch.device, dtype: torch.dtype | None) -> Any:
     if isinstance(x, torch.Tensor):
-        return x.to(device, dtype) if x.is_floating_point() else x.to(device)
+        if dtype is not None and x.is_floating_point():
+            return x.to(device, dtype)
+        return x.to(device)
     return x
 
 
+def conversion_dtype(dtype: str) -> torch.dtype | None:
+    """The torch dtype a configuration's ``dtype`` converts model and inputs to; None: as given."""
+    return None if dtype == AS_GIVEN else TORCH_DTYPES[dtype]
+
+
+# -- dtypes in words ------------------------------------------------------------------------
+
+_SHORT_NAMES = {
+    torch.float32: "fp32",
+    torch.float64: "fp64",
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int16: "int16",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.bool: "bool",
+    torch.complex64: "complex64",
+    torch.complex128: "complex128",
+}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """The short name of ``dtype``: fp32, bf16, fp16, fp64, int64, bool, ..."""
+    return _SHORT_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
+
+
+def mantissa_bits(dtype: torch.dtype) -> int:
+    """Explicit mantissa bits of a floating dtype: bf16 7, fp16 10, fp32 23, fp64 52."""
+    return round(-math.log2(torch.finfo(dtype).eps))
+
+
+def _precision_bits(dtype: torch.dtype) -> int:
+    """Mantissa bits (lower: less precise); used to find a mix's lowest precision."""
+    if dtype.is_floating_point:
+        return mantissa_bits(dtype)
+    return 1_000
+
+
+def lowest_precision(dtypes: set[torch.dtype]) -> torch.dtype | None:
+    """The least precise of ``dtypes`` (bf16 < fp16 < fp32 < fp64); None for none."""
+    return min(dtypes, key=lambda d: (_precision_bits(d), str(d))) if dtypes else None
+
+
+def floating_dtypes(model: nn.Module) -> set[torch.dtype]:
+    """The dtypes of the model's floating parameters."""
+    return {p.dtype for p in model.parameters() if p.is_floating_point()}
+
+
+def model_dtype(model: nn.Module) -> torch.dtype | None:
+    """The dtype the model's floating parameters are in: the lowest precision if mixed."""
+    return lowest_precision(floating_dtypes(model))
+
+
+def describe_inputs(inputs: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """One entry per input: ``{"shape": [...], "dtype": "bf16"}``, or ``{"type": name}``."""
+    return [
+        {"shape": [int(n) for n in x.shape], "dtype": dtype_name(x.dtype)}
+        if isinstance(x, torch.Tensor)
+        else {"type": type(x).__name__}
+        for x in inputs
+    ]
+
+
+def batch_of(inputs: tuple[Any, ...]) -> int | None:
+    """The leading dimension of the first tensor input with at least one dimension."""
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.dim() >= 1:
+            return int(x.shape[0])
+    return None
+
+
+# -- outputs as trees of tensors --------------------------------------------------------------
+
+#: Deeper output trees are taken as cyclic: what lies below is one leaf.
+MAX_OUTPUT_DEPTH = 64
+
+
+def output_leaves(out: Any, path: str = "output") -> list[tuple[str, Any]]:
+    """Every leaf of an output tree with its path (``output['logits']``, ``output.hidden[0]``).
+
+    Tensors are leaves; tuples and lists (named tuples by field), ``Mapping`` types
+    and dataclass instances are flattened recursively, as is any type registered
+    with ``torch.utils._pytree``. Anything else (None, numbers, strings) is a leaf.
+    """
+    leaves: list[tuple[str, Any]] = []
+    _flatten(out, path, leaves, 0)
+    return leaves
+
+
+def _flatten(obj: Any, path: str, leaves: list[tuple[str, Any]], depth: int) -> None:
+    children = None if depth >= MAX_OUTPUT_DEPTH else _children(obj, path)
+    if children is None:
+        leaves.append((path, obj))
+        return
+    for child_path, child in children:
+        _flatten(child, child_path, leaves, depth + 1)
+
+
+def _children(obj: Any, path: str) -> list[tuple[str, Any]] | None:
+    """The direct children of a tree node with their paths; None for a leaf."""
+    if isinstance(obj, torch.Tensor) or obj is None or isinstance(obj, (str, bytes, int, float)):
+        return None
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return [(f"{path}.{name}", v) for name, v in zip(obj._fields, obj)]
+    if isinstance(obj, (tuple, list)):
+        return [(f"{path}[{i}]", v) for i, v in enumerate(obj)]
+    if isinstance(obj, Mapping):
+        return [(f"{path}[{k!r}]", v) for k, v in obj.items()]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return [(f"{path}.{f.name}", getattr(obj, f.name)) for f in dataclasses.fields(obj)]
+    if pytree.tree_is_leaf(obj):
+        return None
+    flat, _ = pytree.tree_flatten_with_path(obj)
+    return [(path + pytree.keystr(keys), v) for keys, v in flat]
+
+
+def floating_leaves(out: Any) -> list[torch.Tensor]:
+    """The floating tensors of an output tree, in tree order."""
+    if isinstance(out, torch.Tensor):
+        return [out] if out.is_floating_point() else []
+    return [
+        leaf
+        for _, leaf in output_leaves(out)
+        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point()
+    ]
+
+
 def default_loss(out: Any) -> torch.Tensor:
-    """Mean of squares of the output (the first tensor of a tuple)."""
-    if isinstance(out, (tuple, list)):
-        out = out[0]
-    return out.float().square().mean()
+    """Mean of squares over every element of every floating tensor of the output.
+
+    Computed in fp32 at least (fp64 outputs stay fp64).
+    """
+    tensors = floating_leaves(out)
+    if not tensors:
+        raise ValueError(
+            "the model's output holds no floating tensor to take a loss of: give the factory a "
+            "loss, (model, inputs, loss)"
+        )
+    if len(tensors) == 1:
+        t = tensors[0]
+        return t.to(torch.promote_types(t.dtype, torch.float32)).square().mean()
+    total = torch.zeros((), dtype=torch.float32, device=tensors[0].device)
+    for t in tensors:
+        total = total + t.to(torch.promote_types(t.dtype, torch.float32)).square().sum()
+    return total / sum(t.numel() for t in tensors)
 
 
 def own_forward(model: nn.Module, variant: str) -> nn.Module:
@@ -149,12 +314,15 @@ def _seeded(seed: int, build: Callable[[], Any]) -> Any:
 
 
 def build_workload(config: BenchmarkConfig, variant: str = "") -> Workload:
-    """The config's model and inputs (fp32, CPU), the same for every variant."""
+    """The config's model and inputs (CPU), the same for every variant.
+
+    Built-in models are fp32; a factory's model and inputs keep the dtypes it gave.
+    """
     kind = config.model
     gen = torch.Generator().manual_seed(config.seed + 1)
     b = config.batch_size
     if kind == "custom":
-        workload = load_factory(config.factory, config.model_path, config.seed)
+        workload = load_factory(config)
     elif kind == "transformer":
         d, heads, ffn, seq, layers = parse_transformer_spec(config.transformer)
         model = _seeded(config.seed, lambda: Encoder(d, heads, ffn, layers))
@@ -207,17 +375,54 @@ def _import_factory(spec: str, model_path: str) -> Callable[[], Any]:
     return factory  # type: ignore[no-any-return]
 
 
-def load_factory(spec: str, model_path: str, seed: int) -> Workload:
-    """Call the user's factory: ``(model, inputs[, loss[, options]])``, checked."""
-    factory = _import_factory(spec, model_path)
+#: The configuration fields a factory may take as arguments, by name.
+FACTORY_ARGUMENTS = tuple(spec.name for spec in config_fields())
+
+
+def factory_arguments(factory: Callable[..., Any], config: BenchmarkConfig) -> dict[str, Any]:
+    """The keyword arguments ``factory`` gets: the config's value of each parameter named like a
+    configuration field. A parameter without a default that names no field is a FactoryError."""
     try:
-        made = _seeded(seed, factory)
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C function: nothing to read
+        return {}
+    kwargs: dict[str, Any] = {}
+    missing: list[str] = []
+    fields = set(FACTORY_ARGUMENTS)
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.kind != p.POSITIONAL_ONLY and p.name in fields:
+            kwargs[p.name] = getattr(config, p.name)
+        elif p.default is p.empty:
+            missing.append(p.name)
+    if missing:
+        raise FactoryError(
+            f"the factory {config.factory} needs {', '.join(missing)}: the app passes only "
+            "arguments named like a configuration field (batch_size, seed, dtype, device, "
+            "workload, ...); give the others a default"
+        )
+    return kwargs
+
+
+def load_factory(config: BenchmarkConfig) -> Workload:
+    """Call the config's factory: ``(model, inputs[, loss])``, checked, in the dtypes it chose.
+
+    Parameters named like a configuration field get the config's values; what the factory
+    prints goes to stderr.
+    """
+    spec = config.factory
+    factory = _import_factory(spec, config.model_path)
+    kwargs = factory_arguments(factory, config)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            made = _seeded(config.seed, lambda: factory(**kwargs))
     except Exception as exc:  # noqa: BLE001
         raise FactoryError(f"the factory {spec} raised {type(exc).__name__}: {exc}") from exc
-    if not isinstance(made, tuple) or not 2 <= len(made) <= 4:
+    if not isinstance(made, tuple) or not 2 <= len(made) <= 3:
+        got = f"a tuple of {len(made)}" if isinstance(made, tuple) else type(made).__name__
         raise FactoryError(
-            f"the factory {spec} must return (model, inputs[, loss[, options]]), "
-            f"got {type(made).__name__}"
+            f"the factory {spec} must return (model, inputs) or (model, inputs, loss), got {got}"
         )
     model, inputs, *rest = made
     if not isinstance(model, nn.Module):
@@ -234,33 +439,67 @@ def load_factory(spec: str, model_path: str, seed: int) -> Workload:
     loss = rest[0] if rest else None
     if loss is not None and not callable(loss):
         raise FactoryError("the factory's loss must be callable: loss(output) -> scalar tensor")
-    options = rest[1] if len(rest) > 1 else {}
-    if not isinstance(options, dict):
-        raise FactoryError("the factory's options must be a dict")
-    return Workload(model.float(), inputs, loss, dict(options))
+    return Workload(model, inputs, loss)
 
 
-def count_flops(workload: Workload, training: bool) -> int | None:
-    """FLOPs of one call (a forward, or forward + backward) counted by ``FlopCounterMode``."""
+def conversions(workload: Workload, dtype: torch.dtype | None, config_dtype: str) -> list[str]:
+    """Sentences for every dtype conversion of a factory's model and inputs to ``dtype``."""
+    if dtype is None:
+        return []
+    out: list[str] = []
+    target = dtype_name(dtype)
+    given = floating_dtypes(workload.model)
+    if given and given != {dtype}:
+        was = " and ".join(sorted(dtype_name(d) for d in given))
+        out.append(
+            f"the factory's model was {was}; it ran in {target} as the configuration's dtype "
+            f"({config_dtype}) says"
+        )
+    for i, x in enumerate(workload.inputs):
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != dtype:
+            out.append(
+                f"the factory's input {i} was {dtype_name(x.dtype)}; it ran in {target} as the "
+                f"configuration's dtype ({config_dtype}) says"
+            )
+    return out
+
+
+def count_flops(workload: Workload, training: bool, dtype: torch.dtype | None = None) -> int | None:
+    """FLOPs of one call (a forward, or forward + backward) counted by ``FlopCounterMode``.
+
+    Counted on copies (the model and inputs at ``dtype``, None: as they are), with
+    torch's and Python's random states put back after: the workload, its
+    parameters, buffers (BatchNorm's running statistics) and the random numbers
+    that follow are as they were.
+    """
     try:
         from torch.utils.flop_counter import FlopCounterMode
     except ImportError:  # pragma: no cover - very old torch
         return None
-    model = workload.model
+    python_state = random.getstate()
     try:
-        counter = FlopCounterMode(display=False)
-        if training:
-            model.train()
-            with counter:
-                out = model(*workload.inputs)
-                (workload.loss or default_loss)(out).backward()
-            model.zero_grad(set_to_none=True)
-        else:
-            # train mode: eval-mode fused paths (TransformerEncoderLayer's) escape the counter
-            model.train()
-            with counter, torch.no_grad():
-                model(*workload.inputs)
-            model.eval()
-        return int(counter.get_total_flops())
+        with torch.random.fork_rng(devices=[]):
+            copied = Workload(
+                copy.deepcopy(workload.model), copy.deepcopy(workload.inputs), workload.loss
+            ).to(torch.device("cpu"), dtype)
+            return _count(copied, training, FlopCounterMode)
     except Exception:  # noqa: BLE001 - a model the counter cannot follow has no FLOP figure
         return None
+    finally:
+        random.setstate(python_state)
+
+
+def _count(workload: Workload, training: bool, counter_type: Any) -> int:
+    model = workload.model
+    counter = counter_type(display=False)
+    # train mode also for inference: eval-mode fused paths (TransformerEncoderLayer's) escape
+    # the counter; on a copy, so BatchNorm's running statistics of the workload stay
+    model.train()
+    if training:
+        with counter:
+            out = model(*workload.inputs)
+            (workload.loss or default_loss)(out).backward()
+    else:
+        with counter, torch.no_grad():
+            model(*workload.inputs)
+    return int(counter.get_total_flops())

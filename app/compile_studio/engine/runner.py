@@ -21,9 +21,11 @@ cudagraphs, variant and models.
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import os
 import re
+import sys
 import threading
 import time
 import traceback
@@ -41,10 +43,29 @@ from .cudagraphs import CudagraphSkipLog
 from .diagnostics import WhyCollector
 from .gpu_monitor import nvml_handle
 from .memory import PeakMeter
-from .model import TORCH_DTYPES
-from .models import build_workload, count_flops, move_inputs
+from .models import (
+    Workload,
+    batch_of,
+    build_workload,
+    conversion_dtype,
+    conversions,
+    count_flops,
+    describe_inputs,
+    dtype_name,
+    lowest_precision,
+    model_dtype,
+    move_inputs,
+)
 from .timing import CallTimer
-from .variant import Variant, build_variant, first_tensor, is_eager, reference_output, variant_of
+from .variant import (
+    CheckedOutput,
+    Variant,
+    build_variant,
+    checked_output,
+    is_eager,
+    reference_output,
+    variant_of,
+)
 
 #: Back-to-back calls timed with one synchronisation for the pipelined figure.
 PIPELINED_CALLS = 50
@@ -145,15 +166,21 @@ def make_input(config: BenchmarkConfig) -> torch.Tensor:
     return build_workload(config).inputs[0]
 
 
-def first_call_ms(config: BenchmarkConfig, name: str) -> float:
-    """Milliseconds of variant ``name``'s first call (its compile), CUDA-graph recording included."""
+def first_call_ms(config: BenchmarkConfig, name: str, fallback_random: bool = False) -> float:
+    """Milliseconds of variant ``name``'s first call (its compile), CUDA-graph recording included.
+
+    ``fallback_random``: Inductor draws random numbers as eager does (set for a random model,
+    as the run itself compiles it).
+    """
     from .environment import compile_modes
 
     device = torch.device(resolve_device(config.device))
     if device.type == "cuda":
         torch.cuda.set_device(device)
     BenchmarkRunner._apply_precision(config.dtype)
-    workload = build_workload(config, name).to(device, TORCH_DTYPES[config.dtype])
+    if fallback_random:
+        use_eager_random_numbers()
+    workload = build_workload(config, name).to(device, conversion_dtype(config.dtype))
     x = workload.inputs
     v = variant_of(config, name, workload, device, compile_modes())
     timer = CallTimer(device)
@@ -166,6 +193,27 @@ def first_call_ms(config: BenchmarkConfig, name: str) -> float:
             v.step(x)
         timer.sync()
     return (time.perf_counter_ns() - t0) / 1e6
+
+
+def use_eager_random_numbers() -> None:
+    """Inductor's random operators fall back to eager's: the same seed gives the same numbers."""
+    import torch._inductor.config as inductor_config
+
+    inductor_config.fallback_random = True
+
+
+#: How a model is random: ``seeded`` (the same output under the same torch seed) or
+#: ``unseeded`` (a different output even then: a random source other than torch's).
+SEEDED, UNSEEDED = "seeded", "unseeded"
+
+RANDOMNESS_TEXT = {
+    SEEDED: "the model's output changes from call to call (random operators such as Dropout in "
+    "training mode); outputs are compared with the RNG reseeded before each call, and a variant "
+    "whose output still differs is not judged",
+    UNSEEDED: "the model's output changes from call to call even with torch's RNG reseeded before "
+    "each call (a random source other than torch's, such as Python's random, or state the model "
+    "keeps between calls); the output check is skipped",
+}
 
 
 def round_blocks(iterations: int, rounds: int) -> list[int]:
@@ -207,7 +255,15 @@ class BenchmarkRunner:
         if self.is_cuda:
             # CUDA events and streams belong to the current device
             torch.cuda.set_device(self.device)
-        self.dtype = TORCH_DTYPES[config.dtype]
+        #: what model and inputs are converted to; None: as the factory made them
+        self.dtype = conversion_dtype(config.dtype)
+        #: the dtype whose bounds judge the outputs (as given: the model's, once it is built)
+        self.check_dtype = config.dtype if self.dtype is not None else "fp32"
+        #: None, SEEDED or UNSEEDED: how the model's output is random (see _detect_randomness)
+        self.random_kind: str | None = None
+        self.model_dtype: str | None = None
+        self.conversions: list[str] = []
+        self.given_mismatch: str | None = None
         self.training = config.workload == "training"
         self.timer = CallTimer(
             self.device, use_events=self.is_cuda and config.timer in ("auto", "cuda_events")
@@ -275,17 +331,109 @@ class BenchmarkRunner:
 
     # -- steps -------------------------------------------------------------
     def _prepare_inputs(self) -> None:
-        """The input batch, and the fp64 reference every variant is checked against."""
+        """The input batch, and the fp64 reference every variant is checked against.
+
+        No step here changes the model that the reference is computed from: FLOPs
+        are counted, and randomness looked for, on copies.
+        """
         cfg = self.config
         workload = build_workload(cfg)
-        self.flops_per_call = count_flops(workload, self.training)
+        self._read_dtypes(workload)
+        # FLOPs do not depend on the dtype: a model converted to one is counted in fp32
+        self.flops_per_call = count_flops(
+            workload, self.training, None if self.dtype is None else torch.float32
+        )
         self.x = move_inputs(workload.inputs, self.device, self.dtype)
+        self.random_kind = self._detect_randomness(workload)
+        if self.random_kind is not None and any(not is_eager(n) for n in cfg.variants):
+            use_eager_random_numbers()
+            if hasattr(self.isolated_compile, "fallback_random"):
+                # the compiles timed in fresh processes compile as this run does
+                setattr(self.isolated_compile, "fallback_random", True)  # noqa: B010
         # converts the model in place: one copy of the weights at a time
-        self.reference, self.reference_grads = reference_output(workload, self.training)
+        self.reference, self.reference_grads = reference_output(
+            workload, self.training, self._reseed if self.random_kind else None
+        )
         del workload
         if cfg.cold_l2:
             self.flush = CacheFlush.for_device(self.device)
         self.timer.sync()
+
+    def _read_dtypes(self, workload: Workload) -> None:
+        """The dtypes the model runs in, the tolerances that judge it, and every conversion."""
+        cfg = self.config
+        given = model_dtype(workload.model)
+        floating_inputs = {
+            x.dtype for x in workload.inputs if isinstance(x, torch.Tensor) and x.is_floating_point()
+        }
+        ran = given if self.dtype is None or given is None else self.dtype
+        self.model_dtype = dtype_name(ran) if ran is not None else None
+        if self.dtype is None:
+            self.check_dtype = checks.tolerance_key(ran or lowest_precision(floating_inputs))
+            odd = sorted(dtype_name(d) for d in floating_inputs if d != given)
+            if given is not None and odd:
+                self.given_mismatch = (
+                    f"the factory's model is {dtype_name(given)} and its inputs "
+                    f"{' and '.join(odd)}: they run as given, unconverted"
+                )
+        if cfg.model == "custom":
+            self.conversions = conversions(workload, self.dtype, cfg.dtype)
+
+    def _reseed(self) -> None:
+        """Torch's RNG back to the run's seed: a random model draws the same numbers again."""
+        torch.manual_seed(self.config.seed)
+
+    def _detect_randomness(self, workload: Workload) -> str | None:
+        """How the model's output is random: None, SEEDED or UNSEEDED.
+
+        Eager, on a copy of the model (as each variant runs it: on the device, at
+        the run's dtype, in training or eval mode), called three times on the
+        inputs: with the seed reset before the first two, then once more with the
+        RNG as the second left it. Outputs count as the same when bit-identical or
+        apart by no more than the dtype's error floor (a non-deterministic
+        reduction on a GPU is not randomness). A model that fails here is left to
+        fail in its variants; torch's random state is put back after. The built-in
+        models are not random: only a factory's model is looked at.
+        """
+        if self.config.model != "custom":
+            return None
+        model = copy.deepcopy(workload.model)
+        model = model.to(self.device) if self.dtype is None else model.to(self.device, self.dtype)
+        model.train(self.training)
+        grad = torch.no_grad() if self.training else torch.inference_mode()
+        devices = [self.device.index or 0] if self.is_cuda else []
+
+        outputs: list[CheckedOutput] = []
+        try:
+            with torch.random.fork_rng(devices=devices), grad:
+                for reseed in (True, True, False):
+                    if reseed:
+                        self._reseed()
+                    outputs.append(checked_output(model(*self.x)))
+                    self.timer.sync()
+        except Exception:  # noqa: BLE001 - the variants report the model's own failure
+            return None
+        finally:
+            del model
+            if self.is_cuda:
+                torch.cuda.empty_cache()
+        first, again, moved = outputs
+        if not self._same_output(first, again):
+            return UNSEEDED
+        if not self._same_output(first, moved):
+            return SEEDED
+        return None
+
+    def _same_output(self, a: CheckedOutput, b: CheckedOutput) -> bool:
+        if a.structure != b.structure:
+            return False
+        if all(
+            torch.allclose(x, y, rtol=0.0, atol=0.0, equal_nan=True)
+            for x, y in zip(a.tensors, b.tensors)
+        ):
+            return True  # bit for bit (NaN where NaN)
+        dev = checks.deviation(a.tensors, b.tensors)
+        return dev.finite and dev.error <= checks.ERROR_FLOOR[self.check_dtype]
 
     def _report_run_info(self) -> None:
         floor_host, floor_device = self.timer.floor()
@@ -298,12 +446,21 @@ class BenchmarkRunner:
                 clock_source=self.clock.source,
                 torch_threads=torch.get_num_threads(),
                 cache_flush_bytes=self.flush.nbytes if self.flush else None,
-                correctness_rule=checks.rule_text(self.config.dtype),
+                correctness_rule=checks.rule_text(self.check_dtype),
                 gpu_uuid=self.gpu_uuid,
                 flops_per_call=self.flops_per_call,
                 cpu_pinning=self.cpu_pinning,
+                inputs=describe_inputs(self.x),
+                batch_size=batch_of(self.x),
+                model_dtype=self.model_dtype,
+                conversions=list(self.conversions),
+                randomness=RANDOMNESS_TEXT.get(self.random_kind or ""),
             )
         )
+        if self.random_kind is not None:
+            self.sink.event(protocol.WarningEvent(message=RANDOMNESS_TEXT[self.random_kind]))
+        if self.given_mismatch is not None:
+            self.sink.event(protocol.WarningEvent(message=self.given_mismatch))
 
     def _pin_timing_thread(self) -> str:
         """Give this (the timing) thread the core the launcher chose; words for run.json."""
@@ -388,6 +545,8 @@ class BenchmarkRunner:
         except BaseException as exc:  # noqa: BLE001 - reported, others go on
             self._error(name, exc, "building the model")
             return None
+        # CUDA-graph pools created from here on are this variant's
+        self.memory.mark_built(name)
         if self.training:
             v.initial_params = v.params_cpu()
         compile_s: float | None = None
@@ -407,12 +566,15 @@ class BenchmarkRunner:
         reasons_before = _break_reasons()
         skips_before = self.skip_log.count()
         try:
-            with self._no_grad():
+            # what the model prints on its first call (a compile) goes to the log
+            with self._no_grad(), contextlib.redirect_stdout(sys.stderr):
+                if self.random_kind is not None:
+                    self._reseed()
                 t0 = time.perf_counter_ns()
                 out = v.step(self.x)
                 self.timer.sync()
                 first_ms = (time.perf_counter_ns() - t0) / 1e6
-                v.first_output = first_tensor(out).detach().to("cpu", torch.float64)
+                v.first_output = checked_output(out)
                 if self.training:
                     v.first_grads = v.grads_cpu()
                 if v.uses_cudagraphs:
@@ -426,6 +588,7 @@ class BenchmarkRunner:
         except BaseException as exc:  # noqa: BLE001
             self._error(name, exc, "compiling" if v.compiled else "running the first call")
             return None
+        self.memory.mark_recorded(name)
         after = _dynamo_counts()
         self.why.first_call_done(name, first_ms + (v.cudagraph_record_ms or 0.0))
         v.cudagraph_skips = self.skip_log.since(skips_before)
@@ -493,6 +656,7 @@ class BenchmarkRunner:
 
         if measure:
             start = self.clock.read()
+            skips_before = self.skip_log.count()
             self.memory.start()
         try:
             with self._no_grad(), _no_gc():
@@ -513,6 +677,8 @@ class BenchmarkRunner:
             if measure:
                 v.recompiles_in_window += new
                 self.memory.stop(name)
+                # a CUDA graph skipped (or re-recorded) after its first call
+                v.cudagraph_skips.extend(self.skip_log.in_window(skips_before))
                 end = self.clock.read()
                 if v.clock_start is None:
                     v.clock_start = start.to_dict()
@@ -551,8 +717,12 @@ class BenchmarkRunner:
 
     # -- after the timed window ---------------------------------------------------
     def _finish(self, v: Variant) -> None:
-        """Checks outside the timed window, then ``variant_done``."""
-        dtype = self.config.dtype
+        """Checks outside the timed window, then ``variant_done``.
+
+        A random model's numeric differences (not a different output structure) do
+        not make a variant incorrect: its check is skipped, saying why.
+        """
+        dtype = self.check_dtype
         try:
             late = self._steady_state_output(v)
             v.pipelined_ms = self._pipelined(v)
@@ -562,29 +732,42 @@ class BenchmarkRunner:
             self._error(v.name, exc, "checking the steady-state output")
             return
         assert v.first_output is not None
-        out_dev = checks.deviation(v.first_output, self.reference)
+        first, ref = v.first_output, self.reference
+        #: a different output tree: wrong whatever the numbers
+        structural: list[str] = []
         problems: list[str] = []
         eager_like = is_eager(v.name)
-        if v.name == "eager":
-            self.eager_output_dev = out_dev
-        ok, why = checks.judge(dtype, out_dev, None if v.name == "eager" else self.eager_output_dev)
-        if not ok:
-            problems.append(f"first call: {why}")
+        baseline = None if v.name == "eager" else self.eager_output_dev
+        out_dev: checks.Deviation | None = None
+        shape_problem = first.structure_difference(ref)
+        if shape_problem is not None:
+            structural.append(f"first call: {shape_problem}")
+        else:
+            out_dev = checks.deviation(first.tensors, ref.tensors)
+            if v.name == "eager":
+                self.eager_output_dev = out_dev
+            ok, why = checks.judge(dtype, out_dev, baseline)
+            if not ok:
+                problems.append(f"first call: {why}")
         replay_diff: float | None = None
         if late is not None:
-            replay_diff = float((late - v.first_output).abs().max()) if late.numel() else 0.0
-            late_ok, late_why = checks.judge(
-                dtype, checks.deviation(late, self.reference),
-                None if v.name == "eager" else self.eager_output_dev,
-            )
-            if not late_ok:
-                problems.append(f"steady state: {late_why}")
-            elif replay_diff != 0.0:
-                self._warn(
-                    v.name,
-                    f"{v.name}: a steady-state call differs from the first call by up to "
-                    f"{replay_diff:.3g} (not bit-identical, but within the correctness rule)",
+            late_shape = late.structure_difference(first, "the first call")
+            if late_shape is not None:
+                structural.append(f"steady state: {late_shape}")
+            else:
+                replay_diff = late.max_abs_diff(first)
+            if late_shape is None and shape_problem is None:
+                late_ok, late_why = checks.judge(
+                    dtype, checks.deviation(late.tensors, ref.tensors), baseline
                 )
+                if not late_ok:
+                    problems.append(f"steady state: {late_why}")
+                elif replay_diff != 0.0 and self.random_kind is None:
+                    self._warn(
+                        v.name,
+                        f"{v.name}: a steady-state call differs from the first call by up to "
+                        f"{replay_diff:.3g} (not bit-identical, but within the correctness rule)",
+                    )
         grads_dev: checks.Deviation | None = None
         params_drift: float | None = None
         if self.training and v.first_grads is not None and self.reference_grads is not None:
@@ -597,8 +780,25 @@ class BenchmarkRunner:
             if not g_ok:
                 problems.append(f"gradients: {g_why}")
             params_drift = self._params_drift(v)
-        correct = not problems
-        if not correct:
+        skipped: list[str] = []
+        if self.random_kind == UNSEEDED or (self.random_kind == SEEDED and problems):
+            skipped, problems = problems, [
+                "output check skipped: the model's output is random "
+                + (
+                    "even with torch's RNG reseeded"
+                    if self.random_kind == UNSEEDED
+                    else "and this variant's differs from the reference even with the RNG reseeded"
+                )
+                + "; a difference here does not say that compile is wrong"
+            ]
+        problems = structural + problems
+        correct: bool | None = not problems
+        if structural:
+            self._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
+        elif problems and self.random_kind is not None:
+            correct = None
+            self._warn(v.name, f"{v.name}: " + "; ".join(problems))
+        elif problems:
             self._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
         self._cudagraph_report(v)
         clock = self._clock_report(v)
@@ -615,16 +815,14 @@ class BenchmarkRunner:
                 status=protocol.VariantStatus.DONE,
                 recompiles=v.recompiles if v.compiled else None,
                 recompiles_in_window=in_window if v.compiled else None,
-                max_abs_error=float((v.first_output - self.reference).abs().max())
-                if self.reference.numel()
-                else 0.0,
-                max_rel_error=out_dev.error if out_dev.finite else None,
+                max_abs_error=first.max_abs_diff(ref) if shape_problem is None else None,
+                max_rel_error=out_dev.error if out_dev is not None and out_dev.finite else None,
                 allclose=correct,
                 peak_memory_bytes=self.memory.peak(v.name),
-                memory_kind=self.memory.kind,
+                memory_kind=self.memory.kind_of(v.name),
                 checks={
                     "rule": checks.rule_text(dtype),
-                    "output": out_dev.to_dict(),
+                    "output": out_dev.to_dict() if out_dev is not None else None,
                     "eager_output": self.eager_output_dev.to_dict()
                     if self.eager_output_dev and not eager_like
                     else None,
@@ -632,6 +830,8 @@ class BenchmarkRunner:
                     "params_drift": params_drift,
                     "replay_max_diff": replay_diff,
                     "problems": problems,
+                    "not_compared": list(first.not_compared),
+                    "skipped": skipped,
                 },
                 cudagraphs=self._cudagraph_state(v),
                 cudagraph_skips=list(v.cudagraph_skips),
@@ -645,13 +845,15 @@ class BenchmarkRunner:
             ms_per_call=v.pipelined_ms,
         )
 
-    def _steady_state_output(self, v: Variant) -> torch.Tensor | None:
+    def _steady_state_output(self, v: Variant) -> CheckedOutput | None:
         """Inference: one more call after the window, to compare with the first."""
         if self.training:
             return None
         with torch.inference_mode():
+            if self.random_kind is not None:
+                self._reseed()
             out = v.step(self.x)
-            late = first_tensor(out).detach().to("cpu", torch.float64)
+            late = checked_output(out)
         self.timer.sync()
         return late
 
@@ -662,6 +864,8 @@ class BenchmarkRunner:
 
     def _params_drift(self, v: Variant) -> float | None:
         """‖p − p_eager‖ / ‖p_eager − p₀‖ after the same steps; None where it means nothing."""
+        if self.random_kind is not None:
+            return None  # each variant's steps drew other random numbers: nothing to compare
         params = v.params_cpu()
         steps = v.iteration
         if v.name == "eager":

@@ -4,7 +4,8 @@ For each dynamic mode (``false``, ``auto``, ``true``) and each compiled
 variant, Dynamo starts afresh (``torch._dynamo.reset()``), the variant is
 built and compiled, and then called at each batch size in turn with a fresh
 input of that size. Per point it records the first call at that shape (the
-compile or recompile it caused), the graphs Dynamo compiled during it,
+compile or recompile it caused), the graphs Dynamo compiled during it and
+Dynamo's guard-failure reasons for recompiling (the first few, cut short),
 whether Dynamo hit its recompile limit (and from then on ran the frame
 eager), the median of a few timed calls at that shape, and whether the
 output matches the fp64 reference as the dtype's rule asks. Eager runs at
@@ -31,14 +32,17 @@ import torch
 from .. import protocol
 from ..config import BenchmarkConfig, ConfigError, ConfigProblem
 from . import checks
-from .model import TORCH_DTYPES
-from .models import Workload, build_workload, move_inputs
-from .variant import Variant, first_tensor, variant_of
+from .diagnostics import CompileRecords, guard_reasons
+from .models import Workload, build_workload, conversion_dtype, model_dtype, move_inputs
+from .variant import Variant, checked_output, variant_of
 
 #: Dynamo's names for its recompile limit: ``recompile_limit`` (torch ≥ 2.6), ``cache_size_limit`` before.
 LIMIT_NAMES = ("recompile_limit", "cache_size_limit")
 #: Untimed calls at a shape before its timed ones.
 WARM_CALLS = 2
+#: Dynamo's guard-failure reasons kept per point, and the longest kept.
+MAX_RECOMPILE_REASONS = 3
+MAX_REASON_CHARS = 300
 
 
 class Stopped(Exception):
@@ -121,7 +125,7 @@ class _Shape:
 
     batch: int
     inputs: tuple[Any, ...]
-    reference: torch.Tensor | None
+    reference: list[torch.Tensor] | None
     eager_dev: checks.Deviation | None = None
     eager_first_ms: float | None = None
 
@@ -146,7 +150,10 @@ class ShapeSweepRunner:
         self.is_cuda = self.device.type == "cuda" and torch.cuda.is_available()
         if self.is_cuda:
             torch.cuda.set_device(self.device)
-        self.dtype = TORCH_DTYPES[config.dtype]
+        #: None: as given (a custom model's own dtypes)
+        self.dtype = conversion_dtype(config.dtype)
+        #: the dtype whose correctness bounds judge the outputs
+        self.check_dtype = config.dtype if self.dtype is not None else "fp32"
         self.training = config.workload == "training"
         self.limit = 0
 
@@ -190,6 +197,8 @@ class ShapeSweepRunner:
         out = []
         for batch in self.request.batches:
             workload = self._workload(batch)
+            if self.dtype is None:
+                self.check_dtype = checks.tolerance_key(model_dtype(workload.model))
             inputs = resize_inputs(workload.inputs, batch) if self.config.model == "custom" else workload.inputs
             reference = None
             if not self.training:
@@ -197,7 +206,7 @@ class ShapeSweepRunner:
                 ref.model.eval()
                 with torch.no_grad():
                     ref_inputs = move_inputs(inputs, torch.device("cpu"), torch.float64)
-                    reference = first_tensor(ref.model(*ref_inputs)).detach()
+                    reference = checked_output(ref.model(*ref_inputs)).tensors
             out.append(_Shape(batch, move_inputs(inputs, self.device, self.dtype), reference))
             del workload
         return out
@@ -212,7 +221,7 @@ class ShapeSweepRunner:
     def _deviation(self, out: Any, shape: _Shape) -> checks.Deviation | None:
         if shape.reference is None:
             return None
-        return checks.deviation(first_tensor(out).detach(), shape.reference)
+        return checks.deviation(checked_output(out).tensors, shape.reference)
 
     def _eager_first(self, v: Variant, shapes: list[_Shape]) -> None:
         """Eager's first call at each shape (timed) and its deviation, which the checks compare with."""
@@ -239,7 +248,7 @@ class ShapeSweepRunner:
                 protocol.ShapePointEvent(
                     variant="eager", mode="eager", batch=shape.batch, first_call_ms=shape.eager_first_ms,
                     median_ms=median, eager_ms=median, speedup=1.0,
-                    correct=None if dev is None else checks.judge(self.config.dtype, dev, None)[0],
+                    correct=None if dev is None else checks.judge(self.check_dtype, dev, None)[0],
                     max_error=None if dev is None else _finite(dev.error),
                 )
             )
@@ -256,6 +265,7 @@ class ShapeSweepRunner:
             for k, shape in enumerate(shapes):
                 self._check_stop()
                 before, hits = _counts(), limit_log.hits
+                records = CompileRecords()
                 try:
                     with self._grad():
                         first, out = self._time(v.step, shape.inputs)
@@ -263,6 +273,9 @@ class ShapeSweepRunner:
                     self._point_error(name, mode, shape.batch, exc)
                     continue
                 after = _counts()
+                reasons = guard_reasons(
+                    records.new(), f"{name}_{mode}", MAX_RECOMPILE_REASONS, MAX_REASON_CHARS
+                ) if k > 0 else []
                 graphs = after["graphs"] - before["graphs"]
                 # a frame Dynamo tried and gave up on, with the warning (or a limit as low as the graphs)
                 limit_hit = limit_log.hits > hits or (
@@ -277,12 +290,13 @@ class ShapeSweepRunner:
                     median = self._median(v.step, shape.inputs)
                 correct = None
                 if dev is not None:
-                    correct = checks.judge(self.config.dtype, dev, shape.eager_dev)[0]
+                    correct = checks.judge(self.check_dtype, dev, shape.eager_dev)[0]
                 self.sink.event(
                     protocol.ShapePointEvent(
                         variant=name, mode=mode, batch=shape.batch, first_call_ms=first,
                         graphs=graphs, recompiles=after["ok"] - before["ok"] if k > 0 else 0,
                         limit_hit=limit_hit, fell_back=fell_back, recompile_limit=self.limit or None,
+                        recompile_reasons=reasons,
                         median_ms=median, correct=correct, max_error=None if dev is None else _finite(dev.error),
                     )
                 )

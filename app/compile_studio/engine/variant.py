@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ..config import AA_CONTROL, CUDAGRAPH_VARIANTS, BenchmarkConfig
-from .models import Workload, build_workload
+from .models import Workload, build_workload, dtype_name, output_leaves
 
 
 def is_eager(name: str) -> bool:
@@ -61,7 +61,7 @@ class Variant:
     recompiles: int = 0
     #: ... of which inside the timed window
     recompiles_in_window: int = 0
-    first_output: torch.Tensor | None = None
+    first_output: CheckedOutput | None = None
     first_grads: list[torch.Tensor] | None = None
     initial_params: list[torch.Tensor] | None = None
     cudagraph_skips: list[str] = field(default_factory=list)
@@ -86,10 +86,11 @@ def build_variant(
     config: BenchmarkConfig,
     name: str,
     device: torch.device,
-    dtype: torch.dtype,
+    dtype: torch.dtype | None,
     modes: list[str],
 ) -> Variant:
-    """The model of variant ``name`` on ``device``, compiled unless it is eager."""
+    """The model of variant ``name`` on ``device`` at ``dtype`` (None: as built), compiled
+    unless it is eager."""
     workload = build_workload(config, name).to(device, dtype)
     return variant_of(config, name, workload, device, modes)
 
@@ -152,23 +153,97 @@ def variant_of(
     return Variant(name, model, fn, optimizer, compiled, cudagraphs)
 
 
+@dataclass(frozen=True)
+class CheckedOutput:
+    """A call's output as the checks see it.
+
+    ``tensors``: every floating tensor leaf of the output tree, in tree order, as
+    fp64 on the CPU; they are compared together, as one vector. ``structure``:
+    one line per leaf (its path and what it is, floating tensors by shape alone,
+    as the fp64 reference differs in dtype), which must match the reference's.
+    Integer and bool tensors (token ids, argmax predictions) and non-tensor leaves
+    are not compared: a rounding-level change of the floats they come from can
+    flip them without anything being wrong; ``not_compared`` names them.
+    """
+
+    tensors: list[torch.Tensor]
+    structure: tuple[str, ...]
+    not_compared: tuple[str, ...] = ()
+
+    def max_abs_diff(self, other: CheckedOutput) -> float:
+        """Largest elementwise difference from ``other`` (of the same structure)."""
+        return max(
+            (float((a - b).abs().max()) for a, b in zip(self.tensors, other.tensors) if a.numel()),
+            default=0.0,
+        )
+
+    def structure_difference(self, reference: CheckedOutput, what: str = "the reference") -> str | None:
+        """Why this output's tree does not match ``reference``'s, in words; None when it does."""
+        mine, theirs = self.structure, reference.structure
+        if mine == theirs:
+            return None
+        for a, b in zip(mine, theirs):
+            if a != b:
+                return f"the output's structure differs from {what}'s: {a} here, {b} there"
+        return (
+            f"the output's structure differs from {what}'s: {len(mine)} leaves here, "
+            f"{len(theirs)} there"
+        )
+
+
+def checked_output(out: Any) -> CheckedOutput:
+    """The floating tensors of ``out`` (fp64, CPU, detached) and its structure."""
+    tensors: list[torch.Tensor] = []
+    structure: list[str] = []
+    not_compared: list[str] = []
+    for path, leaf in output_leaves(out):
+        if isinstance(leaf, torch.Tensor):
+            shape = "×".join(str(n) for n in leaf.shape) or "scalar"
+            if leaf.is_floating_point():
+                tensors.append(leaf.detach().to("cpu", torch.float64))
+                structure.append(f"{path}: floating tensor {shape}")
+            else:
+                kind = dtype_name(leaf.dtype)
+                structure.append(f"{path}: {kind} tensor {shape}")
+                not_compared.append(f"{path} ({kind})")
+        else:
+            structure.append(f"{path}: {type(leaf).__name__}")
+            if leaf is not None:
+                not_compared.append(f"{path} ({type(leaf).__name__})")
+    return CheckedOutput(tensors, tuple(structure), tuple(not_compared))
+
+
 def first_tensor(out: Any) -> torch.Tensor:
-    """The output compared with the reference: the tensor, or a tuple's first tensor."""
-    if isinstance(out, (tuple, list)):
-        out = next(o for o in out if isinstance(o, torch.Tensor))
-    return out
+    """The first floating tensor of an output tree (the first tensor when none is floating).
+
+    What the shape sweep compares; the run compares every leaf (:func:`checked_output`).
+    """
+    tensors = [leaf for _, leaf in output_leaves(out) if isinstance(leaf, torch.Tensor)]
+    if not tensors:
+        raise ValueError("the model's output holds no tensor")
+    return next((t for t in tensors if t.is_floating_point()), tensors[0])
 
 
-def reference_output(workload: Workload, training: bool) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
-    """fp64 output (and, for training, parameter gradients) of the workload on the CPU."""
+def reference_output(
+    workload: Workload, training: bool, reseed: Callable[[], None] | None = None
+) -> tuple[CheckedOutput, list[torch.Tensor] | None]:
+    """fp64 output (and, for training, parameter gradients) of the workload on the CPU.
+
+    Converts the workload's model in place. ``reseed`` runs just before the call
+    (a random model's reference takes the same random numbers as each variant).
+    """
     ref = workload.to(torch.device("cpu"), torch.float64)
     model = ref.model
     if not training:
         model.eval()
         with torch.no_grad():
-            return first_tensor(model(*ref.inputs)).detach(), None
+            if reseed is not None:
+                reseed()
+            return checked_output(model(*ref.inputs)), None
     model.train()
     model.zero_grad(set_to_none=True)
+    if reseed is not None:
+        reseed()
     out = model(*ref.inputs)
     assert ref.loss is not None
     ref.loss(out).backward()
@@ -176,4 +251,4 @@ def reference_output(workload: Workload, training: bool) -> tuple[torch.Tensor, 
         (p.grad if p.grad is not None else torch.zeros_like(p)).detach().clone()
         for p in model.parameters()
     ]
-    return first_tensor(out).detach(), grads
+    return checked_output(out), grads

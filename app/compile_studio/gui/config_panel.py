@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from ..config import (
     AA_CONTROL,
+    AS_GIVEN,
     BenchmarkConfig,
     ConfigProblem,
     EnvironmentInfo,
@@ -197,6 +198,8 @@ class ConfigPanel(QWidget):
         self._config_cls = config_cls
         self._env: EnvironmentInfo | None = None
         self._updating = False
+        #: the model kind the form showed last (a change to or from custom moves the dtype)
+        self._model_kind: str | None = None
         self._problems: list[ConfigProblem] = []
         self.presets, self.preset_problem = load_presets(config_cls)
         self._factories: dict[str, Callable[[FieldSpec], FieldEditor]] = {
@@ -267,9 +270,15 @@ class ConfigPanel(QWidget):
 
     def _choice_editor(self, spec: FieldSpec) -> FieldEditor:
         combo = QComboBox()
-        combo.addItems(list(spec.choices))
+        for value in spec.choices:
+            combo.addItem(spec.choice_label(value), value)
         combo.currentIndexChanged.connect(self._edited)
-        return FieldEditor(combo, combo.currentText, lambda v: _set_combo(combo, str(v)))
+
+        def get() -> str:
+            value = combo.currentData()
+            return value if isinstance(value, str) else combo.currentText()
+
+        return FieldEditor(combo, get, lambda v: _set_choice(combo, str(v)))
 
     def _text_editor(self, spec: FieldSpec) -> FieldEditor:
         edit = QLineEdit()
@@ -349,9 +358,28 @@ class ConfigPanel(QWidget):
     def _edited(self, *_: object) -> None:
         if self._updating:
             return
+        self._follow_model_kind()
         self._sync_preset()
         self._revalidate()
         self.changed.emit()
+
+    def _follow_model_kind(self) -> None:
+        """A model kind chosen as custom runs as given; one leaving custom takes the default dtype."""
+        model, dtype = self._editors.get("model"), self._editors.get("dtype")
+        if model is None or dtype is None:
+            return
+        kind, previous = model.get(), self._model_kind
+        self._model_kind = kind
+        if kind == previous or previous is None:
+            return
+        self._updating = True
+        try:
+            if kind == "custom":
+                dtype.set(AS_GIVEN)
+            elif dtype.get() == AS_GIVEN:
+                dtype.set(self._config_cls().dtype)
+        finally:
+            self._updating = False
 
     def _sync_preset(self) -> None:
         """Show the preset the fields match, or Custom."""
@@ -410,6 +438,7 @@ class ConfigPanel(QWidget):
                 editor.set(getattr(config, name))
         finally:
             self._updating = False
+        self._model_kind = getattr(config, "model", None)
         self._sync_preset()
         self._revalidate()
         self.changed.emit()
@@ -472,6 +501,15 @@ class ConfigPanel(QWidget):
 
 def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("." if text and not text.endswith(".") else "")
+
+
+def _set_choice(combo: QComboBox, value: str) -> None:
+    """Select the item whose value is ``value``, adding it first when the combo does not offer it."""
+    index = combo.findData(value)
+    if index < 0:
+        combo.addItem(value, value)
+        index = combo.count() - 1
+    combo.setCurrentIndex(index)
 
 
 def _set_combo(combo: QComboBox, value: str) -> None:

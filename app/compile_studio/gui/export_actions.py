@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMenu, QVBoxLayo
 
 from ..config import BenchmarkConfig
 from ..results import RunResult
+from ..results.run_result import batch_text
 from .plots import PlotPanel
 from .plots.style import run_dash_name
 from .settings import AppSettings
@@ -55,14 +56,18 @@ def _run_name(run: RunResult) -> str:
     return run_display_name(run)
 
 
-def config_line(config: BenchmarkConfig, device: str | None = None) -> str:
-    """The configuration in one line, for a figure's caption."""
+def config_line(
+    config: BenchmarkConfig, device: str | None = None, run: RunResult | None = None
+) -> str:
+    """The configuration in one line, for a figure's caption (a run's batch and dtype as measured)."""
     try:
         model = config.model_text()
     except Exception:  # noqa: BLE001 - a caption must not fail an export
         model = "model"
+    batch = batch_text(config, run.batch()) if run is not None else batch_text(config, read_factory=True)
+    dtype = run.dtype_text() if run is not None else config.dtype.replace("_", " ")
     return (
-        f"{model} · batch {config.batch_size} · {config.dtype} · {config.workload} · "
+        f"{model} · {batch} · {dtype} · {config.workload} · "
         f"{device or config.device} · {config.iterations} timed + {config.warmup} warm-up calls per variant"
         f" · {config.rounds} round{'s' if config.rounds != 1 else ''}"
     )
@@ -205,7 +210,7 @@ class ExportActions(QObject):
             title = what
         if run is not None and run.config is not None:
             device = run.environment.get("device") if isinstance(run.environment, dict) else None
-            config = config_line(run.config, str(device) if device else None)
+            config = config_line(run.config, str(device) if device else None, run)
             if len(runs) > 1:
                 config = f"{_run_name(run)}: {config}"
         else:

@@ -390,7 +390,7 @@ class HistoryPanel(QWidget):
         else:
             config = run.config
             model = (
-                f"{config.model_text()} · b{config.batch_size} · {config.dtype}"
+                f"{config.model_text()} · b{run.batch() or '?'} · {run.dtype_text()}"
                 if config is not None
                 else run.message or "samples only"
             )

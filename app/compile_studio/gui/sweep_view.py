@@ -40,6 +40,7 @@ from .. import protocol
 from ..config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
 from ..model_specs import LayerSpecError, parse_layer_spec
 from ..results import RunDamaged, RunResult, load_run
+from ..results.run_result import batch_text
 from ..results.store import atomic_write_text
 from ..results.sweep_store import (
     ShapeSweepRecord,
@@ -117,7 +118,7 @@ class SweepDialog(QDialog):
         self.problem_label.setWordWrap(True)
         self.problem_label.setTextFormat(Qt.TextFormat.PlainText)
         self.problem_label.setStyleSheet("color: #B00020;")
-        base_text = QLabel(f"Base: {base.model_text()} · batch {base.batch_size} · {base.dtype} · "
+        base_text = QLabel(f"Base: {base.model_text()} · {batch_text(base, read_factory=True)} · {base.dtype} · "
                            f"{', '.join(base.variants)} (the form's configuration)")
         base_text.setWordWrap(True)
         base_text.setTextFormat(Qt.TextFormat.PlainText)

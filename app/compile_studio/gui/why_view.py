@@ -1,7 +1,9 @@
 """The "Why" tab: why each variant of the run shown is as fast as it is.
 
-Per variant: the sentence (launch-, dispatch- or compute-bound, and what
-compile changes), the top operators or kernels of the profiled calls, graph
+Per variant: the sentence (what compile did not do — graph breaks, a hit
+recompile limit — first; then launch-, dispatch- or compute-bound, mixed,
+bound by other operators, or too noisy to classify, and what compile
+changes), the top operators or kernels of the profiled calls, graph
 breaks and recompiles with their reasons and source lines, Inductor's output
 code in a read-only viewer, and the Chrome trace's file (it opens in
 ui.perfetto.dev). Compile time by phase is a stacked bar per compiled
@@ -291,9 +293,13 @@ class WhyView(QWidget):
             self.profile_note.setText("No profile for this variant.")
         else:
             what = "kernels" if p.kernels else "operators"
+            count = (
+                f"{p.kernels_per_call:g} {p.kernels_counted}" if p.kernels_per_call is not None
+                else "kernels not counted"
+            )
             self.profile_note.setText(
                 f"Top {what} of {p.calls} profiled steady-state calls, {_ms(p.wall_ms_per_call)} per call; "
-                f"{p.kernels_per_call if p.kernels_per_call is not None else '?'} {p.kernels_counted}"
+                f"{count}"
                 + (f" + {p.fused_kernels_in_code} fused kernels in the output code"
                    if p.fused_kernels_in_code else "")
             )

@@ -173,7 +173,12 @@ def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
     lines.extend(f"- {key}: {md_text(value)}" for key, value in run_context(run) if key != "machine")
     config_json = json.dumps(cfg.to_dict() if cfg is not None else {}, indent=2, sort_keys=True)
     fence = md_fence(config_json)
-    lines += ["", "## Configuration", "", f"{fence}json", config_json, fence, "", "## Results", ""]
+    lines += ["", "## Configuration", "", f"{fence}json", config_json, fence, ""]
+    if cfg is not None:
+        lines.append(f"Measured: {md_text(run.title())}")
+        lines.extend(f"- {md_text(note)}" for note in run.model_notes())
+        lines.append("")
+    lines += ["## Results", ""]
     rows = summarize(run)
     cells = [[md_text(c, table=True) for c in summary_cells(r)] for r in rows]
     lines.append(markdown_table(SUMMARY_HEADERS, cells))

@@ -71,7 +71,7 @@ class RunRecorder:
         """A recorder writing a new folder of ``store``, named after ``slug``."""
         if not isinstance(config, BenchmarkConfig):
             config = BenchmarkConfig.from_dict(config)
-        return cls(config, store.new_run_folder(slug or config.slug()))
+        return cls(config, store.new_run_folder(slug or config.slug(read_factory=True)))
 
     @property
     def folder(self) -> Path | None:

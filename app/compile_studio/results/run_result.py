@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import AA_CONTROL, BenchmarkConfig, ConfigError
+from ..config import AA_CONTROL, AS_GIVEN, BenchmarkConfig, ConfigError
 from ..protocol import (
     CompiledEvent,
     GpuStateEvent,
@@ -48,6 +49,47 @@ SCHEMA_VERSION = 2
 SUMMARY_VERSION = 1
 
 GPU_STATE_COLUMNS = ["t_s", "gpu", "variant", "iteration", "sm_clock_mhz", "temperature_c", "power_w"]
+
+
+def batch_text(config: BenchmarkConfig, measured: int | None = None, read_factory: bool = False) -> str:
+    """``batch 64``; a custom model's batch unmeasured is the factory's, in words.
+
+    ``read_factory`` (the user's own form only, never a received file): a factory
+    that declares ``batch_size`` takes the form's batch, read from its source.
+    """
+    if measured is not None:
+        return f"batch {measured}"
+    if config.model == "custom" and not (read_factory and factory_takes(config, "batch_size")):
+        return "the factory's batch"
+    return f"batch {config.batch_size}"
+
+
+def factory_takes(config: BenchmarkConfig, name: str) -> bool:
+    """Whether a custom model's factory declares a keyword parameter ``name`` (read, not run)."""
+    from ..model_specs import factory_signature
+
+    sig = factory_signature(config.factory, config.model_path)
+    return not isinstance(sig, str) and sig.takes(name)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def plain_text(text: str, limit: int = 300) -> str:
+    """``text`` without control or bidi characters, at most ``limit`` long (for terminals)."""
+    return _CONTROL.sub(" ", text[: limit * 2])[:limit]
+
+
+def _input_text(item: object) -> str:
+    if not isinstance(item, dict):
+        return "?"
+    shape = item.get("shape")
+    if isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        dims = "×".join(str(d) for d in shape[:8]) + ("×…" if len(shape) > 8 else "")
+        dtype = item.get("dtype")
+        return f"{dims or 'scalar'} {plain_text(dtype, 12)}" if isinstance(dtype, str) else dims or "scalar"
+    kind = item.get("type")
+    return plain_text(kind, 40) if isinstance(kind, str) else "?"
 
 
 def gpu_state_rows(event: GpuStateEvent) -> list[dict[str, Any]]:
@@ -491,13 +533,60 @@ class RunResult:
         """The user's name for the run ('' when none)."""
         return self.config.label.strip() if self.config is not None else ""
 
+    def batch(self) -> int | None:
+        """The batch measured: the first input's leading size as the worker reported it.
+
+        A run that predates that report falls back on the configuration for a
+        built-in model; a custom model's batch is its factory's, unknown then.
+        """
+        found = self.measurement.get("batch_size") if isinstance(self.measurement, dict) else None
+        if isinstance(found, int) and not isinstance(found, bool) and found >= 1:
+            return found
+        c = self.config
+        if c is None or c.model == "custom":
+            return None
+        return c.batch_size
+
+    def dtype_text(self) -> str:
+        """The dtype the model ran in: ``bf16``; ``bf16 (as given)`` for a factory's own dtype."""
+        c = self.config
+        ran = self.measurement.get("model_dtype") if isinstance(self.measurement, dict) else None
+        chosen = c.dtype if c is not None else ""
+        if isinstance(ran, str) and ran:
+            ran = ran[:12]
+            if chosen == AS_GIVEN:
+                return f"{ran} (as given)"
+            return ran if ran == chosen or (chosen == "tf32" and ran == "fp32") else f"{chosen} (model {ran})"
+        return "as given" if chosen == AS_GIVEN else chosen or "?"
+
+    def model_notes(self) -> list[str]:
+        """The model as measured, in lines: its inputs, any dtype conversion, its randomness.
+
+        From the worker's run information (plain text: control characters dropped).
+        """
+        m = self.measurement if isinstance(self.measurement, dict) else {}
+        out: list[str] = []
+        inputs = m.get("inputs")
+        if isinstance(inputs, list) and inputs:
+            parts = [_input_text(x) for x in inputs[:8]]
+            more = f" and {len(inputs) - 8} more" if len(inputs) > 8 else ""
+            out.append("inputs: " + "; ".join(parts) + more)
+        conversions = m.get("conversions")
+        if isinstance(conversions, list):
+            out += [plain_text(c) for c in conversions[:4] if isinstance(c, str) and c]
+        randomness = m.get("randomness")
+        if isinstance(randomness, str) and randomness:
+            out.append(plain_text(randomness))
+        return out
+
     def title(self) -> str:
         c = self.config
         if c is None:
             return f"samples only · {self.environment.get('device', '?')}"
+        batch = self.batch()
         return (
-            f"{c.model_text()} · batch {c.batch_size} · "
-            f"{c.dtype} · {self.environment.get('device', c.device)}"
+            f"{c.model_text()} · {batch_text(c, batch)} · "
+            f"{self.dtype_text()} · {self.environment.get('device', c.device)}"
         )
 
 
@@ -690,7 +779,7 @@ def _compute_summary(run: RunResult) -> list[SummaryRow]:
     base = run.baseline
     base_stats = base.stats() if base is not None else None
     base_device = _round_groups(base.samples, device=True) if base is not None else {}
-    batch = run.config.batch_size if run.config is not None else None
+    batch = run.batch()
     counted = run.measurement.get("flops_per_call")
     flops = counted if isinstance(counted, int) and counted > 0 else _flops_per_call(run.config)
     groups = {name: _round_groups(v.samples) for name, v in run.variants.items()}

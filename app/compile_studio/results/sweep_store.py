@@ -638,7 +638,11 @@ SHAPE_CSV_COLUMNS = [
     "correct",
     "max_error",
     "error",
+    "recompile_reasons",
 ]
+#: Guard-failure reasons kept per point when read, and the longest kept.
+MAX_SHAPE_REASONS = 3
+MAX_SHAPE_REASON_CHARS = 300
 
 
 @dataclass
@@ -660,11 +664,27 @@ class ShapePoint:
     correct: bool | None = None
     max_error: float | None = None
     error: str | None = None
+    #: Dynamo's guard-failure reasons for the recompiles at this point (the first few; none in older files)
+    recompile_reasons: list[str] = field(default_factory=list)
 
     @classmethod
     def from_event(cls, event: Any) -> ShapePoint:
         """From a ``shape_point`` event (any object with the same attributes)."""
-        return cls(**{f.name: getattr(event, f.name) for f in fields(cls)})
+        point = cls(**{f.name: getattr(event, f.name) for f in fields(cls) if hasattr(event, f.name)})
+        point.recompile_reasons = _reasons(point.recompile_reasons)
+        return point
+
+
+def _reasons(value: Any) -> list[str]:
+    """Recompile reasons as kept: text only, the first few, each cut short."""
+    if not isinstance(value, list):
+        return []
+    out = []
+    for r in value:
+        if isinstance(r, str) and r.strip():
+            r = " ".join(r.split())
+            out.append(r if len(r) <= MAX_SHAPE_REASON_CHARS else r[: MAX_SHAPE_REASON_CHARS - 1] + "…")
+    return out[:MAX_SHAPE_REASONS]
 
 
 @dataclass
@@ -792,6 +812,7 @@ def shape_record_to_csv(record: ShapeSweepRecord) -> str:
             "limit_hit": _yes_no(p.limit_hit),
             "fell_back_to_eager": _yes_no(p.fell_back),
             "correct": _yes_no(p.correct),
+            "recompile_reasons": " | ".join(p.recompile_reasons),
         }
         writer.writerow([_cell(row.get(c)) for c in SHAPE_CSV_COLUMNS])
     return buf.getvalue()
@@ -887,6 +908,8 @@ def _load_shape(folder: Path, target: Path) -> ShapeSweepRecord:
             problems.append(f"point {k} has no variant, mode or batch: left out")
             continue
         problems.extend(f"point {k}: {p}" for p in own)
+        if "recompile_reasons" in values:
+            values["recompile_reasons"] = _reasons(values["recompile_reasons"])
         points.append(ShapePoint(**values))
     environment = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
     try:

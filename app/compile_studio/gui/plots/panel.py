@@ -13,10 +13,10 @@ import numpy as np
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTabWidget, QWidget
 
-from ...config import BenchmarkConfig
+from ...config import AS_GIVEN, BenchmarkConfig
 from ...protocol import VariantStatus
 from ...results import RunResult, summarize
-from ...results.run_result import PHASE_NAMES
+from ...results.run_result import PHASE_NAMES, batch_text
 from .buffers import PHASES, Series
 from .distribution import DistributionTab
 from .gpu_state import GpuStateTab
@@ -35,7 +35,8 @@ def run_hint(config: BenchmarkConfig) -> str:
     rounds = f", in {config.rounds} rounds" if config.rounds > 1 else ""
     return (
         "Nothing measured yet.\n\n"
-        f"Run (Ctrl+R) will time {model}, batch {config.batch_size}, {config.dtype}, "
+        f"Run (Ctrl+R) will time {model}, {batch_text(config, read_factory=True)}, "
+        f"{'the dtype the factory gives' if config.dtype == AS_GIVEN else config.dtype}, "
         f"{config.workload} on {config.device}\n"
         f"variants: {variants}\n"
         f"{config.warmup} warm-up + {config.iterations} timed calls per variant{rounds}, "
