@@ -33,6 +33,8 @@ from compile_studio.results import RunStore
 from compile_studio.session import RunSession
 
 MODELS = Path(__file__).parent / "user_models"
+#: the BatchNorm CNN of examples/, as a spec relative to MODELS
+RESNET = "../../examples/cnn_batchnorm.py"
 
 SMALL = {
     "batch_size": 2, "device": "cpu", "iterations": 6, "warmup": 1, "warmup_min_ms": 0,
@@ -72,7 +74,7 @@ def problems(outcome, name: str) -> list[str]:
 # -- no measurement side step changes the model ----------------------------------------------
 @pytest.mark.parametrize("training", [False, True])
 def test_counting_flops_changes_neither_the_model_nor_the_random_numbers(training):
-    workload = build_workload(BenchmarkConfig(model="custom", factory=factory("resnet_bn.py")))
+    workload = build_workload(BenchmarkConfig(model="custom", factory=factory(RESNET)))
     workload.model.eval()
     before = {k: v.clone() for k, v in workload.model.state_dict().items()}
     inputs = workload.inputs[0].clone()
@@ -88,12 +90,12 @@ def test_counting_flops_changes_neither_the_model_nor_the_random_numbers(trainin
 
 
 def test_a_batchnorm_resnet_in_inference_is_correct_for_eager_and_aot_eager(tmp_path):
-    outcome, _, _ = run(tmp_path, "resnet_bn.py")
+    outcome, _, _ = run(tmp_path, RESNET)
     assert verdicts(outcome) == {"eager": True, "aot_eager": True}, [
         problems(outcome, n) for n in ("eager", "aot_eager")
     ]
     m = outcome.run.measurement
-    assert m["inputs"] == [{"shape": [4, 3, 16, 16], "dtype": "fp32"}]
+    assert m["inputs"] == [{"shape": [4, 3, 32, 32], "dtype": "fp32"}]
     assert m["batch_size"] == 4  # the factory's batch, not the configuration's 2
     assert m["model_dtype"] == "fp32" and m["conversions"] == [] and m["randomness"] is None
 

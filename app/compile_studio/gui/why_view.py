@@ -260,7 +260,10 @@ class WhyView(QWidget):
         self.sentence.setText(because or "Not enough evidence for a sentence (no profile of eager).")
         self._fill_ops(v)
         lines = variant_lines(v, ops=False)
-        self.details.setPlainText("\n".join(lines[1:]))
+        measured = [f"model as measured: {self.run.title()}"] if self.run is not None else []
+        if self.run is not None:
+            measured += [f"  {note}" for note in self.run.model_notes()]
+        self.details.setPlainText("\n".join(measured + lines[1:]))
         self._fill_code(v)
         self.trace_label.setText(
             f"Trace: {self.folder / v.trace} — {PERFETTO_NOTE}" if v.trace and self.folder
