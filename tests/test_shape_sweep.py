@@ -10,6 +10,7 @@ import pytest
 
 from compile_studio import cli, protocol
 from compile_studio.config import BenchmarkConfig, ConfigError
+from compile_studio.results.formatting import rough_speedup_header, rough_speedup_text
 from compile_studio.results.sweep_store import (
     SHAPE_CSV,
     SHAPE_CSV_COLUMNS,
@@ -132,6 +133,66 @@ def test_every_point_is_timed_checked_and_has_its_speedup(shape_sweep):
         assert p.correct is True, p
         assert p.eager_ms is not None and p.speedup == pytest.approx(p.eager_ms / p.median_ms)
     assert record.environment.get("torch")
+
+
+def test_eager_and_compiled_points_are_warmed_up_and_timed_alike_at_the_same_moment(shape_sweep):
+    record = load_shape_sweep(shape_sweep[3])
+    warmup = BenchmarkConfig().warmup  # the sweep leaves the run's warm-up as it is
+    for batch in BATCHES:
+        compiled = [p for p in record.points if p.batch == batch and p.mode != "eager"]
+        (eager,) = [p for p in record.points if p.batch == batch and p.mode == "eager"]
+        assert len(compiled) == 3
+        for p in compiled:
+            # eager's calls alternated with the variant's: the same warm-up each, GC off, eager timed beside it
+            assert p.warmup_calls == p.eager_warmup_calls and p.warmup_calls >= warmup, p
+            assert p.gc_off is True and p.timed_calls == 3, p
+            assert p.eager_ms is not None and p.speedup == pytest.approx(p.eager_ms / p.median_ms)
+        # eager's own point pools those calls: its median lies among the eager medians beside each variant
+        assert eager.gc_off is True and eager.warmup_calls is not None and eager.warmup_calls >= warmup
+        assert eager.timed_calls == sum(p.timed_calls or 0 for p in compiled)
+        beside = [p.eager_ms for p in compiled if p.eager_ms is not None]
+        assert min(beside) - 1e-9 <= eager.median_ms <= max(beside) + 1e-9
+        assert eager.device_median_ms is None  # no device clock on a CPU
+    with open(shape_sweep[3] / SHAPE_CSV, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["gc_off"] for r in rows} == {"yes"}
+    assert all(r["warmup_calls"] == r["eager_warmup_calls"] for r in rows)
+
+
+def test_warm_up_takes_the_calls_and_the_time_capped_for_a_sweep():
+    from compile_studio.engine.shape_sweep import SWEEP_WARMUP_MAX_MS, warmed_up
+
+    config = BenchmarkConfig(device="cpu", warmup=20, warmup_min_ms=1000)
+    assert not warmed_up(19, 5000.0, config)  # the calls first
+    assert not warmed_up(20, 199.0, config)
+    assert warmed_up(20, SWEEP_WARMUP_MAX_MS, config)  # a second of warm-up is capped at 200 ms
+    short = BenchmarkConfig(device="cpu", warmup=2, warmup_min_ms=50)
+    assert not warmed_up(2, 49.0, short) and warmed_up(2, 50.0, short)
+    assert warmed_up(0, 0.0, BenchmarkConfig(device="cpu", warmup=0, warmup_min_ms=0))
+
+
+def test_shape_speedups_say_they_are_rough_and_never_show_0_00(shape_sweep):
+    out = shape_sweep[1]
+    assert "speedup (rough, 3 calls)" in out and "(rough)" in out
+    assert "0.00×" not in out
+    assert rough_speedup_text(0.004, 50) == "~0.004× (rough)"
+    assert rough_speedup_text(0.43, 3) == "~0.43× (rough)"
+    assert rough_speedup_text(0.43, None) == "~0.43× (rough)"
+    assert rough_speedup_text(1.234, 5) == "1.23×"
+    assert rough_speedup_text(None, 5) == "–" and rough_speedup_text(float("nan"), 5) == "–"
+    assert rough_speedup_header(1) == "speedup (rough, 1 call)"
+
+
+def test_a_compiled_point_keeps_the_eager_time_measured_beside_it():
+    record = ShapeSweepRecord(sweep_id="s", created="", config=BenchmarkConfig(device="cpu"), batches=[4, 8],
+                              modes=["true"])
+    record.add(ShapePoint(variant="aot_eager", mode="true", batch=4, median_ms=1.0, eager_ms=2.0))
+    record.add(ShapePoint(variant="aot_eager", mode="true", batch=8, median_ms=2.0))  # an older worker's
+    record.add(ShapePoint(variant="eager", mode="eager", batch=4, median_ms=3.0))
+    record.add(ShapePoint(variant="eager", mode="eager", batch=8, median_ms=3.0))
+    first, second = record.points_of("aot_eager", "true")
+    assert (first.eager_ms, first.speedup) == (2.0, 2.0)
+    assert (second.eager_ms, second.speedup) == (3.0, 1.5)
 
 
 def test_csv_has_a_row_per_mode_batch_and_variant(shape_sweep):

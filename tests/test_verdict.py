@@ -17,13 +17,15 @@ from compile_studio.results import RunStore, load_run, summarize
 from compile_studio.results.export import markdown_report
 from compile_studio.results.recorder import RunRecorder
 from compile_studio.results.stats import (
+    SpeedupInterval,
     block_bootstrap_speedup_interval,
     bootstrap_speedup_interval,
+    floor_subtracted_speedup,
     round_ratio_interval,
     sample_checks,
 )
 from compile_studio.results.store import summary_to_csv
-from compile_studio.results.verdict import VerdictKind, noise_floor
+from compile_studio.results.verdict import VerdictKind, harness_note, judge, noise_floor
 
 # -- synthetic runs measured in rounds ------------------------------------------------------
 
@@ -383,6 +385,73 @@ def test_device_speedup_and_pipelined_pass_through(tmp_path):
     assert row.device_speedup_lo <= row.device_speedup <= row.device_speedup_hi
     assert row.speedup == pytest.approx(2.0, rel=0.03)
     assert row.pipelined_ms == 0.8
+
+
+# -- the harness floor -----------------------------------------------------------------------
+
+
+def test_harness_note_names_the_floor_only_where_it_is_a_sizeable_share():
+    assert harness_note(0.2, 0.1, 0.03, 2.43) == " (wall time, which includes the timer's 30 µs per call; without it: 2.43×)"
+    assert harness_note(0.2, 0.1, 0.0099, 2.2) == ""  # under 10 % of both medians
+    # a slower variant: eager's is the smaller median, and the floor is a sizeable share of it
+    assert "without it: 0.40×" in harness_note(0.1, 0.2, 0.02, 0.4)
+    assert harness_note(0.05, 0.04, 0.03, None).endswith("; too close to it to take it out)")
+    assert harness_note(0.04, 0.02, 0.0025, 2.2).startswith(" (wall time, which includes the timer's 2.5 µs")
+    assert harness_note(None, 0.1, 0.03, None) == harness_note(0.2, 0.1, None, None) == ""
+    assert harness_note(0.2, 0.0, 0.03, None) == harness_note(0.2, 0.1, float("nan"), None) == ""
+
+
+def test_the_verdict_judges_wall_time_and_says_so_beside_the_interval():
+    interval = SpeedupInterval(point=2.0, lo=1.9, hi=2.1, method="rounds", rounds=5, spread_pct=None)
+    note = harness_note(0.2, 0.1, 0.03, floor_subtracted_speedup(0.2, 0.1, 0.03))
+    kw = dict(status="done", error=None, allclose=True, correctness_problems=[], interval=interval,
+              checks=None, baseline_checks=None, floor=None)
+    plain = judge("default", **kw)
+    noted = judge("default", harness=note, **kw)
+    assert plain is not None and noted is not None
+    assert noted.kind is plain.kind is VerdictKind.FASTER  # the wall-time interval decides
+    assert noted.reason == plain.reason.replace("2.00× [1.90–2.10]", "2.00× [1.90–2.10]" + note)
+    assert "(wall time, which includes the timer's 30 µs per call; without it: 2.43×)" in noted.reason
+    aa = judge(AA_CONTROL, harness=note, **kw)
+    assert aa is not None and "wall time" not in aa.reason
+
+
+def test_a_run_reports_the_floor_subtracted_speedup_and_names_the_floor(tmp_path):
+    rng = np.random.default_rng(30)
+    rounds = {"eager": steady(rng, 0.2), "default": steady(rng, 0.1), "slow": steady(rng, 4.0)}
+    events = list(round_events(rounds))
+    events.insert(1, {"type": "run_info", "harness_floor_ms": 0.03})
+    rec = record(tmp_path, events, rounds)
+    rows = rows_of(rec.run)
+    fast = rows["default"]
+    assert fast.verdict == "faster" and fast.speedup == pytest.approx(2.0, rel=0.03)
+    expected = (rows["eager"].median_ms - 0.03) / (fast.median_ms - 0.03)
+    assert fast.floor_speedup == pytest.approx(expected) and expected > 2.2
+    assert f"(wall time, which includes the timer's 30 µs per call; without it: {expected:.2f}×)" in fast.verdict_reason
+    assert rows["eager"].floor_speedup == pytest.approx(1.0)
+    # the floor is 15 % of eager's median: named for the slow variant too, whose verdict stands
+    assert rows["slow"].verdict == "slower" and "without it: " in rows["slow"].verdict_reason
+    assert "timer's 30 µs per call" in print_run_text(rec.run)
+    assert "timer's 30 µs per call" in markdown_report(rec.run)
+    with io.StringIO(summary_to_csv(rec.run)) as fh:
+        csv_rows = {r["name"]: r for r in csv.DictReader(fh)}
+    assert float(csv_rows["default"]["floor_speedup"]) == pytest.approx(expected)
+    loaded = load_run(rec.folder)
+    assert rows_of(loaded)["default"].floor_speedup == pytest.approx(expected)
+
+
+def test_a_floor_far_below_the_medians_is_not_named(tmp_path):
+    rng = np.random.default_rng(31)
+    rounds = {"eager": steady(rng, 2.0), "default": steady(rng, 1.0)}
+    events = list(round_events(rounds))
+    events.insert(1, {"type": "run_info", "harness_floor_ms": 0.01})
+    rec = record(tmp_path, events, rounds)
+    row = rows_of(rec.run)["default"]
+    assert row.floor_speedup == pytest.approx((rows_of(rec.run)["eager"].median_ms - 0.01) / (row.median_ms - 0.01))
+    assert "wall time" not in row.verdict_reason
+    # a run without a recorded floor (an older one) has none
+    bare = record(tmp_path / "bare", round_events(rounds), rounds)
+    assert rows_of(bare.run)["default"].floor_speedup is None
 
 
 def test_summary_table_shows_the_verdict_with_its_sentence(qtbot, tmp_path):

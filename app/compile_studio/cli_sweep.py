@@ -32,7 +32,15 @@ from .config import ConfigError, ConfigProblem, config_fields
 from .config_cli import add_config_flags, config_from_args
 from .protocol import SHAPE_MODES
 from .results import RunDamaged, RunResult, load_run
-from .results.formatting import break_even_text, fmt_interval, fmt_ms, fmt_seconds, text_table
+from .results.formatting import (
+    break_even_text,
+    fmt_interval,
+    fmt_ms,
+    fmt_seconds,
+    rough_speedup_header,
+    rough_speedup_text,
+    text_table,
+)
 from .results.locations import default_data_dir
 from .results.sweep_store import (
     FAILED,
@@ -597,8 +605,13 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
 SHAPE_HEADERS = ["batch", "first call ms", "recompiles", "eager?", "median ms", "eager ms", "speedup", "correct"]
 
 
+def shape_headers(record: ShapeSweepRecord) -> list[str]:
+    """The columns of a series' table; the speedup's says it is rough and from how many calls."""
+    return [rough_speedup_header(record.repeats) if h == "speedup" else h for h in SHAPE_HEADERS]
+
+
 def shape_rows(record: ShapeSweepRecord, variant: str, mode: str) -> list[list[str]]:
-    """One series' table: a row per batch size."""
+    """One series' table: a row per batch size (eager ms: eager timed beside the variant at that batch)."""
     rows = []
     for p in record.points_of(variant, mode):
         if p.error:
@@ -612,7 +625,7 @@ def shape_rows(record: ShapeSweepRecord, variant: str, mode: str) -> list[list[s
             fell,
             fmt_ms(p.median_ms),
             fmt_ms(p.eager_ms),
-            "–" if p.speedup is None or not math.isfinite(p.speedup) else f"{p.speedup:.2f}×",
+            rough_speedup_text(p.speedup, p.timed_calls if p.timed_calls is not None else record.repeats),
             "–" if p.correct is None else ("yes" if p.correct else "NO"),
         ])
     return rows
@@ -630,7 +643,7 @@ def print_shape_sweep(record: ShapeSweepRecord, out: TextIO) -> None:
         points = record.points_of(variant, mode)
         total = sum(p.recompiles for p in points)
         out.write(f"\n{variant} · dynamic={mode} · {total} recompiles over {len(points)} batch sizes\n")
-        out.write(text_table(SHAPE_HEADERS, shape_rows(record, variant, mode), left=1) + "\n")
+        out.write(text_table(shape_headers(record), shape_rows(record, variant, mode), left=1) + "\n")
     if not record.series():
         out.write("\nno compiled point has run yet\n")
     for warning in record.warnings():

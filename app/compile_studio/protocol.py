@@ -369,6 +369,15 @@ class ShapePointEvent:
     few, cut short; a recompile refused at the limit has one too).
     ``limit_hit``: Dynamo hit its recompile limit at this point;
     ``fell_back``: at this point or before, so the calls ran eager from then on.
+
+    ``median_ms`` is the median of ``timed_calls`` host-timed calls and
+    ``device_median_ms`` that of their device (kernel) times, where measured.
+    ``eager_ms`` and ``eager_device_ms`` are eager's, timed in alternation
+    with the variant's at this point; ``warmup_calls`` and
+    ``eager_warmup_calls`` the warm-up calls each had before; ``gc_off``
+    whether Python's garbage collector was off during the timed calls. Eager's
+    own point pools its calls timed beside every compiled point at this batch
+    size. None: not recorded (an older worker).
     """
 
     TYPE: ClassVar[str] = "shape_point"
@@ -388,6 +397,12 @@ class ShapePointEvent:
     max_error: float | None = None
     error: str | None = None
     recompile_reasons: list[str] = field(default_factory=list)
+    device_median_ms: float | None = None
+    eager_device_ms: float | None = None
+    warmup_calls: int | None = None
+    eager_warmup_calls: int | None = None
+    timed_calls: int | None = None
+    gc_off: bool | None = None
 
 
 Event = (

@@ -8,9 +8,26 @@ compile or recompile it caused), the graphs Dynamo compiled during it and
 Dynamo's guard-failure reasons for recompiling (the first few, cut short),
 whether Dynamo hit its recompile limit (and from then on ran the frame
 eager), the median of a few timed calls at that shape, and whether the
-output matches the fp64 reference as the dtype's rule asks. Eager runs at
-each batch size too, for the speedup (the supervising side divides: eager's
-timed calls come last, see :meth:`ShapeSweepRunner._eager_timed`).
+output matches the fp64 reference as the dtype's rule asks.
+
+Eager and the compiled variant are timed by the same rules, at the same
+moment, so that both see the same machine state (the compile workers
+Inductor leaves running, clocks, caches):
+
+- after a compiled point's first call (timed on its own, never in the
+  median), eager and the variant are warmed up by alternating calls, the same
+  number each: at least ``config.warmup`` pairs, and more until
+  ``min(config.warmup_min_ms, SWEEP_WARMUP_MAX_MS)`` has passed (the run's
+  warm-up time, capped for a sweep that warms up once per point);
+- then ``repeats`` timed calls each, alternating eager and the variant, with
+  Python's garbage collector off, through the run's :class:`CallTimer`
+  (on CUDA with ``timer`` auto or cuda_events, device time as well).
+
+The compiled point carries eager's median measured beside it (``eager_ms``)
+and the speedup from the two. Eager's own point at a batch size pools the
+eager calls timed beside every compiled point there (eager alone, by the
+same rules, where no compiled point ran). Eager's first call at each batch
+size (no compile) is timed once, before the compiled variants.
 
 The timed calls are the call and the synchronisation that ends it, nothing
 else: Dynamo's counters are read before and after the first call only.
@@ -20,6 +37,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import gc
 import logging
 import statistics
 import threading
@@ -34,12 +53,14 @@ from ..config import BenchmarkConfig, ConfigError, ConfigProblem
 from . import checks
 from .diagnostics import CompileRecords, guard_reasons
 from .models import Workload, build_workload, conversion_dtype, model_dtype, move_inputs
+from .runner import _no_gc
+from .timing import CallTimer
 from .variant import Variant, checked_output, variant_of
 
 #: Dynamo's names for its recompile limit: ``recompile_limit`` (torch ≥ 2.6), ``cache_size_limit`` before.
 LIMIT_NAMES = ("recompile_limit", "cache_size_limit")
-#: Untimed calls at a shape before its timed ones.
-WARM_CALLS = 2
+#: The longest a point's warm-up must last (ms): ``config.warmup_min_ms`` where shorter.
+SWEEP_WARMUP_MAX_MS = 200
 #: Dynamo's guard-failure reasons kept per point, and the longest kept.
 MAX_RECOMPILE_REASONS = 3
 MAX_REASON_CHARS = 300
@@ -121,13 +142,42 @@ def resize_inputs(inputs: tuple[Any, ...], batch: int) -> tuple[Any, ...]:
 
 @dataclasses.dataclass
 class _Shape:
-    """One batch size: its input, the fp64 reference, and eager's deviation, time and first call."""
+    """One batch size: its input, the fp64 reference, and eager's deviation, first call and timed calls."""
 
     batch: int
     inputs: tuple[Any, ...]
     reference: list[torch.Tensor] | None
     eager_dev: checks.Deviation | None = None
     eager_first_ms: float | None = None
+    #: eager's timed calls (wall ms, device ms) beside each compiled point at this batch size
+    eager_wall: list[float] = dataclasses.field(default_factory=list)
+    eager_device: list[float] = dataclasses.field(default_factory=list)
+    #: the warm-up calls eager had before each group of its timed calls
+    eager_warmups: list[int] = dataclasses.field(default_factory=list)
+    #: whether the garbage collector was off during every group of eager's timed calls
+    eager_gc_off: bool = True
+
+
+@dataclasses.dataclass
+class _Timed:
+    """The timed calls of one point: each side's wall and device ms, the warm-up each had, the GC state."""
+
+    warmup_calls: int
+    gc_off: bool
+    wall: list[float] = dataclasses.field(default_factory=list)
+    device: list[float] = dataclasses.field(default_factory=list)
+    eager_wall: list[float] = dataclasses.field(default_factory=list)
+    eager_device: list[float] = dataclasses.field(default_factory=list)
+
+
+def warmed_up(calls: int, elapsed_ms: float, config: BenchmarkConfig) -> bool:
+    """Whether a point's warm-up is over: ``config.warmup`` calls (of each side) and at least
+    ``min(config.warmup_min_ms, SWEEP_WARMUP_MAX_MS)`` ms have passed."""
+    return calls >= config.warmup and elapsed_ms >= min(config.warmup_min_ms, SWEEP_WARMUP_MAX_MS)
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 class ShapeSweepRunner:
@@ -156,30 +206,47 @@ class ShapeSweepRunner:
         self.check_dtype = config.dtype if self.dtype is not None else "fp32"
         self.training = config.workload == "training"
         self.limit = 0
+        self.timer = CallTimer(self.device, use_events=self.is_cuda and config.timer in ("auto", "cuda_events"))
 
     # -- timing ---------------------------------------------------------------------------
-    def _sync(self) -> None:
-        if self.is_cuda:
-            torch.cuda.synchronize(self.device)
-        elif self.device.type == "mps":
-            torch.mps.synchronize()
+    def _first(self, step: Callable[[tuple[Any, ...]], Any], x: tuple[Any, ...]) -> tuple[float, Any]:
+        """(host ms, output) of one plain call at a shape: its compile or recompile, or eager's first."""
+        out: list[Any] = []
+        self.timer.sync()
+        ms = self.timer.span(lambda: out.append(step(x)))[0]
+        return ms, out[-1]
 
-    def _time(self, step: Callable[[tuple[Any, ...]], Any], x: tuple[Any, ...]) -> tuple[float, Any]:
-        """(milliseconds, output) of one call, synchronised at both ends."""
-        self._sync()
-        t0 = time.perf_counter_ns()
-        out = step(x)
-        self._sync()
-        return (time.perf_counter_ns() - t0) / 1e6, out
+    def _timed(
+        self, eager: Callable[[tuple[Any, ...]], Any], step: Callable[[tuple[Any, ...]], Any] | None,
+        x: tuple[Any, ...],
+    ) -> _Timed:
+        """Eager and ``step`` (None: eager alone) warmed up and timed in alternation at input ``x``.
 
-    def _warm(self, step: Callable[[tuple[Any, ...]], Any], x: tuple[Any, ...]) -> None:
-        """A few untimed calls before the timed ones."""
-        for _ in range(WARM_CALLS):
-            step(x)
-        self._sync()
-
-    def _median(self, step: Callable[[tuple[Any, ...]], Any], x: tuple[Any, ...]) -> float:
-        return statistics.median(self._time(step, x)[0] for _ in range(self.request.repeats))
+        Warm-up: untimed pairs of calls until :func:`warmed_up`; then
+        ``repeats`` timed calls of each with the garbage collector off.
+        """
+        steps = [eager] if step is None else [eager, step]
+        calls = [functools.partial(f, x) for f in steps]
+        start = time.perf_counter_ns()
+        warm = 0
+        with self._grad():
+            while not warmed_up(warm, (time.perf_counter_ns() - start) / 1e6, self.config):
+                self._check_stop()
+                for call in calls:
+                    call()
+                warm += 1
+            self.timer.sync()
+            with _no_gc():
+                timed = _Timed(warmup_calls=warm, gc_off=not gc.isenabled())
+                for _ in range(self.request.repeats):
+                    self._check_stop()
+                    for k, call in enumerate(calls):
+                        wall, device_ms = self.timer.time(call)
+                        eager_call = k == 0
+                        (timed.eager_wall if eager_call else timed.wall).append(wall)
+                        if device_ms is not None:
+                            (timed.eager_device if eager_call else timed.device).append(device_ms)
+        return timed
 
     def _grad(self) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext() if self.training else torch.inference_mode()
@@ -228,32 +295,43 @@ class ShapeSweepRunner:
         for shape in shapes:
             self._check_stop()
             with self._grad():
-                shape.eager_first_ms, out = self._time(v.step, shape.inputs)
+                shape.eager_first_ms, out = self._first(v.step, shape.inputs)
             shape.eager_dev = self._deviation(out, shape)
             del out
 
-    def _eager_timed(self, v: Variant, shapes: list[_Shape]) -> None:
-        """Eager's timed calls at each shape, after the compiles.
+    def _eager_points(self, v: Variant, shapes: list[_Shape]) -> None:
+        """Eager's point at each shape: its calls timed beside the compiled points there, pooled.
 
-        Last, not first: Inductor's compile workers start in the background
-        with the first compile and would share the cores with eager's calls.
+        Where no compiled point was timed at a shape (each failed), eager is
+        timed there alone, by the same rules.
         """
         for shape in shapes:
             self._check_stop()
-            with self._grad():
-                self._warm(v.step, shape.inputs)
-                median = self._median(v.step, shape.inputs)
+            if not shape.eager_wall:
+                alone = self._timed(v.step, None, shape.inputs)
+                self._keep_eager(shape, alone)
+            median = _median(shape.eager_wall)
             dev = shape.eager_dev
             self.sink.event(
                 protocol.ShapePointEvent(
                     variant="eager", mode="eager", batch=shape.batch, first_call_ms=shape.eager_first_ms,
                     median_ms=median, eager_ms=median, speedup=1.0,
+                    device_median_ms=_median(shape.eager_device), eager_device_ms=_median(shape.eager_device),
+                    warmup_calls=min(shape.eager_warmups), eager_warmup_calls=min(shape.eager_warmups),
+                    timed_calls=len(shape.eager_wall), gc_off=shape.eager_gc_off,
                     correct=None if dev is None else checks.judge(self.check_dtype, dev, None)[0],
                     max_error=None if dev is None else _finite(dev.error),
                 )
             )
 
-    def _compiled(self, name: str, mode: str, shapes: list[_Shape]) -> None:
+    @staticmethod
+    def _keep_eager(shape: _Shape, timed: _Timed) -> None:
+        shape.eager_wall += timed.eager_wall
+        shape.eager_device += timed.eager_device
+        shape.eager_warmups.append(timed.warmup_calls)
+        shape.eager_gc_off = shape.eager_gc_off and timed.gc_off
+
+    def _compiled(self, name: str, mode: str, shapes: list[_Shape], eager: Variant) -> None:
         torch._dynamo.reset()
         try:
             v = self._variant(name, mode)
@@ -268,7 +346,7 @@ class ShapeSweepRunner:
                 records = CompileRecords()
                 try:
                     with self._grad():
-                        first, out = self._time(v.step, shape.inputs)
+                        first, out = self._first(v.step, shape.inputs)
                 except Exception as exc:  # noqa: BLE001 - reported per point
                     self._point_error(name, mode, shape.batch, exc)
                     continue
@@ -285,9 +363,15 @@ class ShapeSweepRunner:
                 fell_back = fell_back or limit_hit
                 dev = self._deviation(out, shape)
                 del out
-                with self._grad():
-                    self._warm(v.step, shape.inputs)
-                    median = self._median(v.step, shape.inputs)
+                try:
+                    timed = self._timed(eager.step, v.step, shape.inputs)
+                except Stopped:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - reported per point
+                    self._point_error(name, mode, shape.batch, exc)
+                    continue
+                self._keep_eager(shape, timed)
+                median, eager_ms = _median(timed.wall), _median(timed.eager_wall)
                 correct = None
                 if dev is not None:
                     correct = checks.judge(self.check_dtype, dev, shape.eager_dev)[0]
@@ -297,7 +381,12 @@ class ShapeSweepRunner:
                         graphs=graphs, recompiles=after["ok"] - before["ok"] if k > 0 else 0,
                         limit_hit=limit_hit, fell_back=fell_back, recompile_limit=self.limit or None,
                         recompile_reasons=reasons,
-                        median_ms=median, correct=correct, max_error=None if dev is None else _finite(dev.error),
+                        median_ms=median, eager_ms=eager_ms,
+                        speedup=eager_ms / median if eager_ms is not None and median else None,
+                        device_median_ms=_median(timed.device), eager_device_ms=_median(timed.eager_device),
+                        warmup_calls=timed.warmup_calls, eager_warmup_calls=timed.warmup_calls,
+                        timed_calls=len(timed.wall), gc_off=timed.gc_off,
+                        correct=correct, max_error=None if dev is None else _finite(dev.error),
                     )
                 )
         del v
@@ -326,8 +415,8 @@ class ShapeSweepRunner:
                     self.sink.event(
                         protocol.PhaseEvent(variant=f"{name} dynamic={mode}", phase=protocol.Phase.COMPILE)
                     )
-                    self._compiled(name, mode, shapes)
-            self._eager_timed(eager, shapes)
+                    self._compiled(name, mode, shapes, eager)
+            self._eager_points(eager, shapes)
         except Stopped:
             self.sink.flush()
             return protocol.RunStatus.STOPPED

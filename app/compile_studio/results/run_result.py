@@ -31,11 +31,12 @@ from .stats import (
     SpeedupInterval,
     block_bootstrap_speedup_interval,
     break_even_calls,
+    floor_subtracted_speedup,
     latency_stats,
     round_ratio_interval,
     sample_checks,
 )
-from .verdict import Verdict, VerdictKind, judge, noise_floor
+from .verdict import Verdict, VerdictKind, harness_note, judge, noise_floor
 
 #: Version of the run files (run.json, samples.csv, summary.csv, gpu_state.csv).
 #: Whoever adds a field bumps it; the loader reads every older version.
@@ -46,7 +47,8 @@ SCHEMA_VERSION = 2
 #: Version of the summary stored in run.json (its rows' fields and how they are computed).
 #: A stored summary of another version, or whose rows do not have exactly the
 #: fields of :class:`SummaryRow`, is computed again from the samples when read.
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
+#: 2: ``floor_speedup``; a verdict names the harness floor where it is a sizeable share of a median.
 
 GPU_STATE_COLUMNS = ["t_s", "gpu", "variant", "iteration", "sm_clock_mhz", "temperature_c", "power_w"]
 
@@ -602,6 +604,10 @@ class SummaryRow:
     (drift, two levels, heavy tail) are summed up in ``checks``; ``verdict``
     and ``verdict_reason`` say what can be concluded (see results.verdict).
     ``break_even_calls`` is only given for a variant found faster.
+    ``floor_speedup`` is the same ratio of medians with the harness floor (the
+    timer's own cost per call) taken out of both (see
+    ``stats.floor_subtracted_speedup``); None where either median is too near
+    the floor, or the run has none.
     """
 
     name: str
@@ -647,6 +653,7 @@ class SummaryRow:
     noise_floor_pct: float | None = None
     verdict: str = ""
     verdict_reason: str = ""
+    floor_speedup: float | None = None
 
     @classmethod
     def fields(cls) -> list[str]:
@@ -792,9 +799,13 @@ def _compute_summary(run: RunResult) -> list[SummaryRow]:
         if name != "eager" and base_stats is not None and base is not None
     }
     floor = noise_floor(intervals.get(AA_CONTROL))
+    harness = _harness_floor_ms(run)
     rows = []
     for v in run.variants.values():
         st = v.stats()
+        floor_speedup = None
+        if st is not None and base_stats is not None and harness is not None:
+            floor_speedup = floor_subtracted_speedup(base_stats.median, st.median, harness)
         dst = v.device_stats()
         own = checks.get(v.name)
         interval = intervals.get(v.name)
@@ -825,6 +836,12 @@ def _compute_summary(run: RunResult) -> list[SummaryRow]:
                 checks=own,
                 baseline_checks=checks.get("eager"),
                 floor=floor,
+                harness=harness_note(
+                    base_stats.median if base_stats is not None else None,
+                    st.median if st is not None else None,
+                    harness,
+                    floor_speedup,
+                ),
             )
             if (
                 verdict is not None
@@ -887,6 +904,16 @@ def _compute_summary(run: RunResult) -> list[SummaryRow]:
                 noise_floor_pct=floor * 100.0 if floor is not None else None,
                 verdict=str(verdict.kind) if verdict is not None else "",
                 verdict_reason=verdict.reason if verdict is not None else "",
+                floor_speedup=floor_speedup,
             )
         )
     return rows
+
+
+def _harness_floor_ms(run: RunResult) -> float | None:
+    """The run's harness floor (``measurement.harness_floor_ms``); None where absent or not a time."""
+    value = run.measurement.get("harness_floor_ms") if isinstance(run.measurement, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value > 0 else None

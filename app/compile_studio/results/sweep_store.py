@@ -639,6 +639,12 @@ SHAPE_CSV_COLUMNS = [
     "max_error",
     "error",
     "recompile_reasons",
+    "device_median_ms",
+    "eager_device_ms",
+    "warmup_calls",
+    "eager_warmup_calls",
+    "timed_calls",
+    "gc_off",
 ]
 #: Guard-failure reasons kept per point when read, and the longest kept.
 MAX_SHAPE_REASONS = 3
@@ -666,6 +672,14 @@ class ShapePoint:
     error: str | None = None
     #: Dynamo's guard-failure reasons for the recompiles at this point (the first few; none in older files)
     recompile_reasons: list[str] = field(default_factory=list)
+    #: device (kernel) medians of the variant and of eager beside it, where measured
+    device_median_ms: float | None = None
+    eager_device_ms: float | None = None
+    #: warm-up calls before the timed ones (the variant's, eager's), the timed calls, GC off while timed
+    warmup_calls: int | None = None
+    eager_warmup_calls: int | None = None
+    timed_calls: int | None = None
+    gc_off: bool | None = None
 
     @classmethod
     def from_event(cls, event: Any) -> ShapePoint:
@@ -724,18 +738,22 @@ class ShapeSweepRecord:
         return out
 
     def add(self, point: ShapePoint) -> None:
-        """Keep ``point``; eager's time at its batch size gives the compiled points their speedup."""
+        """Keep ``point``; its speedup is eager's time at that point over its own.
+
+        A compiled point carries eager's median timed beside it; one from an
+        older worker, without it, takes the eager point's at its batch size.
+        """
         self.points.append(point)
         if point.mode == "eager":
             for p in self.points:
-                if p.batch == point.batch and p.mode != "eager":
+                if p.batch == point.batch and p.mode != "eager" and p.eager_ms is None:
                     p.eager_ms = point.median_ms
                     p.speedup = _ratio(point.median_ms, p.median_ms)
         else:
-            eager = next((p for p in self.points if p.mode == "eager" and p.batch == point.batch), None)
-            if eager is not None:
-                point.eager_ms = eager.median_ms
-                point.speedup = _ratio(eager.median_ms, point.median_ms)
+            if point.eager_ms is None:
+                eager = next((p for p in self.points if p.mode == "eager" and p.batch == point.batch), None)
+                point.eager_ms = eager.median_ms if eager is not None else None
+            point.speedup = _ratio(point.eager_ms, point.median_ms)
 
     def points_of(self, variant: str, mode: str) -> list[ShapePoint]:
         return [p for p in self.points if p.variant == variant and p.mode == mode]
@@ -812,6 +830,7 @@ def shape_record_to_csv(record: ShapeSweepRecord) -> str:
             "limit_hit": _yes_no(p.limit_hit),
             "fell_back_to_eager": _yes_no(p.fell_back),
             "correct": _yes_no(p.correct),
+            "gc_off": _yes_no(p.gc_off),
             "recompile_reasons": " | ".join(p.recompile_reasons),
         }
         writer.writerow([_cell(row.get(c)) for c in SHAPE_CSV_COLUMNS])

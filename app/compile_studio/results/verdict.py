@@ -11,6 +11,17 @@ than the drift or the gap between the two levels could move a median), or
 when the difference is inside the noise floor;
 the sentence then says what to do about it. A wrong output is "incorrect"
 whatever its speed. Pure Python and numpy.
+
+The verdict judges the wall-time speedup: the time a caller waits per call,
+which is what users feel. Every wall sample also holds the harness floor
+once (the timer's own cost per call, ``measurement.harness_floor_ms``),
+which pulls the ratio towards 1.00. Where the floor is at least
+:data:`HARNESS_SHARE` (10 %) of eager's or the variant's median, the
+sentence says so after the interval, with the speedup of the calls without
+it (``floor_speedup``: both medians less the floor, given where both are
+at least twice the floor): "(wall time, which includes the timer's 12 µs
+per call; without it: 1.80×)", or "…; too close to it to take it out". The
+verdict itself does not change.
 """
 
 from __future__ import annotations
@@ -48,6 +59,8 @@ class Verdict:
 
 
 ADVICE = "close other programs or raise rounds"
+#: The verdict names the harness floor where it is at least this share of eager's or the variant's median.
+HARNESS_SHARE = 0.10
 #: A slow level with at least this share of the calls can move a median by the gap between levels.
 TWO_LEVEL_MEDIAN_SHARE = 0.25
 
@@ -68,6 +81,35 @@ def noise_floor(aa: SpeedupInterval | None) -> float | None:
         return None
     far = max(abs(math.log(aa.lo)), abs(math.log(aa.hi)))
     return math.expm1(far)
+
+
+def _us(ms: float) -> str:
+    us = ms * 1000.0
+    return f"{us:.0f} µs" if us >= 10 else f"{us:.2g} µs"
+
+
+def harness_note(
+    eager_ms: float | None, variant_ms: float | None, floor_ms: float | None, floor_speedup: float | None
+) -> str:
+    """What the verdict adds after the interval where the harness floor is a sizeable share of a median.
+
+    `` (wall time, which includes the timer's 12 µs per call; without it: 1.80×)``
+    where ``floor_ms`` is at least :data:`HARNESS_SHARE` of the smaller of the
+    two medians; ``""`` otherwise, or where a figure is missing.
+    """
+    if floor_ms is None or eager_ms is None or variant_ms is None:
+        return ""
+    smaller = min(eager_ms, variant_ms)
+    if not (math.isfinite(smaller) and smaller > 0 and math.isfinite(floor_ms) and floor_ms > 0):
+        return ""
+    if floor_ms < HARNESS_SHARE * smaller:
+        return ""
+    without = (
+        f"without it: {floor_speedup:.2f}×"
+        if floor_speedup is not None and math.isfinite(floor_speedup)
+        else "too close to it to take it out"
+    )
+    return f" (wall time, which includes the timer's {_us(floor_ms)} per call; {without})"
 
 
 def _pct(fraction: float) -> str:
@@ -145,11 +187,13 @@ def judge(
     baseline_checks: SampleChecks | None,
     floor: float | None,
     baseline_name: str = "eager",
+    harness: str = "",
 ) -> Verdict | None:
     """The verdict on variant ``name`` against the baseline; None when there is nothing to judge yet.
 
     ``floor`` is the A/A noise floor (:func:`noise_floor`), ignored for the
-    A/A control itself, whose verdict states the floor instead.
+    A/A control itself, whose verdict states the floor instead. ``harness``
+    (:func:`harness_note`) follows the interval in the sentence.
     """
     if status == "failed":
         return Verdict(VerdictKind.FAILED, error or "no timed call completed")
@@ -162,7 +206,7 @@ def judge(
         )
     if interval is None:
         return None
-    shown = interval_text(interval)
+    shown = interval_text(interval) + (harness if name != AA_CONTROL else "")
     unfit = _check_words(baseline_name, baseline_checks) + _check_words(name, checks)
     covers_one = interval.covers(1.0)
     far = max(_disturbance(baseline_checks), _disturbance(checks))
