@@ -185,6 +185,11 @@ def first_call_ms(config: BenchmarkConfig, name: str, fallback_random: bool = Fa
     v = variant_of(config, name, workload, device, compile_modes())
     timer = CallTimer(device)
     grad = contextlib.nullcontext() if config.workload == "training" else torch.inference_mode()
+    # one untimed eager call first: the device's and libraries' one-off start-up (cuBLAS
+    # handles, lazily loaded CUDA modules, CPU library init) is paid by eager too, not compile
+    with torch.no_grad():
+        workload.model(*x)
+    timer.sync()
     with grad:
         timer.sync()
         t0 = time.perf_counter_ns()
