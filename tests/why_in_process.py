@@ -161,7 +161,12 @@ def check_seed_mlp_gemm_bound_tiny_dispatch_bound() -> None:
     assert ops[0]["calls_per_call"] == 3  # one per Linear per call
     tiny, _ = _in_process("64,64,10", 1, 40)
     big, small = sentence(seed, "aot_eager"), sentence(tiny, "aot_eager")
-    assert big.startswith("eager is compute-bound: GEMMs hold"), big
+    # beside other work (the rest of the suite) a profile may be too noisy to classify:
+    # that is allowed, another class is not
+    noisy = "the profile is too noisy to classify"
+    assert big.startswith(("eager is compute-bound: GEMMs hold", noisy)), big
+    if big.startswith(noisy):
+        assert "GEMMs hold" in big, big
     assert small.startswith("eager is dispatch-bound: 3 operators per call, "), small
 
 
