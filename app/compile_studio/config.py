@@ -531,12 +531,13 @@ class BenchmarkConfig:
             name = "custom-" + self.factory.rsplit(":", 1)[-1]
         # a custom model's batch is its factory's: named only where the factory takes the form's
         batch = f"_b{self.batch_size}"
-        if self.model == "custom" and not (read_factory and self._factory_takes("batch_size")):
+        if self.model == "custom" and not (read_factory and self.factory_takes("batch_size")):
             batch = ""
         text = f"{name}{batch}_{self.dtype.replace('_', '-')}_{self.device}_{variants}"
         return re.sub(r"[^A-Za-z0-9_.+-]", "-", text)[:100]
 
-    def _factory_takes(self, name: str) -> bool:
+    def factory_takes(self, name: str) -> bool:
+        """Whether a custom model's factory declares a keyword parameter ``name`` (read, not run)."""
         from .model_specs import factory_signature
 
         sig = factory_signature(self.factory, self.model_path)

@@ -61,17 +61,9 @@ def batch_text(config: BenchmarkConfig, measured: int | None = None, read_factor
     """
     if measured is not None:
         return f"batch {measured}"
-    if config.model == "custom" and not (read_factory and factory_takes(config, "batch_size")):
+    if config.model == "custom" and not (read_factory and config.factory_takes("batch_size")):
         return "the factory's batch"
     return f"batch {config.batch_size}"
-
-
-def factory_takes(config: BenchmarkConfig, name: str) -> bool:
-    """Whether a custom model's factory declares a keyword parameter ``name`` (read, not run)."""
-    from ..model_specs import factory_signature
-
-    sig = factory_signature(config.factory, config.model_path)
-    return not isinstance(sig, str) and sig.takes(name)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
