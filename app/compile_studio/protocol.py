@@ -226,6 +226,8 @@ class RunInfoEvent:
     #: None for a model whose output is the same call after call; else a sentence: how it is random
     #: and how outputs were compared
     randomness: str | None = None
+    #: Inductor's compile_threads in the worker (sized from the cores it may use); None: unknown
+    compile_threads: int | None = None
 
 
 @dataclass

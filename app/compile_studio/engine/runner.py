@@ -3,11 +3,18 @@
 Measurement runs in rounds: with R rounds every variant's timed calls are
 split into R blocks run in alternating order (A B A B …), so drift and load
 changes hit every variant alike and show as spread between rounds. Before
-the rounds: the fp64 reference, the harness floor, each variant's first call
-(compile time, reported on its own) and its warm-up (a number of calls and a
-minimum time). After them, outside any timed window: a steady-state call
-checked against the first, the correctness verdict, a pipelined throughput
-figure, and the variant's own peak memory.
+the rounds: the fp64 reference, each variant's first call (compile time,
+reported on its own), then — every compile done, the timing thread pinned,
+the harness floor taken — the warm-up of all variants together, alternating
+(a number of calls each and a minimum time in all), so round 1 starts with
+the clocks already up. After them, outside any timed window: a steady-state
+call checked against the first, the correctness verdict (for training, a
+fixed number of steps from the same starting point compared with eager's),
+a pipelined throughput figure, and the variant's own peak memory.
+
+The timing thread is pinned to its core only while nothing compiles: the
+processes and threads a compile starts (Inductor's compile workers, the C++
+compiler) inherit the affinity of the thread that starts them.
 
 Reports everything through an :class:`EventSink` (protocol events); holds no
 state a supervisor needs after the fact. Pure torch, no Qt.
@@ -69,6 +76,8 @@ from .variant import (
 
 #: Back-to-back calls timed with one synchronisation for the pipelined figure.
 PIPELINED_CALLS = 50
+#: Training steps every variant runs from the same starting point for the parameters check.
+DRIFT_STEPS = 5
 
 
 class EventSink(Protocol):
@@ -89,6 +98,10 @@ class EventSink(Protocol):
 
 class Stopped(Exception):
     """Raised inside the loop when a stop was asked for."""
+
+
+class _RunFailed(Exception):
+    """Raised when the run cannot go on (already reported)."""
 
 
 def classify_error(exc: BaseException) -> protocol.ErrorKind:
@@ -145,6 +158,17 @@ def _break_reasons() -> dict[str, int]:
     return dict(counters["graph_break"])
 
 
+def _compile_threads() -> int | None:
+    """Inductor's ``compile_threads`` (sized from the cores this process may use at its import)."""
+    try:
+        import torch._inductor.config as inductor_config
+
+        n = inductor_config.compile_threads
+    except Exception:  # noqa: BLE001 - a torch without Inductor
+        return None
+    return n if isinstance(n, int) else None
+
+
 def _short_reason(reason: str) -> str:
     lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
     head = lines[0] if lines else reason
@@ -184,11 +208,17 @@ def first_call_ms(config: BenchmarkConfig, name: str, fallback_random: bool = Fa
     x = workload.inputs
     v = variant_of(config, name, workload, device, compile_modes())
     timer = CallTimer(device)
-    grad = contextlib.nullcontext() if config.workload == "training" else torch.inference_mode()
-    # one untimed eager call first: the device's and libraries' one-off start-up (cuBLAS
-    # handles, lazily loaded CUDA modules, CPU library init) is paid by eager too, not compile
-    with torch.no_grad():
-        workload.model(*x)
+    training = config.workload == "training"
+    grad = contextlib.nullcontext() if training else torch.inference_mode()
+    # one untimed eager call first, on the same inputs in the same grad mode (for training
+    # with its backward): the device's and libraries' one-off start-up (cuBLAS handles,
+    # lazily loaded CUDA modules, the autograd engine, CPU library init) is not compile time
+    with grad:
+        out = workload.model(*x)
+        if training and workload.loss is not None:
+            workload.loss(out).backward()
+    del out
+    workload.model.zero_grad(set_to_none=True)
     timer.sync()
     with grad:
         timer.sync()
@@ -288,8 +318,15 @@ class BenchmarkRunner:
         self.why = WhyCollector(config.diagnostics)
         self.eager_output_dev: checks.Deviation | None = None
         self.eager_grads_dev: checks.Deviation | None = None
-        self.eager_final_params: list[torch.Tensor] | None = None
-        self.eager_steps = 0
+        #: parameters (fp64, CPU) after the training check's DRIFT_STEPS, by variant
+        self.drift_params: dict[str, list[torch.Tensor]] = {}
+        #: where the timing thread ran, in words (known at the first pinning)
+        self.cpu_pinning: str | None = None
+        #: Inductor's compile_threads, read before anything is pinned
+        self.compile_threads: int | None = None
+        self._pinned = False
+        self._unpinned_mask: set[int] | None = None
+        self._info_sent = False
         #: times a variant's first call in a fresh process (the reported compile time)
         self.isolated_compile = isolated_compile
 
@@ -298,10 +335,9 @@ class BenchmarkRunner:
         """Run every variant: ``complete``, ``stopped``, or ``failed`` (nothing could run)."""
         cfg = self.config
         self._set_precision()
+        self.compile_threads = _compile_threads()
         try:
             self._prepare_inputs()
-            self.cpu_pinning = self._pin_timing_thread()
-            self._report_run_info()
         except BaseException as exc:  # noqa: BLE001 - reported; nothing was measured yet
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -311,28 +347,82 @@ class BenchmarkRunner:
             if cfg.rounds > 1:
                 self._run_rounds()
             else:
-                last_compiled = max(
-                    (i for i, n in enumerate(cfg.variants) if not is_eager(n)), default=-1
-                )
-                for i, name in enumerate(cfg.variants):
-                    v = self._prepare(name)
-                    if i >= last_compiled:
-                        self._no_more_compiles()
-                    if v is None:
-                        continue
-                    self._calls(v, protocol.Phase.MEASURE, cfg.iterations, measure=True)
-                    self._finish(v)
-                    del v
-                    if self.is_cuda:
-                        torch.cuda.empty_cache()
+                self._run_one_round()
+            self._start_timing()  # nothing was timed: the run info is still sent
         except Stopped:
             self.sink.flush()
             return protocol.RunStatus.STOPPED
+        except _RunFailed:
+            self.sink.flush()
+            return protocol.RunStatus.FAILED
         finally:
             self.skip_log.close()
             self.why.close()
         self.sink.flush()
         return protocol.RunStatus.COMPLETE
+
+    def _run_one_round(self) -> None:
+        """Each variant in turn: first call, warm-up, timed window, checks."""
+        cfg = self.config
+        last_compiled = max((i for i, n in enumerate(cfg.variants) if not is_eager(n)), default=-1)
+        for i, name in enumerate(cfg.variants):
+            if not is_eager(name):
+                self._unpin()  # what this compile starts gets every core
+            v = self._prepare(name)
+            if i >= last_compiled:
+                self._no_more_compiles()
+            if v is None:
+                continue
+            self._start_timing(later_compiles=i < last_compiled)
+            if not self._warm_up_one(v):
+                continue
+            self._calls(v, protocol.Phase.MEASURE, cfg.iterations, measure=True)
+            self._finish(v)
+            del v
+            if self.is_cuda:
+                torch.cuda.empty_cache()
+
+    def _start_timing(self, later_compiles: bool = False) -> None:
+        """Before a timed call (warm-up included): the timing thread pinned, the run info sent once.
+
+        ``later_compiles``: more variants compile after this one (the thread is unpinned for them).
+        """
+        self._pin(later_compiles)
+        if self._info_sent:
+            return
+        self._info_sent = True
+        try:
+            self._report_run_info()
+        except BaseException as exc:  # noqa: BLE001 - reported; nothing is timed without it
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            self._error(None, exc, "measuring the harness floor")
+            raise _RunFailed from exc
+
+    def _pin(self, later_compiles: bool = False) -> None:
+        if self._pinned:
+            return
+        try:
+            before: set[int] | None = set(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            before = None
+        pinned, text = self._pin_timing_thread()
+        if self.cpu_pinning is None:
+            self.cpu_pinning = text + (
+                "; it left its core while later variants compiled" if pinned and later_compiles else ""
+            )
+        if pinned:
+            self._pinned = True
+            self._unpinned_mask = before
+
+    def _unpin(self) -> None:
+        """The timing thread back on the cores it had (a compile follows)."""
+        if not self._pinned:
+            return
+        self._pinned = False
+        if self._unpinned_mask:
+            with contextlib.suppress(AttributeError, OSError):
+                os.sched_setaffinity(0, self._unpinned_mask)
 
     # -- steps -------------------------------------------------------------
     def _prepare_inputs(self) -> None:
@@ -455,6 +545,7 @@ class BenchmarkRunner:
                 gpu_uuid=self.gpu_uuid,
                 flops_per_call=self.flops_per_call,
                 cpu_pinning=self.cpu_pinning,
+                compile_threads=self.compile_threads,
                 inputs=describe_inputs(self.x),
                 batch_size=batch_of(self.x),
                 model_dtype=self.model_dtype,
@@ -467,24 +558,28 @@ class BenchmarkRunner:
         if self.given_mismatch is not None:
             self.sink.event(protocol.WarningEvent(message=self.given_mismatch))
 
-    def _pin_timing_thread(self) -> str:
-        """Give this (the timing) thread the core the launcher chose; words for run.json."""
+    def _pin_timing_thread(self) -> tuple[bool, str]:
+        """Give this (the timing) thread the core the launcher chose: (pinned?, words for run.json).
+
+        Called once every compile before the timed calls is done: whatever a compile starts
+        inherits this thread's cores.
+        """
         cpu = affinity.timing_cpu_from_env()
         if cpu is None:
-            return "not pinned (a remote worker, one core, or turned off)"
+            return False, "not pinned (a remote worker, one core, or turned off)"
         if cpu not in affinity.available_cpus():
-            return f"not pinned: CPU {cpu} is not available to the worker"
+            return False, f"not pinned: CPU {cpu} is not available to the worker"
         if torch.get_num_threads() > 1:
             # start torch's thread pool now, from a thread on every core: threads it
             # starts later would inherit the timing thread's one core
             torch.empty(1 << 20).fill_(1.0)
         if not affinity.pin_timing_thread(cpu):
-            return f"not pinned: the system refused CPU {cpu}"
+            return False, f"not pinned: the system refused CPU {cpu}"
         try:
             others = max(0, len(os.listdir("/proc/self/task")) - 1)
         except OSError:
             others = 0
-        return (
+        return True, (
             f"timing thread alone on CPU {cpu}; {torch.get_num_threads()} torch threads, "
             f"{others} other threads on the other cores"
         )
@@ -537,7 +632,7 @@ class BenchmarkRunner:
         return contextlib.nullcontext() if self.training else torch.inference_mode()
 
     def _prepare(self, name: str) -> Variant | None:
-        """Build, compile (first call) and warm up one variant; None if it failed."""
+        """Build and compile (first call) one variant; None if it failed."""
         from .environment import compile_modes
 
         cfg = self.config
@@ -553,7 +648,7 @@ class BenchmarkRunner:
         # CUDA-graph pools created from here on are this variant's
         self.memory.mark_built(name)
         if self.training:
-            v.initial_params = v.params_cpu()
+            v.snapshot()
         compile_s: float | None = None
         if v.compiled:
             self._phase(name, protocol.Phase.COMPILE, 1)
@@ -617,14 +712,18 @@ class BenchmarkRunner:
                     recompiles=0,
                 )
             )
+        return v
+
+    def _warm_up_one(self, v: Variant) -> bool:
+        """One variant's warm-up, right before its timed window; False if it failed."""
         try:
             self._warm_up(v)
         except Stopped:
             raise
         except BaseException as exc:  # noqa: BLE001
-            self._error(name, exc, "warming up")
-            return None
-        return v
+            self._error(v.name, exc, "warming up")
+            return False
+        return True
 
     def _warm_up(self, v: Variant) -> None:
         """``warmup`` calls, then more until ``warmup_min_ms`` has passed (clocks ramp up)."""
@@ -694,14 +793,52 @@ class BenchmarkRunner:
                 ):
                     v.clock_max_change = change
 
+    def _warm_up_together(self, live: list[Variant]) -> list[Variant]:
+        """All variants warmed up alternating (A B A B …), right before round 1; those left.
+
+        Blocks of ``max(1, warmup // 4)`` calls in turn until each variant has had
+        ``warmup`` calls and ``warmup_min_ms`` has passed since the first.
+        """
+        cfg = self.config
+        live = list(live)
+        if not live or (cfg.warmup <= 0 and cfg.warmup_min_ms <= 0):
+            return live
+        for v in live:
+            self._phase(v.name, protocol.Phase.WARMUP, cfg.warmup)
+        block = max(1, cfg.warmup // 4)
+        done = {v.name: 0 for v in live}
+        deadline = time.monotonic() + cfg.warmup_min_ms / 1000.0
+        while live:
+            for v in list(live):
+                short = cfg.warmup - done[v.name]
+                if short <= 0 and time.monotonic() >= deadline:
+                    continue
+                count = min(block, short) if short > 0 else block
+                try:
+                    self._calls(v, protocol.Phase.WARMUP, count)
+                except Stopped:
+                    raise
+                except BaseException as exc:  # noqa: BLE001
+                    self._error(v.name, exc, "warming up")
+                    live.remove(v)
+                    continue
+                done[v.name] += count
+            if time.monotonic() >= deadline and all(done[v.name] >= cfg.warmup for v in live):
+                break
+        return live
+
     def _run_rounds(self) -> None:
         cfg = self.config
         live = [v for v in (self._prepare(n) for n in cfg.variants) if v is not None]
         self._no_more_compiles()
+        if not live:
+            return
+        self._start_timing()
         blocks = round_blocks(cfg.iterations, cfg.rounds)
+        gc.collect()
+        live = self._warm_up_together(live)
         for v in live:
             self._phase(v.name, protocol.Phase.MEASURE, cfg.iterations)
-        gc.collect()
         for r, block in enumerate(blocks):
             for v in list(live):
                 try:
@@ -711,6 +848,16 @@ class BenchmarkRunner:
                 except BaseException as exc:  # noqa: BLE001
                     self._error(v.name, exc, "measuring")
                     live.remove(v)
+        eager = next((v for v in live if v.name == "eager"), None)
+        if eager is not None and self.training:
+            # eager's check steps first: the others are compared with them
+            try:
+                self._drift_steps(eager)
+            except Stopped:
+                raise
+            except BaseException as exc:  # noqa: BLE001
+                self._error(eager.name, exc, "running the training check's steps")
+                live.remove(eager)
         for v in live:
             self._finish(v)
 
@@ -731,6 +878,7 @@ class BenchmarkRunner:
         try:
             late = self._steady_state_output(v)
             v.pipelined_ms = self._pipelined(v)
+            self._drift_steps(v)
         except Stopped:
             raise
         except BaseException as exc:  # noqa: BLE001
@@ -775,6 +923,7 @@ class BenchmarkRunner:
                     )
         grads_dev: checks.Deviation | None = None
         params_drift: float | None = None
+        drift_bound: float | None = None
         if self.training and v.first_grads is not None and self.reference_grads is not None:
             grads_dev = checks.deviation(v.first_grads, self.reference_grads)
             if v.name == "eager":
@@ -784,7 +933,9 @@ class BenchmarkRunner:
             )
             if not g_ok:
                 problems.append(f"gradients: {g_why}")
-            params_drift = self._params_drift(v)
+            params_drift, drift_bound, drift_why = self._params_drift(v)
+            if drift_why:
+                problems.append(f"parameters: {drift_why}")
         skipped: list[str] = []
         if self.random_kind == UNSEEDED or (self.random_kind == SEEDED and problems):
             skipped, problems = problems, [
@@ -833,6 +984,7 @@ class BenchmarkRunner:
                     else None,
                     "gradients": grads_dev.to_dict() if grads_dev else None,
                     "params_drift": params_drift,
+                    "params_drift_bound": drift_bound,
                     "replay_max_diff": replay_diff,
                     "problems": problems,
                     "not_compared": list(first.not_compared),
@@ -867,25 +1019,53 @@ class BenchmarkRunner:
         with self._no_grad():
             return self.timer.pipelined(lambda: v.step(self.x), calls)
 
-    def _params_drift(self, v: Variant) -> float | None:
-        """‖p − p_eager‖ / ‖p_eager − p₀‖ after the same steps; None where it means nothing."""
-        if self.random_kind is not None:
-            return None  # each variant's steps drew other random numbers: nothing to compare
-        params = v.params_cpu()
-        steps = v.iteration
-        if v.name == "eager":
-            self.eager_final_params = params
-            self.eager_steps = steps
-            return None
-        if self.eager_final_params is None or self.eager_steps != steps or not v.initial_params:
-            return None
-        moved = sum(
-            float((e - p0).square().sum()) for e, p0 in zip(self.eager_final_params, v.initial_params)
-        )
+    def _drift_steps(self, v: Variant) -> None:
+        """Training: DRIFT_STEPS steps from the variant's starting point, parameters kept.
+
+        Parameters, buffers and optimizer state go back to where they were at build,
+        in place (CUDA-graph addresses and Dynamo's guards stay valid); then every
+        variant, eager included, runs the same steps on the same inputs, whatever
+        its warm-up and timed calls were. Outside any timed window.
+        """
+        if not self.training or self.random_kind is not None or v.initial_params is None:
+            return
+        if v.name in self.drift_params:
+            return
+        v.restore()
+        with self._no_grad():
+            for _ in range(DRIFT_STEPS):
+                self._check_stop()
+                v.step(self.x)
+        self.timer.sync()
+        self.drift_params[v.name] = v.params_cpu()
+
+    def _params_drift(self, v: Variant) -> tuple[float | None, float | None, str | None]:
+        """(drift, its bound, why it is wrong) of the training check; Nones where not judged.
+
+        drift = ‖p − p_eager‖ / ‖p_eager − p₀‖ after the same DRIFT_STEPS steps from the
+        same p₀, judged by :func:`checks.judge_drift`. Eager is the yardstick (None);
+        a random model's steps draw other numbers per variant (None).
+        """
+        params = self.drift_params.get(v.name)
+        if v.name == "eager" or params is None or not v.initial_params:
+            return None, None, None
+        self.drift_params.pop(v.name, None)
+        eager = self.drift_params.get("eager")
+        if eager is None:
+            return None, None, None
+        moved = sum(float((e - p0).square().sum()) for e, p0 in zip(eager, v.initial_params))
         if moved == 0.0:
-            return None  # the updates are below the dtype's resolution: nothing to compare
-        apart = sum(float((p - e).square().sum()) for p, e in zip(params, self.eager_final_params))
-        return (apart / moved) ** 0.5
+            return None, None, None  # the updates are below the dtype's resolution
+        apart = sum(float((p - e).square().sum()) for p, e in zip(params, eager))
+        drift = (apart / moved) ** 0.5
+        resolution = sum(
+            (checks.unit_roundoff(p.dtype) * float(p0.norm())) ** 2
+            for p, p0 in zip(v.model.parameters(), v.initial_params)
+        )
+        ok, why = checks.judge_drift(self.check_dtype, drift, moved**0.5, resolution**0.5)
+        if ok is None:
+            return drift, None, None
+        return drift, checks.drift_bound(self.check_dtype), None if ok else why
 
     def _cudagraph_state(self, v: Variant) -> str | None:
         from ..config import CUDAGRAPH_VARIANTS

@@ -63,7 +63,11 @@ class Variant:
     recompiles_in_window: int = 0
     first_output: CheckedOutput | None = None
     first_grads: list[torch.Tensor] | None = None
+    #: the training check's starting point, saved at build: parameters (fp64, CPU), ...
     initial_params: list[torch.Tensor] | None = None
+    #: ... buffers (CPU copies) and optimizer state tensors (by parameter index, CPU copies)
+    initial_buffers: list[torch.Tensor] | None = None
+    initial_optimizer: dict[int, dict[str, torch.Tensor]] | None = None
     cudagraph_skips: list[str] = field(default_factory=list)
     cudagraph_record_ms: float | None = None
     clock_start: dict[str, Any] | None = None
@@ -74,6 +78,48 @@ class Variant:
 
     def params_cpu(self) -> list[torch.Tensor]:
         return [p.detach().to("cpu", torch.float64) for p in self.model.parameters()]
+
+    def snapshot(self) -> None:
+        """Save the starting point :meth:`restore` goes back to (call right after build)."""
+        self.initial_params = self.params_cpu()
+        self.initial_buffers = [b.detach().to("cpu", copy=True) for b in self.model.buffers()]
+        saved: dict[int, dict[str, torch.Tensor]] = {}
+        if self.optimizer is not None:
+            for i, p in enumerate(self.model.parameters()):
+                state = self.optimizer.state.get(p, {})
+                saved[i] = {
+                    k: t.detach().to("cpu", copy=True)
+                    for k, t in state.items()
+                    if isinstance(t, torch.Tensor)
+                }
+        self.initial_optimizer = saved
+
+    def restore(self) -> None:
+        """Parameters, buffers and optimizer state back to the snapshot, in place.
+
+        The tensors keep their addresses: CUDA graphs and Dynamo's guards stay valid.
+        Optimizer state made after the snapshot is zeroed: for SGD with momentum (the
+        step's optimizer) a zero momentum buffer gives the same update as none (the
+        first step takes the gradient itself). Parameters come back exactly: their
+        fp64 copies hold every value of their dtype.
+        """
+        assert self.initial_params is not None
+        saved = self.initial_optimizer or {}
+        with torch.no_grad():
+            for p, p0 in zip(self.model.parameters(), self.initial_params):
+                p.copy_(p0)
+            for b, b0 in zip(self.model.buffers(), self.initial_buffers or []):
+                b.copy_(b0)
+            if self.optimizer is None:
+                return
+            for i, p in enumerate(self.model.parameters()):
+                for k, t in self.optimizer.state.get(p, {}).items():
+                    if isinstance(t, torch.Tensor):
+                        before = saved.get(i, {}).get(k)
+                        if before is not None:
+                            t.copy_(before)
+                        else:
+                            t.zero_()
 
     def grads_cpu(self) -> list[torch.Tensor]:
         return [
