@@ -1,0 +1,108 @@
+"""The code a configuration would run, named and hashed, for the user's say-so.
+
+A run folder, a sweep record or a ``--config`` file received from someone else
+may name Python code: a custom model's factory and the backend modules the
+worker imports first. Before a run whose configuration came from such a file
+(resume, "load its configuration" then Run, ``--config``) the front end shows
+:func:`named_code` and asks; a run built from the user's own form or flags is
+not asked. Nothing here imports or runs the code it names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import BenchmarkConfig
+from .model_specs import factory_file
+
+#: Files larger than this are named but not hashed (they are not Python sources people write).
+MAX_HASHED_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CodeRef:
+    """One piece of code a configuration names: what it is, the spec, its file and sha256."""
+
+    what: str
+    spec: str
+    #: the file the worker would import (None: a module found on the worker's import path)
+    path: str | None = None
+    sha256: str | None = None
+    #: why there is no hash (file missing, unreadable, too large, module by name)
+    note: str = ""
+
+    def line(self) -> str:
+        """One line for a terminal or a dialog (control characters made visible)."""
+        from .results.run_result import plain_text
+
+        where = plain_text(self.path, 400) if self.path else "imported by name"
+        digest = f"sha256 {self.sha256}" if self.sha256 else plain_text(self.note, 200)
+        return f"{self.what}: {plain_text(self.spec, 300)} — {where} — {digest}"
+
+
+def _hash(path: Path) -> tuple[str | None, str]:
+    try:
+        if not path.is_file():
+            return None, "no such file here"
+        if path.stat().st_size > MAX_HASHED_BYTES:
+            return None, "too large to hash"
+        return hashlib.sha256(path.read_bytes()).hexdigest(), ""
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror or exc}"
+
+
+def _module_source(target: str, model_path: str) -> Path | None:
+    from .model_specs import _module_file
+
+    return _module_file(target, model_path)
+
+
+def _ref(what: str, spec: str, path: Path | None) -> CodeRef:
+    if path is None:
+        return CodeRef(what, spec, None, None, "a module imported by name from the worker's import path")
+    resolved = path.expanduser()
+    try:
+        resolved = resolved.resolve()
+    except (OSError, RuntimeError):
+        pass
+    digest, note = _hash(resolved)
+    return CodeRef(what, spec, str(resolved), digest, note)
+
+
+def named_code(config: BenchmarkConfig) -> list[CodeRef]:
+    """Every piece of code ``config`` would have the worker import (factory, backend modules)."""
+    refs: list[CodeRef] = []
+    if config.model == "custom" and config.factory.strip():
+        spec = config.factory.strip()
+        path = factory_file(spec)
+        if path is None:
+            path = _module_source(spec.rsplit(":", 1)[0], config.model_path)
+        refs.append(_ref("factory", spec, path))
+    for spec in config.backend_modules:
+        spec = spec.strip()
+        if not spec:
+            continue
+        if spec.endswith(".py") or "/" in spec or "\\" in spec:
+            refs.append(_ref("backend module", spec, Path(spec)))
+        else:
+            refs.append(_ref("backend module", spec, _module_source(spec, "")))
+    return refs
+
+
+def describe(refs: list[CodeRef]) -> str:
+    """The refs as lines, for a prompt (empty when nothing is named)."""
+    return "\n".join(f"  {ref.line()}" for ref in refs)
+
+
+class TrustRefused(Exception):
+    """A configuration from a received file names code the user did not agree to run."""
+
+    def __init__(self, source: str, refs: list[CodeRef]):
+        self.source = source
+        self.refs = refs
+        super().__init__(
+            f"{source} names code that would run in the worker:\n{describe(refs)}\n"
+            "run it only if you trust it: add --trust-code, or answer yes when asked"
+        )
