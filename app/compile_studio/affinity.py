@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from .env_vars import warn_ignored
+
 #: The core the worker pins its timing thread to (set by the local launcher; absent: no pinning).
 TIMING_CPU_ENV = "COMPILE_STUDIO_TIMING_CPU"
 #: The cores the worker process may use (it widens itself to them: it inherits the supervisor's).
@@ -65,6 +67,8 @@ def available_cpus() -> tuple[int, ...]:
 def plan(cpus: tuple[int, ...] | None = None, env: Mapping[str, str] | None = None) -> CoreSplit | None:
     """The split for a local run, or None (one core, not Linux, or turned off by ``PIN_ENV=0``)."""
     switch = (os.environ if env is None else env).get(PIN_ENV, "1").strip()
+    if switch not in ("0", "1"):
+        warn_ignored(PIN_ENV, switch, "not 0 or 1; cores are split as by default")
     if switch == "0" or not hasattr(os, "sched_setaffinity"):
         return None
     cpus = available_cpus() if cpus is None else tuple(sorted(cpus))
@@ -128,7 +132,10 @@ def _current_tid() -> int:
 def timing_cpu_from_env(env: dict[str, str] | None = None) -> int | None:
     """The core the launcher chose for the timing thread, or None."""
     text = (os.environ if env is None else env).get(TIMING_CPU_ENV, "").strip()
+    if not text:
+        return None
     if not text.isdigit() or len(text) > 6:
+        warn_ignored(TIMING_CPU_ENV, text, "not a core number; the timing thread is not pinned")
         return None
     return int(text)
 
@@ -141,6 +148,7 @@ def widen_from_env(env: dict[str, str] | None = None) -> None:
     try:
         cpus = {int(c) for c in text.split(",") if c.strip()}
     except ValueError:
+        warn_ignored(WORKER_CPUS_ENV, text, "not a list of core numbers; the worker keeps its cores")
         return
     if cpus:
         pin_process(cpus)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import __version__, protocol
-from .config import ConfigError, ConfigProblem
+from .config import BenchmarkConfig, ConfigError, ConfigProblem
 from .config_cli import add_config_flags, config_from_args
 from .protocol import RunStatus, VariantStatus
 from .results import RunDamaged, RunResult, RunStore, load_run, summarize
@@ -36,6 +36,7 @@ from .results.formatting import (
 )
 from .results.locations import default_run_store
 from .results.store import summary_of
+from .results.terminal import guarded
 from .session import Progress, RunSession
 from .supervisor import ProbeFailed, probe_environment
 
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--target", metavar="NAME",
         help="where the worker runs: a target of `compile-studio-cli targets` (default: this machine)",
     )
+    add_trust_flag(run)
     add_config_flags(run)
     show = sub.add_parser(
         "show", help="print a saved run's summary table", epilog=RUN_REF_HELP,
@@ -212,7 +214,9 @@ class ProgressBar:
     def message(self, text: str) -> None:
         with self._lock:
             if self.enabled:
-                self.stream.write("\r" + " " * self._last_len + "\r")
+                self._carriage_return()
+                self.stream.write(" " * self._last_len)
+                self._carriage_return()
             self.stream.write(text + "\n")
             self.stream.flush()
 
@@ -233,9 +237,14 @@ class ProgressBar:
                 extra = f"ETA {eta:.0f}s"
             text = f"[{bar}] {frac * 100:5.1f}% {p.variant} {p.phase} {extra}".rstrip()
             pad = max(0, self._last_len - len(text))
-            self.stream.write("\r" + text + " " * pad)
+            self._carriage_return()
+            self.stream.write(text + " " * pad)
             self.stream.flush()
             self._last_len = len(text)
+
+    def _carriage_return(self) -> None:
+        write = getattr(self.stream, "write_control", self.stream.write)
+        write("\r")
 
     def close(self) -> None:
         self._stop.set()
@@ -293,12 +302,38 @@ def run_where(run: RunResult) -> str:
     return text
 
 
+def add_trust_flag(parser: argparse.ArgumentParser) -> None:
+    """``--trust-code``: run the code a received file names without asking."""
+    parser.add_argument(
+        "--trust-code", action="store_true",
+        help="run the factory or backend modules named by --config or a resumed folder without "
+        "asking (without it: asked on a terminal, refused otherwise)",
+    )
+
+
+def code_agreed(config: BenchmarkConfig, source: str, args: argparse.Namespace, from_flags: bool = True) -> bool:
+    """Whether the code ``config`` names may run, ``source`` being the file it came from.
+
+    A field the user gave as a flag is theirs (not asked); with ``from_flags``
+    False (a resumed folder) every named piece of code is asked about.
+    """
+    from .trust import agreed_in_terminal, code_from_file
+
+    given = set()
+    if from_flags:
+        given = {name for name in ("factory", "backend_modules") if getattr(args, name, None) is not None}
+    refs = code_from_file(config, given)
+    return agreed_in_terminal(refs, source, bool(getattr(args, "trust_code", False)))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
         config.validate()
     except ConfigError as exc:
         print_problems(exc.problems)
+        return EXIT_BAD_CONFIG
+    if args.config is not None and not code_agreed(config, f"--config {args.config}", args):
         return EXIT_BAD_CONFIG
     store = RunStore(args.out or default_run_store())
     progress: ProgressBar | None = None
@@ -516,7 +551,23 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare, "env": cmd_env, "list": cmd_list}
     handler = getattr(args, "handler", None) or handlers[args.command]
-    return handler(args)
+    with terminal_output():
+        return handler(args)
+
+
+@contextmanager
+def terminal_output() -> Iterator[None]:
+    """stdout and stderr escape every control character while a command runs.
+
+    Strings from run folders, sweeps and targets files are someone else's; none
+    reaches the terminal raw (see :mod:`compile_studio.results.terminal`).
+    """
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ from .cli import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    add_trust_flag,
+    code_agreed,
     interrupts_stop,
     print_problems,
 )
@@ -117,6 +119,7 @@ def register(sub: Any) -> None:
         help=f"folder the sweep folder is made in (default: {default_sweep_root()})",
     )
     p.add_argument("--quiet", action="store_true", help="no per-point progress")
+    add_trust_flag(p)
     shape = p.add_argument_group("shape sweep")
     shape.add_argument(
         "--shape", action="store_true",
@@ -228,6 +231,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         for problem in folder.record.load_problems[:10]:
             sys.stderr.write(f"note: {problem}\n")
+        if not code_agreed(folder.record.config, f"the sweep {folder.path}", args, from_flags=False):
+            return EXIT_BAD_CONFIG
     else:
         if args.retry_failed:
             _print_problems([ConfigProblem("--retry-failed", "goes with --resume")])
@@ -241,6 +246,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             spec.validate(config)
         except ConfigError as exc:
             _print_problems(exc.problems)
+            return EXIT_BAD_CONFIG
+        if args.config is not None and not code_agreed(config, f"--config {args.config}", args):
             return EXIT_BAD_CONFIG
         root = args.out or default_sweep_root()
         try:
@@ -256,6 +263,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         folder, concurrency=concurrency, on_point=printer.on_point, retry_failed=args.retry_failed,
         **({"session_factory": factory} if factory is not None else {}),
     )
+    if args.resume is not None and folder.record.concurrency != runner.concurrency:
+        printer.message(
+            f"note: the sweep was run {folder.record.concurrency} at a time; resuming "
+            f"{runner.concurrency} at a time (--concurrency N to choose)"
+        )
+    elif runner.concurrency < runner.asked_concurrency:
+        printer.message(
+            f"note: {runner.concurrency} points at a time (this machine's cores), not {runner.asked_concurrency}"
+        )
     if args.resume is not None:
         todo = runner.to_run()
         if not todo:
@@ -538,6 +554,8 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
             sys.stderr.write(f"error: {args.resume}: {exc}\n")
             return EXIT_FAILED
         folder = ShapeSweepFolder(Path(args.resume), record)
+        if not code_agreed(record.config, f"the shape sweep {folder.path}", args, from_flags=False):
+            return EXIT_BAD_CONFIG
         try:
             shape_request(record.config, record.batches, record.modes, record.recompile_limit, record.repeats)
         except ConfigError as exc:
@@ -555,6 +573,8 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
             )
         except ConfigError as exc:
             _print_problems(exc.problems)
+            return EXIT_BAD_CONFIG
+        if args.config is not None and not code_agreed(config, f"--config {args.config}", args):
             return EXIT_BAD_CONFIG
         root = args.out or default_sweep_root()
         try:

@@ -93,7 +93,61 @@ def config_from_args(
     if getattr(args, "factory", None) and getattr(args, "model", None) is None:
         # --factory alone names a custom model
         data["model"] = "custom"
-    return config_cls.from_dict(data)
+    config = config_cls.from_dict(data)
+    given = {s.name for s in config_fields(config_cls) if getattr(args, s.name, None) is not None}
+    problems = flags_that_do_not_apply(config, given)
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+#: Fields that shape one kind of built-in model, and the kinds they apply to.
+_MODEL_FIELDS = {
+    "layers": ("mlp", "mlp_ln_residual"),
+    "activation": ("mlp", "mlp_ln_residual"),
+    "transformer": ("transformer",),
+    "cnn": ("cnn",),
+}
+
+
+def flags_that_do_not_apply(config: BenchmarkConfig, given: set[str]) -> list[ConfigProblem]:
+    """A problem for each field in ``given`` (flags the user typed) that this config would ignore.
+
+    No flag is silently ignored: ``--transformer`` without ``--model transformer``,
+    ``--factory`` with another model, ``--model-path`` without a ``package.module``
+    factory, or a size (``--batch-size``, ``--layers``, …) a custom factory does not take.
+    """
+    from .model_specs import factory_file, factory_signature
+
+    problems: list[ConfigProblem] = []
+    custom = config.model == "custom"
+    signature = factory_signature(config.factory, config.model_path) if custom and config.factory else None
+    readable = signature is not None and not isinstance(signature, str)
+
+    def factory_takes(name: str) -> bool:
+        return readable and signature.takes(name)  # type: ignore[union-attr]
+
+    if "factory" in given and not custom:
+        problems.append(ConfigProblem("--factory", f"applies only with --model custom (not {config.model})"))
+    if "model_path" in given and (not custom or factory_file(config.factory) is not None):
+        problems.append(ConfigProblem(
+            "--model-path", "applies only to --model custom with a package.module:FUNC factory"
+        ))
+    for name, kinds in _MODEL_FIELDS.items():
+        if name not in given or config.model in kinds:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if custom:
+            if readable and not factory_takes(name):
+                problems.append(ConfigProblem(flag, f"the factory {config.factory} takes no {name} parameter"))
+        else:
+            need = " or ".join(f"--model {k}" for k in kinds)
+            problems.append(ConfigProblem(flag, f"applies only with {need} (not {config.model})"))
+    if "batch_size" in given and custom and readable and not factory_takes("batch_size"):
+        problems.append(ConfigProblem(
+            "--batch-size", f"the factory {config.factory} takes no batch_size parameter: its inputs set the batch"
+        ))
+    return problems
 
 
 #: Largest --config file read (a run.json with its config qualifies).

@@ -25,6 +25,7 @@ from typing import Any
 
 from . import affinity, protocol
 from .config import BenchmarkConfig, ConfigProblem
+from .env_vars import warn_ignored
 from .model_specs import factory_file
 from .protocol import ErrorKind, RunStatus, VariantStatus
 from .results.recorder import RunRecorder
@@ -45,8 +46,11 @@ def hello_timeout_s() -> float:
     try:
         value = float(text[:20]) if text else HELLO_TIMEOUT_S
     except ValueError:
-        return HELLO_TIMEOUT_S
-    return value if 0 < value < 1e7 else HELLO_TIMEOUT_S
+        value = -1.0
+    if 0 < value < 1e7:
+        return value
+    warn_ignored(HELLO_TIMEOUT_ENV, text, f"not a number of seconds; using {HELLO_TIMEOUT_S:g}")
+    return HELLO_TIMEOUT_S
 
 
 def worker_launcher(launcher: WorkerLauncher, split: affinity.CoreSplit | None) -> WorkerLauncher:

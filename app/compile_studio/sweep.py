@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import queue
 import re
 import threading
@@ -49,6 +50,7 @@ from .results.sweep_store import (
     STOPPED,
     PointValue,
     PointVariant,
+    RecordBusy,
     ShapePoint,
     ShapeSweepFolder,
     ShapeSweepRecord,
@@ -184,7 +186,14 @@ def parse_range(param: str, text: str) -> list[PointValue]:
     else:
         if step < 1 or step != int(step):
             raise ConfigError([ConfigProblem("--range", "a step range needs a whole step of at least 1")])
-        values = list(range(start, stop + 1, int(step)))[: MAX_POINTS + 1]
+        steps = range(start, stop + 1, int(step))  # counted, never materialised past the cap
+        if len(steps) > MAX_POINTS:
+            raise ConfigError(
+                [ConfigProblem("--range", f"gives {len(steps):,} points; at most {MAX_POINTS:,}")]
+            )
+        values = list(steps)
+    if len(values) > MAX_POINTS:
+        raise ConfigError([ConfigProblem("--range", f"gives more than {MAX_POINTS:,} points")])
     return list(values)
 
 
@@ -383,6 +392,14 @@ def local_session(
     return RunSession(config, store, on_event=on_event, on_log=on_log)
 
 
+def local_worker_limit() -> int:
+    """The most sweep points run at once on this machine: one per core it may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def new_sweep(spec: SweepSpec, base: BenchmarkConfig, root: Path) -> SweepFolder:
     """A new sweep folder under ``root`` with every point pending; raises ConfigError or OSError."""
     spec.validate(base)
@@ -497,7 +514,9 @@ class SweepRunner:
         if not 1 <= concurrency <= 64:
             raise ValueError("concurrency must be 1–64")
         self.sweep = sweep
-        self.concurrency = concurrency
+        #: what was asked, and what runs: local workers are capped at this machine's cores
+        self.asked_concurrency = concurrency
+        self.concurrency = concurrency if session_factory is not None else min(concurrency, local_worker_limit())
         self.session_factory: SessionFactory = session_factory or local_session
         self.on_point = on_point
         self.on_event = on_event
@@ -550,7 +569,24 @@ class SweepRunner:
 
     # -- the run ------------------------------------------------------------------------------
     def run(self) -> SweepOutcome:
-        """Run every missing point (blocking) and return how the sweep ended."""
+        """Run every missing point (blocking) and return how the sweep ended.
+
+        The folder's owner lock is held throughout: a sweep another live
+        process runs is refused (``refused`` says so), never run twice.
+        """
+        try:
+            self.sweep.claim()
+        except RecordBusy as exc:
+            return SweepOutcome(
+                record=self.sweep.snapshot(), folder=self.sweep.path, ran=[], stop_requested=False,
+                write_error=None, refused=[ConfigProblem("sweep", str(exc))],
+            )
+        try:
+            return self._run()
+        finally:
+            self.sweep.release()
+
+    def _run(self) -> SweepOutcome:
         todo = self.to_run()
         jobs: queue.Queue[int] = queue.Queue()
         for index in todo:
@@ -841,7 +877,21 @@ class ShapeSweepRun:
         return min(1.0, len(record.points) / total) if total else 1.0
 
     def run(self) -> ShapeSweepOutcome:
-        """Run the sweep to its end (blocking) and return how it ended."""
+        """Run the sweep to its end (blocking) and return how it ended (refused while another
+        live process runs it)."""
+        try:
+            self.folder.claim()
+        except RecordBusy as exc:
+            return ShapeSweepOutcome(
+                record=self.folder.snapshot(), folder=self.folder.path, stop_requested=False,
+                refused=[ConfigProblem("shape sweep", str(exc))], write_error=None,
+            )
+        try:
+            return self._run()
+        finally:
+            self.folder.release()
+
+    def _run(self) -> ShapeSweepOutcome:
         request = shape_request_of(self.folder.record)
 
         def start(record: ShapeSweepRecord) -> None:

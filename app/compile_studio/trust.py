@@ -11,8 +11,10 @@ not asked. Nothing here imports or runs the code it names.
 from __future__ import annotations
 
 import hashlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from .config import BenchmarkConfig
 from .model_specs import factory_file
@@ -106,3 +108,52 @@ class TrustRefused(Exception):
             f"{source} names code that would run in the worker:\n{describe(refs)}\n"
             "run it only if you trust it: add --trust-code, or answer yes when asked"
         )
+
+
+def code_from_file(config: BenchmarkConfig, given_by_user: set[str] | None = None) -> list[CodeRef]:
+    """The code ``config`` names that came from a file: refs of the fields in ``given_by_user``
+    (the user's own flags or form) are left out."""
+    given = given_by_user or set()
+    refs = named_code(config)
+    keep = []
+    for ref in refs:
+        field = "factory" if ref.what == "factory" else "backend_modules"
+        if field not in given:
+            keep.append(ref)
+    return keep
+
+
+def agreed_in_terminal(
+    refs: list[CodeRef],
+    source: str,
+    trusted: bool,
+    stdin: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> bool:
+    """Whether the code in ``refs`` (named by ``source``) may run: yes without refs or with
+    ``--trust-code``; an interactive terminal is asked; anything else is a no (said on stderr)."""
+    if not refs or trusted:
+        return True
+    stdin = stdin if stdin is not None else sys.stdin
+    stderr = stderr if stderr is not None else sys.stderr
+    interactive = False
+    try:
+        interactive = stdin is not None and stdin.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:
+        stderr.write(f"error: {TrustRefused(source, refs)}\n")
+        return False
+    stderr.write(
+        f"{source} names code that would run in the worker as you:\n{describe(refs)}\n"
+        "Run it? Only if you trust it and its author [y/N] "
+    )
+    stderr.flush()
+    try:
+        answer = stdin.readline(100)
+    except (OSError, ValueError, KeyboardInterrupt):
+        answer = ""
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    stderr.write("not run: the code was not agreed to\n")
+    return False

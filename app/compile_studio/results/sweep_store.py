@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import errno
 import io
 import json
 import os
@@ -45,6 +46,47 @@ from .schema import (
     read_bytes_capped,
 )
 from .store import SWEEP_RECORDS, atomic_write_text, safe_cell
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+#: The lock file a running sweep holds (``flock``) for as long as it runs; freed when its process ends.
+OWNER_LOCK = ".owner.lock"
+
+
+class RecordBusy(Exception):
+    """The record folder is being run by another live process (it holds the owner lock)."""
+
+
+def _open_lock(path: Path, create: bool) -> int | None:
+    flags = os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | (os.O_CREAT if create else 0)
+    try:
+        return os.open(path / OWNER_LOCK, flags, 0o600)
+    except FileNotFoundError:
+        return None
+
+
+def held_by_a_process(folder: Path) -> bool | None:
+    """Whether a live process holds ``folder``'s owner lock; None when there is no lock to ask."""
+    if fcntl is None:
+        return None
+    try:
+        fd = _open_lock(Path(folder), create=False)
+    except OSError:
+        return None
+    if fd is None:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return False
 
 SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
@@ -301,6 +343,49 @@ class _RecordFolder:
         self._lock = threading.RLock()
         #: why the last save failed (None: saved)
         self.write_error: str | None = None
+        self._owner_fd: int | None = None
+
+    def claim(self) -> None:
+        """Hold the folder's owner lock until :meth:`release` (or this process ends).
+
+        Raises :class:`RecordBusy` when another process holds it: two owners
+        would run the same points and both rewrite the record. A folder the lock
+        file cannot be made in (read-only) is run without one: nothing can be
+        saved there either.
+        """
+        if fcntl is None or self._owner_fd is not None:
+            return
+        try:
+            fd = _open_lock(self.path, create=True)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EISDIR, errno.EMLINK):
+                raise RecordBusy(
+                    f"{self.path / OWNER_LOCK} is not a regular file: this {self.what} folder "
+                    "cannot be run safely (remove that entry first)"
+                ) from None
+            return
+        if fd is None:  # pragma: no cover - created above
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid, host = getattr(self.record, "owner_pid", 0), getattr(self.record, "owner_host", "")
+            who = f" (pid {pid} on {host})" if pid and host else ""
+            raise RecordBusy(
+                f"this {self.what} is being run by another process{who}: wait for it to end "
+                "or stop it there, then resume"
+            ) from None
+        except OSError:
+            os.close(fd)
+            return
+        self._owner_fd = fd
+
+    def release(self) -> None:
+        """Let go of the owner lock (another process may resume the folder then)."""
+        fd, self._owner_fd = self._owner_fd, None
+        if fd is not None:
+            os.close(fd)
 
     @staticmethod
     def _to_json(record: Any) -> str:
@@ -555,7 +640,7 @@ def _load(folder: Path, target: Path) -> SweepRecord:
         owner_host=top.get("owner_host") or "",
         load_problems=problems,
     )
-    _mark_interrupted(record)
+    _mark_interrupted(record, folder)
     return record
 
 
@@ -592,13 +677,22 @@ def owner_alive(pid: int, host: str) -> bool:
     return True
 
 
-def _mark_interrupted(record: SweepRecord) -> None:
-    """Points (and a sweep) marked running whose owner is gone read as stopped."""
+def _mark_interrupted(record: SweepRecord, folder: Path | None = None) -> None:
+    """Points (and a sweep) marked running whose owner is gone read as stopped.
+
+    The owner lock answers for a sweep run on this machine (a live owner holds
+    it; a reused pid does not); the recorded pid and host answer otherwise.
+    """
     running = [p for p in record.points if p.status == RUNNING]
     if not running and record.status != RUNNING:
         return
-    if owner_alive(record.owner_pid, record.owner_host):
+    held = held_by_a_process(folder) if folder is not None else None
+    here = not record.owner_host or record.owner_host == socket.gethostname()
+    if held is True:
         return
+    if held is None or not here:
+        if owner_alive(record.owner_pid, record.owner_host):
+            return
     for p in running:
         p.status = STOPPED
         p.message = INTERRUPTED
