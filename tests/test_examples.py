@@ -37,14 +37,13 @@ def only_run(folder: Path):
 
 
 def test_the_batchnorm_cnn_is_correct_at_its_own_batch(tmp_path):
-    p = cli("run", "--model", "custom", "--factory", factory("cnn_batchnorm"), *QUICK,
-            "--batch-size", "256", "--out", str(tmp_path))
+    p = cli("run", "--model", "custom", "--factory", factory("cnn_batchnorm"), *QUICK, "--out", str(tmp_path))
     assert p.returncode == 0, p.stderr[-3000:]
     run = only_run(tmp_path)
     assert run.status == "complete"
     for v in run.variants.values():
         assert v.allclose is True, (v.name, v.checks)
-    # the factory makes 4 images: the form's 256 is not what was measured
+    # the factory makes 4 images: the configuration's default 256 is not what was measured
     assert run.measurement["batch_size"] == 4
     assert run.batch() == 4
     assert "batch 4 " in p.stdout and "batch 256" not in p.stdout

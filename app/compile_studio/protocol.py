@@ -22,9 +22,14 @@ from typing import Any, ClassVar, TypeVar
 
 #: Bumped whenever an event or the request changes incompatibly. The
 #: supervisor refuses a worker that says another version in its ``hello``.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 STOP_LINE = "stop"
+
+#: Seconds between a worker's ``heartbeat`` events (sent from a thread apart from the timing).
+HEARTBEAT_S = 1.0
+#: Samples are sent in batches at most this often (seconds).
+SAMPLE_BATCH_S = 0.05
 
 #: Environment variable naming the folder the user started in: the supervisor
 #: starts the worker in a safe folder (nothing there to import by accident),
@@ -245,6 +250,15 @@ class GpuStateEvent:
 
 
 @dataclass
+class HeartbeatEvent:
+    """The worker is alive: sent every :data:`HEARTBEAT_S` after ``hello``, whatever it is doing."""
+
+    TYPE: ClassVar[str] = "heartbeat"
+    #: seconds since the worker started beating
+    t_s: float = 0.0
+
+
+@dataclass
 class WarningEvent:
     """Something the user should know that does not stop the run."""
 
@@ -420,6 +434,7 @@ Event = (
     | DoneEvent
     | DiagnosticsEvent
     | ShapePointEvent
+    | HeartbeatEvent
 )
 
 EVENT_CLASSES: dict[str, type] = {
@@ -446,6 +461,8 @@ EVENT_CLASSES[DiagnosticsEvent.TYPE] = DiagnosticsEvent
 DIAGNOSTICS = DiagnosticsEvent.TYPE
 EVENT_CLASSES[ShapePointEvent.TYPE] = ShapePointEvent
 SHAPE_POINT = ShapePointEvent.TYPE
+EVENT_CLASSES[HeartbeatEvent.TYPE] = HeartbeatEvent
+HEARTBEAT = HeartbeatEvent.TYPE
 
 #: Fields read into an enum on decode.
 _ENUM_FIELDS: dict[str, type[_Words]] = {

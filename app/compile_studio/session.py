@@ -32,6 +32,7 @@ from .results.recorder import RunRecorder
 from .results.run_result import RunResult
 from .results.store import RunStore
 from .supervisor import StandbyWorker, WorkerLauncher, WorkerProcess, WorkerStartFailed
+from .worker_watch import WatchLimits, WorkerWatch
 
 STOPPED_BY_USER = "stopped by the user"
 #: How long a worker may take to say ``hello`` (a cold remote start imports torch
@@ -195,8 +196,13 @@ class RunSession:
         on_log: Callable[[str], None] | None = None,
         hello_timeout: float | None = None,
         standby: StandbyWorker | None = None,
+        watch_limits: WatchLimits | None = None,
     ):
         self.config = config
+        #: when a quiet worker is warned about and stopped (see :mod:`compile_studio.worker_watch`)
+        self.watch_limits = watch_limits or WatchLimits()
+        #: warnings the session itself raised about the worker (kept with the run)
+        self.watch_warnings: list[str] = []
         #: a worker started ahead and taken for this run (see :func:`fresh_worker_reason`)
         self.standby = standby
         self.hello_timeout = hello_timeout if hello_timeout is not None else hello_timeout_s()
@@ -311,6 +317,29 @@ class RunSession:
         self._log(f"[compile studio] {state}")
         self._emit(protocol.PhaseEvent(variant=None, phase=protocol.Phase.QUEUED, detail=state))
 
+    def _watch(self) -> WorkerWatch:
+        """The watch on this run's worker: warnings go to ``on_event``, a passed limit stops the run."""
+
+        def warn(message: str) -> None:
+            self.watch_warnings.append(message)
+            self._log(f"[compile studio] {message}")
+            self._emit(protocol.WarningEvent(message=message))
+
+        def recovered(message: str) -> None:
+            self._log(f"[compile studio] {message}")
+            self._emit(protocol.WarningEvent(message=message))
+
+        def stop(message: str) -> None:
+            self.watch_warnings.append(message)
+            self._log(f"[compile studio] {message}")
+            self._emit(protocol.WarningEvent(message=message))
+            self.cut_short(message)
+
+        return WorkerWatch(
+            warn=warn, stop=stop, recovered=recovered, limits=self.watch_limits,
+            iterations=self.config.iterations,
+        )
+
     def _session_error(self, kind: ErrorKind, message: str) -> None:
         self._emit(protocol.ErrorEvent(kind=kind, message=message))
 
@@ -402,6 +431,7 @@ class RunSession:
         start_failed = False
         silent = threading.Event()
         hello_timer: Any = None
+        watch = self._watch()
         try:
             recorder.run.measurement["worker_prestarted"] = False
             self.launcher.prepare(self._log)
@@ -419,7 +449,11 @@ class RunSession:
             else:
                 worker.send_config(self.launcher.worker_config(self.config.to_dict()))
             events = worker.events() if first is None else itertools.chain([first], worker.events())
+            watch.start()
             for event in events:
+                watch.saw(event)
+                if isinstance(event, protocol.HeartbeatEvent):
+                    continue
                 event = self.launcher.explain(event)
                 if isinstance(event, protocol.HelloEvent):
                     if hello_timer is not None:
@@ -467,8 +501,11 @@ class RunSession:
             self._session_error(ErrorKind.INTERNAL, message)
             recorder.fail(message)
         finally:
+            watch.close()
             if hello_timer is not None:
                 hello_timer.cancel()
+            if self.watch_warnings:
+                recorder.run.measurement["worker_watch"] = list(self.watch_warnings)
             if self.standby is not None:
                 # never reached the point of using it (the run failed first)
                 self.standby.close()

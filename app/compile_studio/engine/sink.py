@@ -9,7 +9,7 @@ from typing import Any
 from .. import protocol
 
 #: Samples are sent at most this often (seconds).
-BATCH_INTERVAL_S = 0.05
+BATCH_INTERVAL_S = protocol.SAMPLE_BATCH_S
 
 
 class BatchingSink:
@@ -31,6 +31,26 @@ class BatchingSink:
 
     def _write(self, event: protocol.Event) -> None:
         raise NotImplementedError
+
+    def start_heartbeat(self, interval_s: float = protocol.HEARTBEAT_S) -> threading.Thread:
+        """Send a ``heartbeat`` event every ``interval_s`` from a thread of its own until closed.
+
+        It never waits on the timing thread (the sink's lock is held only to write),
+        so a supervisor can tell a busy worker from a stopped or hung one.
+        """
+        started = time.monotonic()
+
+        def beat() -> None:
+            while True:
+                with self._lock:  # written beside a pending batch, not flushing it
+                    if self.closed:
+                        return
+                    self._write(protocol.HeartbeatEvent(t_s=round(time.monotonic() - started, 3)))
+                time.sleep(interval_s)
+
+        thread = threading.Thread(target=beat, name="compile-studio-heartbeat", daemon=True)
+        thread.start()
+        return thread
 
     def event(self, event: protocol.Event) -> None:
         with self._lock:
