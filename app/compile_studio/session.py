@@ -62,6 +62,18 @@ def worker_launcher(launcher: WorkerLauncher, split: affinity.CoreSplit | None) 
     return dataclasses.replace(launcher, env=env)
 
 
+def without_early_compile_host(launcher: WorkerLauncher, config: BenchmarkConfig | None = None) -> WorkerLauncher:
+    """``launcher``, telling a local worker to start no compile process ahead when the run
+    will not use one (all eager, first calls timed in the run, or ``config`` None: a shape
+    sweep); ~3 CPU-s saved per run."""
+    if not launcher.runs_here():
+        return launcher
+    if config is not None and config.compile_timing == "isolated" and config.compiled_variants():
+        return launcher
+    env = {**(launcher.env if launcher.env is not None else os.environ), protocol.COMPILE_HOST_AHEAD_ENV: "0"}
+    return dataclasses.replace(launcher, env=env)
+
+
 def standby_launcher(launcher: WorkerLauncher | None = None) -> WorkerLauncher:
     """How a run through ``launcher`` (default: this machine's) would start its worker now.
 
@@ -441,7 +453,9 @@ class RunSession:
                 self.worker_prestarted = True
                 recorder.run.measurement["worker_prestarted"] = True
             else:
-                worker = WorkerProcess(on_log=self.on_log, launcher=launcher)
+                worker = WorkerProcess(
+                    on_log=self.on_log, launcher=without_early_compile_host(launcher, self.config)
+                )
                 hello_timer = self._start_hello_timer(worker, silent)
             stop_now = self._register(worker)
             if stop_now:

@@ -59,7 +59,13 @@ from .results.sweep_store import (
     SweepRecord,
     this_owner,
 )
-from .session import STOPPED_BY_USER, RunOutcome, RunSession, hello_timeout_s
+from .session import (
+    STOPPED_BY_USER,
+    RunOutcome,
+    RunSession,
+    hello_timeout_s,
+    without_early_compile_host,
+)
 from .supervisor import WorkerLauncher, WorkerProcess
 
 #: Parameters made from a part of a field: each hidden width of the MLP, one layer's
@@ -908,7 +914,10 @@ class ShapeSweepRun:
         timer: threading.Timer | None = None
         try:
             self.launcher.prepare(self._log)
-            worker = WorkerProcess(on_log=self.on_log, launcher=self.launcher, args=(protocol.SHAPE_SWEEP_FLAG,))
+            worker = WorkerProcess(
+                on_log=self.on_log, launcher=without_early_compile_host(self.launcher),
+                args=(protocol.SHAPE_SWEEP_FLAG,),
+            )
 
             def expire() -> None:
                 silent.set()
