@@ -11,7 +11,9 @@ from shortly after it is made until :meth:`LiveRun.close`.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from ..session import Progress
 from ..supervisor import WorkerLauncher
 from .benchmark_thread import BenchmarkThread, has_finished
 from .plots.buffers import DISPLAY_POINTS, SampleBuffer
+from .run_identity import RunKeys
 from .standby import AFTER_RUN_DELAY_MS, OPEN_DELAY_MS, StandbyKeeper
 
 #: How each kind of error is said after the variant's name ("default failed to compile: …").
@@ -89,6 +92,10 @@ class LiveRun(QObject):
         #: every thread started and not yet ended (a stopped one may still be finishing)
         self._threads: list[BenchmarkThread] = []
         self.run_id = ""
+        #: the names of the runs shown in the window; the live run is named after its folder
+        self.keys = RunKeys()
+        #: the live run's name in plot and table keys (see :class:`RunKeys`)
+        self.run_key = ""
         self.name = ""
         self.variants: list[str] = []
         #: per variant, the samples as drawn, by phase (decimated past DISPLAY_POINTS each)
@@ -136,6 +143,7 @@ class LiveRun(QObject):
         self.benchmark_thread = thread
         self._threads.append(thread)
         self.run_id = thread.run_id
+        self.run_key = self.keys.of_place(thread.folder, thread.run_id)
         self.name = config.label or datetime.now().strftime("%m-%d %H:%M:%S")
         self.variants = list(config.variants)
         self._display = {}
@@ -196,7 +204,7 @@ class LiveRun(QObject):
 
     def key(self, variant: str) -> str:
         """The plot key of ``variant`` of this run."""
-        return f"{self.run_id}/{variant}"
+        return f"{self.run_key}/{variant}"
 
     # -- progress -------------------------------------------------------------------------------
     @property
@@ -294,8 +302,11 @@ class LiveRun(QObject):
     def _on_finished_run(self, run: RunResult) -> None:
         if self.sender() is not self.benchmark_thread:
             return
+        thread = self.benchmark_thread
         self.benchmark_thread = None
         self._compiling = None
+        if run.source is None and thread is not None and thread.folder is not None:
+            run.source = Path(os.path.abspath(thread.folder))
         status = RunStatus.parse(run.status, RunStatus.INCOMPLETE)
         self._phase_text = _END_WORDS.get(status, str(run.status))
         self.finished.emit(run)

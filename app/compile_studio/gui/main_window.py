@@ -108,6 +108,8 @@ class MainWindow(QMainWindow):
         self._summary_cache: dict[str, list[SummaryRow]] = {}
         self._plots_dirty = False
         self.live = LiveRun(self)
+        #: plot and table keys of the runs shown: a run is named after the folder it was read from
+        self.run_keys = self.live.keys
 
         self._build_widgets()
         self.exports = ExportActions(
@@ -542,7 +544,7 @@ class MainWindow(QMainWindow):
         self._plots_dirty = True
 
     def _on_live_gpu_state(self, rows: list[dict]) -> None:
-        self.plots.append_gpu_state(self.live.run_id, self.live.name, rows)
+        self.plots.append_gpu_state(self.live.run_key, self.live.name, rows)
         self._plots_dirty = True
 
     def _on_variant_failed(self, variant: str) -> None:
@@ -566,10 +568,10 @@ class MainWindow(QMainWindow):
     def _on_finished_run(self, run: RunResult) -> None:
         self._refresh_timer.setInterval(REFRESH_INTERVAL_MS)
         self.current_run = run
-        self.why_view.set_run(run, self.store.root)
+        self.why_view.set_run(run)
         self.live.rename(run_display_name(run))
         if self.live.rows:
-            self._summary_cache[run.run_id] = list(self.live.rows)
+            self._summary_cache[self.run_keys.of(run)] = list(self.live.rows)
         self._plots_dirty = True
         self._on_tick()
         if run.status == RunStatus.FAILED and run.message and (
@@ -601,10 +603,10 @@ class MainWindow(QMainWindow):
 
     # -- plots and table ---------------------------------------------------------------------------
     def _overlay_runs(self) -> list[RunResult]:
-        shown = {self.live.run_id}
+        shown = {self.live.run_key}
         if self.current_run is not None and not self.is_running():
-            shown.add(self.current_run.run_id)
-        return [r for r in self.history.checked_runs() if r.run_id not in shown]
+            shown.add(self.run_keys.of(self.current_run))
+        return [r for r in self.history.checked_runs() if self.run_keys.of(r) not in shown]
 
     def show_run(self, run: RunResult, alone: bool = False) -> bool:
         """Show a saved ``run`` in the plots and the table (``alone``: without overlays).
@@ -651,7 +653,7 @@ class MainWindow(QMainWindow):
         overlays = self._overlay_runs()
         for run in overlays:
             self.plots.load_run(
-                run, key_prefix=f"{run.run_id}/", label_prefix=f"{run_display_name(run)} · "
+                run, key_prefix=f"{self.run_keys.of(run)}/", label_prefix=f"{run_display_name(run)} · "
             )
         live = self.live
         prefix = f"{live.name} · " if overlays else ""
@@ -664,25 +666,25 @@ class MainWindow(QMainWindow):
                 if variant in live.failed:
                     self.plots.set_series_failed(key, True)
             if live.gpu_rows:
-                self.plots.append_gpu_state(live.run_id, live.name, live.gpu_rows)
+                self.plots.append_gpu_state(live.run_key, live.name, live.gpu_rows)
             self._update_live_bars()
         else:
             self.plots.load_run(
                 self.current_run,
-                key_prefix=f"{self.current_run.run_id}/",
+                key_prefix=f"{self.run_keys.of(self.current_run)}/",
                 # the run shown may be one picked in the history, not the last live run
                 label_prefix=f"{run_display_name(self.current_run)} · " if overlays else "",
             )
         self._plots_dirty = True
         self._on_tick()
         self._update_table()
-        self.why_view.set_run(None if self.is_running() else self.current_run, self.store.root)
+        self.why_view.set_run(None if self.is_running() else self.current_run)
 
     def _update_live_bars(self) -> None:
         live = self.live
         if not live.run_id and not live.running:
             return
-        prefix = f"{live.run_id}/"
+        prefix = f"{live.run_key}/"
         bars = [b for b in self.plots.summary_bars() if not b.key.startswith(prefix)]
         label_prefix = f"{live.name} · " if self._overlay_runs() else ""
         for row in live.rows:
@@ -692,10 +694,11 @@ class MainWindow(QMainWindow):
         self.plots.set_summary(bars)
 
     def _rows_of(self, run: RunResult) -> list[SummaryRow]:
-        rows = self._summary_cache.get(run.run_id)
+        key = self.run_keys.of(run)
+        rows = self._summary_cache.get(key)
         if rows is None:
             rows = summarize(run)
-            self._summary_cache[run.run_id] = rows
+            self._summary_cache[key] = rows
         return rows
 
     def _update_table(self) -> None:
@@ -716,7 +719,7 @@ class MainWindow(QMainWindow):
         else:
             add(self.current_run)
         for run in self._overlay_runs():
-            if self.current_run is not None and run.run_id == self.current_run.run_id:
+            if self.current_run is not None and self.run_keys.of(run) == self.run_keys.of(self.current_run):
                 continue
             add(run)
         self.table_model.set_runs(runs, why)

@@ -43,6 +43,7 @@ from ..results.why import (
     variant_lines,
 )
 from .colors import SERIES_COLORS
+from .run_identity import run_folder
 
 #: Columns of the top-operators table.
 OP_COLUMNS = ["operator / kernel", "self / call", "calls / call", "share"]
@@ -204,12 +205,10 @@ class WhyView(QWidget):
         self._show_absent("no run shown yet")
 
     # -- the run ------------------------------------------------------------------------------
-    def set_run(self, run: RunResult | None, store_root: Path | None) -> None:
-        """Show the diagnostics of ``run`` (its folder in ``store_root``); None clears the view."""
-        folder = Path(store_root) / run.run_id if run is not None and store_root is not None else None
-        if folder is not None and not folder.is_dir():
-            folder = None
-        self.show_folder(run, folder)
+    def set_run(self, run: RunResult | None) -> None:
+        """Show the diagnostics of ``run`` from the folder it was read from (never a folder
+        found by the id inside it); None clears the view."""
+        self.show_folder(run, run_folder(run))
 
     def show_folder(self, run: RunResult | None, folder: Path | None) -> None:
         """Show the diagnostics in ``folder`` (read again only when its why.json changed)."""

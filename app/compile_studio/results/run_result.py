@@ -453,6 +453,9 @@ class RunResult:
     samples_loader: Callable[[RunResult], None] | None = field(
         default=None, compare=False, repr=False
     )
+    #: what the run was read from: its folder, or the file when that is not a run folder's
+    #: own run.json or samples.csv (an exported pair, a lone CSV); None for a run not read from disk
+    source: Path | None = field(default=None, compare=False, repr=False)
 
     def variant(self, name: str) -> VariantResult:
         if name not in self.variants:

@@ -642,6 +642,13 @@ def _stored_summary(doc: dict[str, Any], run: RunResult) -> tuple[list[SummaryRo
 
 
 def _load_run(path: Path, with_samples: bool = True) -> RunResult:
+    run = _read_run(path, with_samples)
+    folder = path if path.is_dir() else path.parent if path.name in (RUN_JSON, SAMPLES_CSV) else None
+    run.source = Path(os.path.abspath(folder if folder is not None else path))
+    return run
+
+
+def _read_run(path: Path, with_samples: bool = True) -> RunResult:
     if path.is_dir():
         folder = path
         run_json = folder / RUN_JSON
@@ -652,7 +659,7 @@ def _load_run(path: Path, with_samples: bool = True) -> RunResult:
         # an exported pair shares a prefix: "<prefix>samples.csv" + "<prefix>run.json"
         prefix = path.name[: -len(SAMPLES_CSV)] if path.name.endswith(SAMPLES_CSV) else None
         if prefix is not None and (path.parent / f"{prefix}{RUN_JSON}").exists():
-            return _load_run(path.parent / f"{prefix}{RUN_JSON}", with_samples)
+            return _read_run(path.parent / f"{prefix}{RUN_JSON}", with_samples)
         return _load_bare_samples(path)
     else:
         folder = path.parent
