@@ -1,15 +1,20 @@
 """Fuzzed sweep.json, shape_sweep.json and targets.json: each reads as a record or as damaged
-(or a targets-file error) in words, never another exception, and never lets a value through unchecked."""
+(or a targets-file error) in words, never another exception, and never lets a value through unchecked.
+A fuzzed settings file (bytes, links, folders and FIFOs in its place): the window starts and says
+what it did, and nothing is written through a link."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compile_studio.config import BenchmarkConfig
+from compile_studio.gui.main_window import MainWindow
+from compile_studio.gui.settings import AppSettings
 from compile_studio.results.sweep_store import (
     SHAPE_JSON,
     SWEEP_JSON,
@@ -158,3 +163,59 @@ def test_fuzz_targets_json_is_targets_or_a_file_error(tmp_path_factory, steps):
     for target in targets.items:
         assert target.kind in ("local", "ssh", "slurm")
         assert "\n" not in target.name
+
+
+GOOD_SETTINGS = (
+    b"[run]\nlast_config=\"{\\\"batch_size\\\": 3}\"\n"
+    b"[export]\nfolder=/tmp\n[table]\nhidden_columns=peak mem\n"
+)
+
+
+@st.composite
+def settings_places(draw):
+    """What is found where the settings file should be: (kind, bytes)."""
+    kind = draw(st.sampled_from(["bytes", "edited", "link", "dangling_link", "link_to_folder", "folder", "fifo"]))
+    if kind == "edited":
+        data = bytearray(GOOD_SETTINGS)
+        at = draw(st.integers(min_value=0, max_value=len(data)))
+        data[at:at + 4] = draw(st.binary(min_size=1, max_size=4))
+        return kind, bytes(data)
+    return kind, draw(st.binary(max_size=600))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(place=settings_places())
+def test_fuzz_settings_file_the_window_starts_and_says_what_it_did(qtbot, tmp_path_factory, place):
+    kind, data = place
+    base = tmp_path_factory.mktemp("settings")
+    path, target = base / "settings" / "compile-studio.ini", base / "elsewhere"
+    path.parent.mkdir()
+    if kind in ("bytes", "edited"):
+        path.write_bytes(data)
+    elif kind == "link":
+        target.write_bytes(data)
+        path.symlink_to(target)
+    elif kind == "dangling_link":
+        path.symlink_to(target)
+    elif kind == "link_to_folder":
+        target.mkdir()
+        path.symlink_to(target)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    window = MainWindow(probe=False, settings=AppSettings(path))
+    qtbot.addWidget(window)
+    aside = path.with_name(path.name + ".bad")
+    if os.path.lexists(aside) or kind not in ("bytes", "edited"):
+        assert "Settings" in window.statusBar().currentMessage() and "Settings" in window.log.text()
+        assert os.path.lexists(aside)
+    assert not window.config_panel.problems()
+    window.close()
+    assert path.is_file() and not path.is_symlink()
+    if kind == "link":
+        assert target.read_bytes() == data
+    elif kind == "dangling_link":
+        assert not os.path.lexists(target)
+    elif kind == "link_to_folder":
+        assert target.is_dir() and not any(target.iterdir())
