@@ -7,13 +7,12 @@ import json
 import shutil
 from pathlib import Path
 
-from gui_helpers import open_window
-from untrusted_helpers import edit_json, saved_run
-
 from compile_studio.config import BenchmarkConfig
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import load_run
 from compile_studio.sweep import SweepSpec, new_sweep
+from gui_helpers import open_window
+from untrusted_helpers import edit_json, saved_run
 
 
 def write_why(folder: Path, operator: str) -> None:
