@@ -167,8 +167,8 @@ class HistoryPanel(QWidget):
     message = Signal(str)
     #: show this run (a RunResult) in the plots and the table; the bool: alone (no overlays)
     show_requested = Signal(object, bool)
-    #: load this configuration (a BenchmarkConfig) into the form
-    load_config_requested = Signal(object)
+    #: load this configuration (a BenchmarkConfig) into the form; the Path: the run it came from
+    load_config_requested = Signal(object, object)
     #: export this run (a RunResult)
     export_requested = Signal(object)
     #: a summary computed in the background: (entry key, rows, counts), or (key, None, why)
@@ -537,7 +537,7 @@ class HistoryPanel(QWidget):
         if run is None or run.config is None:
             self.message.emit(f"{entry.path.name} has no configuration to load")
             return
-        self.load_config_requested.emit(run.config)
+        self.load_config_requested.emit(run.config, entry.path)
 
     def open_folder_of(self, entry: HistoryEntry) -> bool:
         folder = entry.path if entry.path.is_dir() else entry.path.parent

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
@@ -51,6 +52,7 @@ from .standby import AFTER_RUN_DELAY_MS, standby_enabled
 from .summary_table import SummaryTableModel, SummaryTableView
 from .sweep_view import install_sweep_view
 from .targets_dialog import install_target_chooser
+from .trust_dialog import NOT_AGREED, CodeConsent, code_fields, code_from_loaded
 from .why_view import WhyView
 
 #: Plot repaint interval: at most ~30 repaints a second, however fast samples come.
@@ -108,6 +110,12 @@ class MainWindow(QMainWindow):
         self._summary_cache: dict[str, list[SummaryRow]] = {}
         self._plots_dirty = False
         self.live = LiveRun(self)
+        #: the code the user agreed to run this session; asks about code not agreed yet
+        self.code_consent = CodeConsent(self)
+        #: the code fields of a configuration loaded into the form from a file, and where it
+        #: came from (None: the form is the user's own; see CodeTrustDialog for the rule)
+        self._loaded_code: dict[str, Any] | None = None
+        self._loaded_from = ""
         #: plot and table keys of the runs shown: a run is named after the folder it was read from
         self.run_keys = self.live.keys
 
@@ -356,6 +364,9 @@ class MainWindow(QMainWindow):
         config = self.settings.last_config()
         if config is not None:
             self.config_panel.set_config(config)
+            loaded = self.settings.loaded_code()
+            if loaded is not None:
+                self._loaded_code, self._loaded_from = loaded
         geometry = self.settings.geometry()
         if geometry is not None:
             self.restoreGeometry(geometry)
@@ -368,7 +379,10 @@ class MainWindow(QMainWindow):
 
     def save_settings(self) -> None:
         """Keep the shown configuration, the geometry and the splitter sizes."""
-        self.settings.set_last_config(self.config_panel.config())
+        config = self.config_panel.config()
+        self.settings.set_last_config(config)
+        unagreed = self.code_consent.pending(code_from_loaded(config, self._loaded_code))
+        self.settings.set_loaded_code(self._loaded_code if unagreed else None, self._loaded_from)
         self.settings.set_geometry(self.saveGeometry())
         self.settings.set_splitter_state("main", self.main_splitter.saveState())
         self.settings.set_splitter_state("centre", self.centre_splitter.saveState())
@@ -499,13 +513,19 @@ class MainWindow(QMainWindow):
             return
         if config is not None:
             self.config_panel.set_config(config)
+            self._loaded_code = None  # the caller's own configuration
         else:
             config = self.config_panel.config()
         problems = config.problems(self.environment)
         if problems:
             self.show_error("Cannot run: " + "; ".join(str(p) for p in problems))
             return
+        if not self.form_code_agreed(config):
+            self.statusBar().showMessage(NOT_AGREED, 15000)
+            self.log.note(NOT_AGREED)
+            return
         self.settings.set_last_config(config)
+        self.settings.sync()
         try:
             launcher = self.target_chooser.launcher()
         except (KeyError, ValueError) as exc:
@@ -631,15 +651,30 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(shown, 5000)
         return True
 
-    def load_config(self, config: BenchmarkConfig) -> bool:
-        """Put ``config`` into the form (not while a benchmark runs); returns whether it was."""
+    def load_config(self, config: BenchmarkConfig, source: Path | str | None = None) -> bool:
+        """Put ``config`` into the form (not while a benchmark runs); returns whether it was.
+
+        ``source``: the run folder or file it came from; the code it names is then asked
+        about before it runs (see :meth:`form_code_agreed`). None: the caller's own.
+        """
         if self.is_running():
             self.statusBar().showMessage("A run is in progress: the form is locked until it ends", 8000)
             return False
         self.config_panel.set_config(config)
+        if source is None:
+            self._loaded_code = None
+        else:
+            self._loaded_code = code_fields(config)
+            self._loaded_from = f"The configuration loaded from {source}"
         self._update_run_state()
         self.statusBar().showMessage("Configuration loaded into the form", 5000)
         return True
+
+    def form_code_agreed(self, config: BenchmarkConfig) -> bool:
+        """Whether the code ``config`` (the form's) names may run: code still as a loaded
+        configuration had it is asked about (:class:`CodeTrustDialog`) unless agreed already."""
+        refs = code_from_loaded(config, self._loaded_code)
+        return self.code_consent.agreed(refs, self._loaded_from)
 
     def _export_run_of_history(self, run: RunResult) -> None:
         self.exports.export_run_dialog(run)

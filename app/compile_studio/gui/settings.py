@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import json
 import os
 import stat
 import tempfile
@@ -28,6 +29,7 @@ _CONFIG_KEY = "run/last_config"
 _GEOMETRY_KEY = "window/geometry"
 _SPLITTER_PREFIX = "window/splitter/"
 _EXPORT_KEY = "export/folder"
+_LOADED_CODE_KEY = "trust/loaded_code"
 #: A settings file larger than this is not read (ours are a few KiB).
 MAX_SETTINGS_BYTES = 1 << 20
 #: The longest saved configuration or path taken from the settings file.
@@ -167,6 +169,29 @@ class AppSettings:
 
     def set_last_config(self, config: BenchmarkConfig) -> None:
         self._qs.setValue(_CONFIG_KEY, config.to_json())
+
+    def loaded_code(self) -> tuple[dict[str, Any], str] | None:
+        """The code fields of a configuration loaded from a file and not agreed to when the
+        window closed, and where it came from; None when the saved configuration is the user's."""
+        text = self._text(_LOADED_CODE_KEY)
+        try:
+            doc = json.loads(text) if text else None
+        except (ValueError, RecursionError):
+            doc = None
+        if not isinstance(doc, dict) or not isinstance(doc.get("fields"), dict):
+            return None
+        fields, source = doc["fields"], doc.get("source")
+        factory, modules = fields.get("factory"), fields.get("backend_modules")
+        if not isinstance(factory, str) or not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+            return None
+        return {"factory": factory, "backend_modules": modules}, source if isinstance(source, str) else "a file"
+
+    def set_loaded_code(self, fields: dict[str, Any] | None, source: str = "") -> None:
+        """Keep (or, with None, forget) the code fields of a configuration loaded from a file."""
+        if fields is None:
+            self._qs.remove(_LOADED_CODE_KEY)
+        else:
+            self._qs.setValue(_LOADED_CODE_KEY, json.dumps({"fields": fields, "source": source}))
 
     # -- window --------------------------------------------------------------
     def _bytes(self, key: str) -> QByteArray | None:

@@ -13,6 +13,7 @@ chart is in plots/sweep_plot.py, the thread in sweep_thread.py.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,12 +64,14 @@ from ..sweep import (
     new_sweep,
     parse_batches,
     shape_request,
+    spec_of,
     swept_fields,
     value_text,
 )
 from .export import ExportError, save_plot_png, save_plot_svg
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
 from .sweep_thread import ShapeSweepThread, SweepThread
+from .trust_dialog import NOT_AGREED, CodeConsent, code_of_configs
 
 #: How often the progress bar follows a running sweep.
 PROGRESS_INTERVAL_MS = 250
@@ -284,6 +287,12 @@ class SweepView(QWidget):
         self.last_shape_outcome: ShapeSweepOutcome | None = None
         #: the dock the view sits in, in the main window (None elsewhere)
         self.dock: QDockWidget | None = None
+        #: asks before a sweep from a received folder runs the code it names (shared with the window)
+        self.code_consent = CodeConsent(self)
+        #: whether the code a new sweep's base configuration names may run (the window's form rule)
+        self.agree_base: Callable[[BenchmarkConfig], bool] = lambda base: True
+        #: the sweep folders started in this session: resuming one is not asked about
+        self._own_folders: set[str] = set()
 
         self.title = QLabel("No sweep")
         self.title.setTextFormat(Qt.TextFormat.PlainText)
@@ -423,6 +432,9 @@ class SweepView(QWidget):
         if busy:
             self.message.emit(busy)
             return False
+        if not self.agree_base(base):
+            self.message.emit(NOT_AGREED)
+            return False
         try:
             folder = new_sweep(spec, base, self.root)
         except ConfigError as exc:
@@ -431,6 +443,7 @@ class SweepView(QWidget):
         except OSError as exc:
             self.message.emit(f"Cannot create the sweep folder in {self.root}: {exc.strerror or exc}")
             return False
+        self._own_folders.add(os.path.abspath(folder.path))
         return self._run(folder, concurrency)
 
     def resume(self, concurrency: int | None = None) -> bool:
@@ -449,6 +462,11 @@ class SweepView(QWidget):
         if not any(p.missing for p in folder.record.points):
             self.message.emit("Nothing to resume: every point of this sweep has run")
             return False
+        if os.path.abspath(folder.path) not in self._own_folders:
+            refs = code_of_configs(_configs_to_run(folder.record))
+            if not self.code_consent.agreed(refs, f"The sweep {folder.path}"):
+                self.message.emit(NOT_AGREED)
+                return False
         return self._run(folder, concurrency or folder.record.concurrency)
 
     def _run(self, folder: SweepFolder, concurrency: int) -> bool:
@@ -495,6 +513,14 @@ class SweepView(QWidget):
         busy = self._busy()
         if busy:
             self.message.emit(busy)
+            return False
+        try:
+            base = BenchmarkConfig.from_dict(request.config)
+        except (ConfigError, TypeError, ValueError) as exc:
+            self.message.emit(f"Cannot sweep: {exc}")
+            return False
+        if not self.agree_base(base):
+            self.message.emit(NOT_AGREED)
             return False
         try:
             folder = new_shape_sweep(request, self.root)
@@ -709,6 +735,19 @@ class SweepView(QWidget):
         return True
 
 
+def _configs_to_run(record: SweepRecord) -> list[BenchmarkConfig]:
+    """The base configuration of a sweep and those of its points still to run."""
+    configs = [record.config]
+    spec = spec_of(record)
+    for point in record.points:
+        if point.missing:
+            try:
+                configs.append(spec.point_config(record.config, point.value))
+            except (ConfigError, TypeError, ValueError):
+                continue
+    return configs
+
+
 def install_sweep_view(window: Any) -> SweepView:
     """Give the main window its Sweep view (a dock, hidden until used) and a Sweep menu.
 
@@ -723,6 +762,12 @@ def install_sweep_view(window: Any) -> SweepView:
         busy=lambda: "A run is in progress: start the sweep when it has ended" if window.is_running() else "",
     )
     view.run_requested.connect(window.show_run)
+    consent = getattr(window, "code_consent", None)
+    if consent is not None:
+        view.code_consent = consent
+    agree_base = getattr(window, "form_code_agreed", None)
+    if agree_base is not None:
+        view.agree_base = agree_base
     view.message.connect(window.show_error)
     view.log_line.connect(window.log.append_line)
     dock = QDockWidget("Sweep", window)
