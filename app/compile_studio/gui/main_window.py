@@ -116,6 +116,8 @@ class MainWindow(QMainWindow):
         #: came from (None: the form is the user's own; see CodeTrustDialog for the rule)
         self._loaded_code: dict[str, Any] | None = None
         self._loaded_from = ""
+        #: the folders of the runs started in this session (their configurations are the user's)
+        self._own_run_folders: set[str] = set()
         #: plot and table keys of the runs shown: a run is named after the folder it was read from
         self.run_keys = self.live.keys
 
@@ -544,6 +546,9 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Stopping… variants not started yet are kept as not run", 5000)
 
     def _on_run_started(self) -> None:
+        thread = self.live.benchmark_thread
+        if thread is not None and thread.folder is not None:
+            self._own_run_folders.add(os.path.abspath(thread.folder))
         self.hide_error()
         self.last_error = ""
         self.current_run = None
@@ -655,13 +660,14 @@ class MainWindow(QMainWindow):
         """Put ``config`` into the form (not while a benchmark runs); returns whether it was.
 
         ``source``: the run folder or file it came from; the code it names is then asked
-        about before it runs (see :meth:`form_code_agreed`). None: the caller's own.
+        about before it runs (see :meth:`form_code_agreed`), unless the run was started in
+        this session. None: the caller's own.
         """
         if self.is_running():
             self.statusBar().showMessage("A run is in progress: the form is locked until it ends", 8000)
             return False
         self.config_panel.set_config(config)
-        if source is None:
+        if source is None or os.path.abspath(source) in self._own_run_folders:
             self._loaded_code = None
         else:
             self._loaded_code = code_fields(config)

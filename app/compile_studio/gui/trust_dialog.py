@@ -42,10 +42,11 @@ class CodeTrustDialog(QDialog):
       typed and is not asked about; one still as the file had it is, whatever
       else was edited (a new batch size does not make the file's factory the
       user's).
-    - A configuration typed into the form, a preset, or a sweep the user
-      started in this session is the user's own and is not asked about; nor is
-      the configuration the window saved in its own settings, unless it still
-      held code from a file that was not agreed to when the window closed.
+    - A configuration typed into the form, a preset, the configuration of a
+      run or a sweep started in this session is the user's own and is not
+      asked about; nor is the configuration the window saved in its own
+      settings, unless it still held code from a file that was not agreed to
+      when the window closed.
     - A yes holds for the rest of the session for the same code (same spec,
       same file, same sha256): a changed file is asked about again.
     """
