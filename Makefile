@@ -22,7 +22,7 @@ TORCH_INDEX ?=
 PIP_INDEX_ARGS := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
 STAMP := $(VENV)/.compile-studio-setup
 
-.PHONY: setup run test lint package self-test icons install-desktop clean
+.PHONY: setup run test test-stress lint package self-test icons install-desktop clean
 
 setup: $(STAMP)
 
@@ -48,6 +48,10 @@ run: setup
 
 test: setup
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+# the same suite beside one nice -n 19 busy loop per core (no bound or timeout loosened)
+test-stress: setup
+	packaging/dev/test-stress.sh $(BIN)/python
 
 # ruff (style, imports), lint-imports (the layer contracts in pyproject.toml), mypy (types):
 # all three run, and lint fails if any of them does.

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..config import BenchmarkConfig, EnvironmentInfo
+from ..env_vars import int_from_env
 from ..protocol import HelloEvent, RunStatus
 from ..results import RunResult, RunStore, SummaryRow, summarize
 from ..results.formatting import why_sentence
@@ -59,7 +60,7 @@ from .why_view import WhyView
 REFRESH_INTERVAL_MS = 33
 #: While a benchmark runs, repaint less often: every repaint costs CPU time the
 #: worker's timed loop may be sharing (see bench/ui_responsiveness.py).
-LIVE_REFRESH_INTERVAL_MS = int(os.environ.get("COMPILE_STUDIO_LIVE_REFRESH_MS", "200"))
+LIVE_REFRESH_INTERVAL_MS = int_from_env("COMPILE_STUDIO_LIVE_REFRESH_MS", 200, 10, 10_000)
 #: How long closing the window waits for a running worker to stop (it is killed by then).
 CLOSE_WAIT_MS = 8000
 #: Starting height (px) of the pane under the plots (summary table, log, why): the
