@@ -26,18 +26,9 @@ from compile_studio.results.sweep_store import (
 )
 from compile_studio.sweep import SweepSpec, new_shape_sweep, new_sweep, shape_request
 from compile_studio.targets import Targets, TargetsFileError, load_targets
+from test_untrusted_loading import _json_values
 
 BASE = BenchmarkConfig.from_dict({"layers": "8,8", "device": "cpu", "variants": ["eager", "aot_eager"]})
-
-
-def _json_values():
-    scalars = st.one_of(
-        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
-        st.text(max_size=30),
-    )
-    return st.recursive(scalars, lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)
-    ), max_leaves=12)
 
 
 SWEEP_PATHS = [
