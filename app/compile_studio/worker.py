@@ -95,6 +95,11 @@ def _apply_memory_limit() -> None:
     extra = os.environ.get(MEMORY_LIMIT_ENV)
     if not extra:
         return
+    if not extra.strip().isdigit() or len(extra.strip()) > 15:
+        from .env_vars import warn_ignored
+
+        warn_ignored(MEMORY_LIMIT_ENV, extra, "not a number of bytes; no limit")
+        return
     import resource
 
     with open("/proc/self/statm") as fh:
@@ -272,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     # the compile host imports torch beside this worker's own start: ready by the first compile
-    early_host = None if os.environ.get(MEMORY_LIMIT_ENV) else IsolatedCompile.start_host(stop)
+    wanted = os.environ.get(protocol.COMPILE_HOST_AHEAD_ENV, "1").strip() != "0"
+    early_host = None if os.environ.get(MEMORY_LIMIT_ENV) or not wanted else IsolatedCompile.start_host(stop)
 
     try:
         hello = hello_event()
@@ -292,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     if not line.strip():
         sink.finish(protocol.RunStatus.STOPPED, reason="no configuration received")
         return 0
+    sink.start_heartbeat()  # from here on the supervisor can tell a stopped worker from a busy one
     shape_request: protocol.ShapeSweepRequest | None = None
     try:
         if protocol.SHAPE_SWEEP_FLAG in argv:
