@@ -54,12 +54,17 @@ def hello_timeout_s() -> float:
     return HELLO_TIMEOUT_S
 
 
+def _with_env(launcher: WorkerLauncher, extra: dict[str, str]) -> WorkerLauncher:
+    """``launcher`` with ``extra`` added to the environment its worker gets."""
+    env = {**(launcher.env if launcher.env is not None else os.environ), **extra}
+    return dataclasses.replace(launcher, env=env)
+
+
 def worker_launcher(launcher: WorkerLauncher, split: affinity.CoreSplit | None) -> WorkerLauncher:
     """The launcher a run starts its worker with: ``launcher`` plus the core split's environment."""
     if split is None:
         return launcher
-    env = {**(launcher.env if launcher.env is not None else os.environ), **split.worker_env()}
-    return dataclasses.replace(launcher, env=env)
+    return _with_env(launcher, split.worker_env())
 
 
 def without_early_compile_host(launcher: WorkerLauncher, config: BenchmarkConfig | None = None) -> WorkerLauncher:
@@ -70,8 +75,7 @@ def without_early_compile_host(launcher: WorkerLauncher, config: BenchmarkConfig
         return launcher
     if config is not None and config.compile_timing == "isolated" and config.compiled_variants():
         return launcher
-    env = {**(launcher.env if launcher.env is not None else os.environ), protocol.COMPILE_HOST_AHEAD_ENV: "0"}
-    return dataclasses.replace(launcher, env=env)
+    return _with_env(launcher, {protocol.COMPILE_HOST_AHEAD_ENV: "0"})
 
 
 def standby_launcher(launcher: WorkerLauncher | None = None) -> WorkerLauncher:
@@ -332,19 +336,16 @@ class RunSession:
     def _watch(self) -> WorkerWatch:
         """The watch on this run's worker: warnings go to ``on_event``, a passed limit stops the run."""
 
-        def warn(message: str) -> None:
-            self.watch_warnings.append(message)
-            self._log(f"[compile studio] {message}")
-            self._emit(protocol.WarningEvent(message=message))
-
         def recovered(message: str) -> None:
             self._log(f"[compile studio] {message}")
             self._emit(protocol.WarningEvent(message=message))
 
-        def stop(message: str) -> None:
+        def warn(message: str) -> None:
             self.watch_warnings.append(message)
-            self._log(f"[compile studio] {message}")
-            self._emit(protocol.WarningEvent(message=message))
+            recovered(message)
+
+        def stop(message: str) -> None:
+            warn(message)
             self.cut_short(message)
 
         return WorkerWatch(
