@@ -64,7 +64,7 @@ class CodeTrustDialog(QDialog):
         intro.setWordWrap(True)
         self.listing = QPlainTextEdit()
         self.listing.setReadOnly(True)
-        self.listing.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.listing.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)  # sha256 in view
         self.listing.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.listing.setPlainText(describe(self.refs))
         advice = QLabel("Run it only if you trust this code and whoever sent it.")
