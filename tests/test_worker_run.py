@@ -220,6 +220,17 @@ def test_bad_config_reported_by_worker(tiny_config):
     assert events[-1]["status"] == "failed"
 
 
+def test_a_stop_ahead_of_the_configuration_ends_the_worker_stopped():
+    """A stop can race the configuration to a worker started ahead: it is a stop, not a bad config."""
+    proc = subprocess.run(
+        worker_command(), input="stop\n", capture_output=True, text=True, timeout=120
+    )
+    events = [decode(line) for line in proc.stdout.splitlines()]
+    assert not [e for e in events if e["type"] == "error"]
+    assert events[-1]["type"] == "done" and events[-1]["status"] == "stopped"
+    assert proc.returncode == 0
+
+
 def test_hello_lists_modes_from_torch():
     out = subprocess.run(
         [sys.executable, "-m", "compile_studio.worker", "--hello"],

@@ -377,13 +377,22 @@ class RunSession:
         timer.start()
         return timer
 
-    def _register(self, worker: WorkerProcess) -> bool:
-        """The run's worker from now on (a stop reaches it); returns whether a stop was asked already."""
+    def _register(
+        self, worker: WorkerProcess, config: dict[str, Any] | str | None = None
+    ) -> bool:
+        """The run's worker from now on (a stop reaches it); returns whether a stop was asked already.
+
+        ``config`` is sent under the same lock as a stop checks the worker: the
+        ``stop`` line can never reach the worker ahead of its configuration.
+        """
         self.worker_pid = worker.pid
         with self._lock:
             self._worker = worker
             self._worker_ready.set()
-            return self._stop_requested.is_set()
+            stop_now = self._stop_requested.is_set()
+            if config is not None and not stop_now:
+                worker.send_config(config)
+            return stop_now
 
     def _prestarted_worker(
         self, launcher: WorkerLauncher
@@ -458,11 +467,9 @@ class RunSession:
                     on_log=self.on_log, launcher=without_early_compile_host(launcher, self.config)
                 )
                 hello_timer = self._start_hello_timer(worker, silent)
-            stop_now = self._register(worker)
-            if stop_now:
+            sent = self.launcher.worker_config(self.config.to_dict())
+            if self._register(worker, config=sent):
                 self._start_stopper(worker)
-            else:
-                worker.send_config(self.launcher.worker_config(self.config.to_dict()))
             events = worker.events() if first is None else itertools.chain([first], worker.events())
             watch.start()
             for event in events:

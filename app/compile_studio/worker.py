@@ -295,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     sink.event(hello)
 
     line = sys.stdin.readline()
-    if not line.strip():
+    if not line.strip() or line.strip() == protocol.STOP_LINE:
+        # end of input, or a stop that came ahead of any configuration
         sink.finish(protocol.RunStatus.STOPPED, reason="no configuration received")
         return 0
     sink.start_heartbeat()  # from here on the supervisor can tell a stopped worker from a busy one
