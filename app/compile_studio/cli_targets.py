@@ -21,10 +21,22 @@ from .targets import (
     KIND_WORDS,
     KINDS,
     LOCAL,
+    SSH_CONFIG_KEYS,
+    Targets,
     TargetsFileError,
     check_target,
     load_targets,
-    save_targets,
+    update_targets,
+)
+
+SSH_OPTION_HELP = (
+    "ssh: one more ssh argument (repeatable; write it as --ssh-option=-oKEY=VALUE). Accepted: "
+    "-4 -6 -C -q -v -x -a -T, -p PORT, -l USER, -i KEYFILE, -J JUMPHOST, -F /abs/config (checked: "
+    "yours, writable only by you, no Include/Match, only the keys below), and -o KEY=VALUE for "
+    f"{', '.join(sorted(SSH_CONFIG_KEYS.values(), key=str.lower))}. Refused: anything that runs a "
+    "command or loads a library on this machine (ProxyCommand, LocalCommand, KnownHostsCommand, "
+    "Match exec, -I, PKCS11Provider), forwards (-A -X -L -R -D) and all else; put those in your "
+    "own ~/.ssh/config"
 )
 
 
@@ -45,9 +57,11 @@ def register(sub: Any) -> None:
     add.add_argument("--user", default="", help="ssh: user name")
     add.add_argument("--identity", default="", help="ssh: key file")
     add.add_argument("--ssh-option", action="append", default=[], dest="ssh_options",
-                     metavar="ARG", help="ssh: one more ssh argument (repeatable), e.g. -F")
+                     metavar="ARG", help=SSH_OPTION_HELP)
     add.add_argument("--python", default="", help="the remote Python (a path or command)")
-    add.add_argument("--preamble", default="", help="shell lines run before the remote Python")
+    add.add_argument("--preamble", default="",
+                     help="shell lines run before the remote Python (on the host; for Slurm "
+                          "without --via, in a shell on this machine)")
     add.add_argument("--via", default="", help="slurm: the SSH target of the login node")
     add.add_argument("--partition", default="", help="slurm: partition")
     add.add_argument("--gpus", type=int, default=0, help="slurm: GPUs per job step (--gres=gpu:N)")
@@ -64,28 +78,52 @@ def register(sub: Any) -> None:
     check.add_argument("name", metavar="NAME")
 
 
+class _Refused(Exception):
+    """A change the targets file does not take; ``args[0]``: the problems, in words."""
+
+
 def cmd_targets(args: argparse.Namespace) -> int:
+    action = args.targets_command or "list"
     try:
+        if action == "add":
+            return _add(args)
+        if action == "remove":
+            return _remove(args.name)
         targets = load_targets()
     except TargetsFileError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_BAD
-    action = args.targets_command or "list"
-    if action == "list":
-        rows = [[t.name, KIND_WORDS[t.kind], t.describe()] for t in targets.items]
-        where = targets.path if targets.path is not None else "(no file yet)"
-        sys.stdout.write(f"{where}\n" + text_table(["name", "kind", "where"], rows, left=3) + "\n")
-        return EXIT_OK
-    if action == "remove":
-        if args.name == LOCAL or args.name not in targets.names():
-            sys.stderr.write(f"error: no target {args.name!r} to remove; targets: "
-                             f"{', '.join(n for n in targets.names() if n != LOCAL) or 'none'}\n")
-            return EXIT_BAD
-        path = save_targets(targets.without(args.name))
-        sys.stdout.write(f"removed {args.name} from {path}\n")
-        return EXIT_OK
+    except _Refused as exc:
+        sys.stderr.write("".join(f"{line}\n" for line in exc.args[0]))
+        return EXIT_BAD
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot write the targets file: {exc.strerror or exc}\n")
+        return EXIT_FAILED
     if action == "check":
         return _check(args.name, targets)
+    rows = [[t.name, KIND_WORDS[t.kind], t.describe()] for t in targets.items]
+    rows += [[b.name, "invalid", "cannot be used (see below)"] for b in targets.invalid]
+    where = targets.path if targets.path is not None else "(no file yet)"
+    sys.stdout.write(f"{where}\n" + text_table(["name", "kind", "where"], rows, left=3) + "\n")
+    for bad in targets.invalid:
+        sys.stderr.write(f"warning: target {bad.name!r} cannot be used:\n"
+                         + "".join(f"  - {p}\n" for p in bad.problems))
+    return EXIT_OK
+
+
+def _remove(name: str) -> int:
+    def change(targets: Targets) -> Targets:
+        if name == LOCAL or name not in targets.all_names():
+            others = [n for n in targets.all_names() if n != LOCAL]
+            raise _Refused([f"error: no target {name!r} to remove; targets: {', '.join(others) or 'none'}"])
+        return targets.without(name)
+
+    _, path = update_targets(change)
+    sys.stdout.write(f"removed {name} from {path}\n")
+    return EXIT_OK
+
+
+def _add(args: argparse.Namespace) -> int:
     data: dict[str, Any] = {
         k: v for k, v in vars(args).items()
         if k in ("host", "port", "user", "identity", "ssh_options", "python", "preamble", "via",
@@ -97,15 +135,20 @@ def cmd_targets(args: argparse.Namespace) -> int:
         try:
             data["gpu_ids"] = [int(x) for x in args.gpu_ids.split(",") if x.strip()]
         except ValueError:
-            sys.stderr.write(f"error: --gpu-ids {args.gpu_ids!r} is not a list of GPU numbers\n")
-            return EXIT_BAD
+            raise _Refused([f"error: --gpu-ids {args.gpu_ids!r} is not a list of GPU numbers"]) from None
     target, problems = check_target(data)
-    updated = targets.with_target(target) if target is not None else targets
-    problems += updated.problems() if target is not None else []
-    if target is None or problems:
-        sys.stderr.write("The target cannot be used:\n" + "".join(f"  - {p}\n" for p in problems))
-        return EXIT_BAD
-    path = save_targets(updated)
+    if target is None:
+        raise _Refused(["The target cannot be used:", *(f"  - {p}" for p in problems)])
+    checked = target
+
+    def change(targets: Targets) -> Targets:
+        updated = targets.with_target(checked)
+        found = updated.problems()
+        if found:
+            raise _Refused(["The target cannot be used:", *(f"  - {p}" for p in found)])
+        return updated
+
+    _, path = update_targets(change)
     sys.stdout.write(f"saved {target.name} ({target.describe()}) in {path}\n")
     return EXIT_OK
 

@@ -3,9 +3,55 @@
 Targets are a named list kept in ``targets.json`` in the app's config folder
 (``$COMPILE_STUDIO_SETTINGS_DIR`` when set, else the platform's config folder
 under ``CompileStudio``), or at ``$COMPILE_STUDIO_TARGETS``. The window and
-the CLI read the same file. It is untrusted input: :func:`load_targets`
-checks every field's type, size and spelling and says what is wrong in words;
-nothing in it is ever run through a local shell.
+the CLI read the same file.
+
+**It is untrusted input.** A targets file travels between people, so
+:func:`load_targets` reads it only when it is a regular file (not a link, a
+FIFO or a device; opened without blocking, at most 1 MiB) and checks every
+field's type, size and spelling. A target with a problem is kept aside as
+*invalid* with the reason in words (:attr:`Targets.invalid`): the others
+still load, it cannot be chosen, and it is written back unchanged.
+
+What the fields of a target can make happen, and where:
+
+- ``host``, ``user``, ``port``, ``identity`` and ``ssh_options`` become
+  arguments of the system ``ssh`` (a list of arguments, never a shell line).
+  ``ssh_options`` may hold only the options of :data:`SSH_FLAGS` and
+  :data:`SSH_CONFIG_KEYS` (:func:`ssh_option_problems`), each value checked:
+  ``ssh`` can run a command on this machine (``ProxyCommand``,
+  ``LocalCommand``/``PermitLocalCommand``, ``KnownHostsCommand``,
+  ``Match exec``), load a library (``-I``, ``PKCS11Provider``,
+  ``SecurityKeyProvider``), hand the host your agent or display (``-A``,
+  ``-X``, ``ForwardAgent``) or open ports (``-L``, ``-R``, ``-D``), and
+  none of those is accepted, in any spelling (``-oKey=…``, ``-o Key …``,
+  ``-o`` and ``Key=…`` as two items, bundled flags such as ``-Co…``, any
+  case, quoted keys). What a user wants beyond the list goes in their own
+  ``~/.ssh/config``, which ``ssh`` reads as always.
+- ``-F FILE`` (another ssh config file) is accepted only when that file
+  passes the same check, line by line, when the targets are loaded: an
+  absolute path (``ssh`` does not expand ``~``), a regular file owned by you
+  (or root) that no one else can write, in a folder no one else can write
+  (or a sticky one such as ``/tmp``),
+  with no ``Include`` or ``Match`` and only the keys of
+  :data:`SSH_CONFIG_KEYS` (plus ``Host``). ``-F none`` is accepted.
+- ``ProxyJump`` / ``-J`` is accepted: ``ssh`` runs itself (``ssh -W``) to
+  reach the jump host, no other command, and the jump hosts are checked to
+  be plain ``[user@]host[:port]`` names (no option look-alike, no shell
+  characters), so nothing in them can reach the shell ``ssh`` uses for it.
+- ``srun_flags`` are arguments of ``srun``; ``--prolog`` and ``--epilog``
+  (which make ``srun`` run a program where it runs) are refused.
+- ``python`` and ``preamble`` are shell text run where the worker's
+  commands run: on the SSH host, or for a Slurm target on its login node
+  (``via``) or, without ``via``, in a shell on **this machine** (``srun``
+  runs here then). They are the one part of a target meant to run
+  commands; read them in a file someone sent you before you use it.
+
+Nothing else in the file reaches a shell or runs a command on this machine.
+
+Writing is safe against concurrent writers: :func:`update_targets` reads,
+changes and writes the file while holding ``targets.json.lock``
+(``flock``), and every write goes through a temp file of its own in the same
+folder and a rename, so two ``targets add`` at once both keep theirs.
 
 File shape::
 
@@ -19,11 +65,16 @@ The target ``local`` (this machine) always exists and is not stored.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import json
 import os
 import re
-from collections.abc import Iterable
+import stat
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +82,11 @@ from typing import Any
 import platformdirs
 
 from .app_info import ORGANIZATION
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: writes are not locked there
+    fcntl = None  # type: ignore[assignment]
 
 TARGETS_FILE_ENV = "COMPILE_STUDIO_TARGETS"
 SETTINGS_DIR_ENV = "COMPILE_STUDIO_SETTINGS_DIR"
@@ -44,6 +100,10 @@ MAX_FILE_BYTES = 1024 * 1024
 MAX_FIELD = 4000
 MAX_FLAGS = 64
 MAX_GPUS = 1024
+#: The largest ssh config file a ``-F`` option may name.
+MAX_SSH_CONFIG_BYTES = 256 * 1024
+#: How long a write waits for another process's write of the targets file.
+LOCK_TIMEOUT_S = 15.0
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: an ssh destination: no option look-alike, no spaces or shell characters
@@ -64,8 +124,9 @@ class Target:
 
     ``kind`` ``ssh``: ``host`` as in ``~/.ssh/config`` (jump hosts, keys and
     agents work through the system ``ssh``), optional ``port``, ``user``,
-    ``identity`` and ``ssh_options`` (extra ``ssh`` arguments, e.g.
-    ``["-F", "/path/ssh_config"]``). ``kind`` ``slurm``: ``srun`` job steps
+    ``identity`` and ``ssh_options`` (extra ``ssh`` arguments from a short
+    list, e.g. ``["-o", "ConnectTimeout=10"]``; see the module's notes).
+    ``kind`` ``slurm``: ``srun`` job steps
     with ``partition``, ``gpus`` (``--gres=gpu[:gpu_type]:N``), ``time_limit``,
     ``account`` and ``srun_flags``; on this machine, or on the login node
     named by ``via`` (an SSH target). ``python`` is the Python that runs the
@@ -190,6 +251,266 @@ def _flags(problems: list[str], where: str, value: object) -> tuple[str, ...]:
     return tuple(out)
 
 
+# -- ssh options -------------------------------------------------------------------------------
+
+#: ``ssh`` flags without a value that a target may carry.
+SSH_FLAGS = frozenset("46Cqvx" "aT")
+#: ``ssh`` flags with a value that a target may carry, each value checked.
+SSH_VALUE_FLAGS = frozenset("plioJF")
+#: Every flag of ``ssh`` (OpenSSH 9), so that bundled flags (``-Co…``) are read as ``ssh`` reads them.
+_SSH_ALL_PLAIN = frozenset("1246afgknqstvxACGKMNTVXYy")
+_SSH_ALL_VALUE = frozenset("bceilmopBDEFIJLOPQRSwW")
+#: Flags refused with a reason of their own.
+_SSH_FLAG_REASONS = {
+    "A": "it hands the host your ssh agent",
+    "X": "it lets the host use your display", "Y": "it lets the host use your display",
+    "L": "it opens a port forward", "R": "it opens a port forward", "D": "it opens a port forward",
+    "W": "it forwards the connection elsewhere", "w": "it opens a tunnel device",
+    "I": "it loads a library into ssh on this machine",
+    "E": "it writes a log file on this machine",
+    "f": "it leaves ssh running in the background", "N": "it runs no remote command",
+    "M": "it starts a shared connection master", "S": "it names a control socket (use -o ControlPath)",
+    "G": "it only prints the configuration", "V": "it only prints the version",
+}
+
+#: ``ssh`` configuration keys (``-o Key=Value``, or lines of a ``-F`` file) a target may
+#: carry, lower case to the usual spelling; keys are case-insensitive in ``ssh``.
+SSH_CONFIG_KEYS = {k.lower(): k for k in (
+    "AddressFamily", "BatchMode", "CertificateFile", "CheckHostIP", "Ciphers", "Compression",
+    "ConnectionAttempts", "ConnectTimeout", "ControlMaster", "ControlPath", "ControlPersist",
+    "GSSAPIAuthentication", "HashKnownHosts", "HostKeyAlgorithms", "HostKeyAlias", "HostName",
+    "IdentitiesOnly", "IdentityFile", "IPQoS", "KbdInteractiveAuthentication", "KexAlgorithms",
+    "LogLevel", "MACs", "NumberOfPasswordPrompts", "PasswordAuthentication", "Port",
+    "PreferredAuthentications", "ProxyJump", "PubkeyAcceptedAlgorithms", "PubkeyAcceptedKeyTypes",
+    "PubkeyAuthentication", "RekeyLimit", "ServerAliveCountMax", "ServerAliveInterval",
+    "StrictHostKeyChecking", "TCPKeepAlive", "UpdateHostKeys", "User", "UserKnownHostsFile",
+    "VerifyHostKeyDNS",
+)}
+#: Keys refused with a reason of their own (any other key not in :data:`SSH_CONFIG_KEYS`
+#: is refused too, as not on the list).
+_SSH_KEY_REASONS = {
+    "proxycommand": "it runs a command on this machine",
+    "localcommand": "it runs a command on this machine",
+    "permitlocalcommand": "it lets ssh run a command on this machine",
+    "knownhostscommand": "it runs a command on this machine",
+    "match": "it can run a command on this machine (Match exec)",
+    "include": "it reads another config file, which could run a command on this machine",
+    "pkcs11provider": "it loads a library into ssh on this machine",
+    "securitykeyprovider": "it loads a library into ssh on this machine",
+    "smartcarddevice": "it loads a library into ssh on this machine",
+    "proxyusefdpass": "it goes with ProxyCommand",
+    "forwardagent": "it hands the host your ssh agent",
+    "forwardx11": "it lets the host use your display",
+    "forwardx11trusted": "it lets the host use your display",
+    "localforward": "it opens a port forward", "remoteforward": "it opens a port forward",
+    "dynamicforward": "it opens a port forward",
+    "sendenv": "it sends your environment variables to the host",
+    "setenv": "it sets environment variables on the host",
+}
+_OWN_CONFIG = "anything else can go in your own ~/.ssh/config, under a Host entry for this host"
+#: ``Key=Value``, ``Key Value`` or ``Key = Value``, as ``ssh -o`` and config lines have them
+_SSH_KEY_VALUE = re.compile(r"^[ \t]*([A-Za-z][A-Za-z0-9]*)(?:[ \t]*=[ \t]*|[ \t]+)(.*?)[ \t]*$")
+#: the first word of an option's text, however quoted or spaced (to name it in a message)
+_SSH_FIRST_WORD = re.compile(r"^[\s\"'=]*([A-Za-z0-9]+)")
+#: a value: no quotes, backslashes, control characters or spaces (ssh would read them its own way)
+_SSH_VALUE = re.compile(r"^[^\s\"'\\\x00-\x1f\x7f]+$")
+_JUMP_HOST = re.compile(
+    r"^(?:[A-Za-z0-9_][A-Za-z0-9._-]{0,63}@)?"
+    r"(?:[A-Za-z0-9_][A-Za-z0-9._-]{0,254}|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$"
+)
+_HOST_PATTERNS = re.compile(r"^!?[A-Za-z0-9_.*?:%@\[\]-]{1,255}$")
+_PORT = re.compile(r"^\d{1,5}$")
+
+
+def _refused(shown: str, reason: str) -> str:
+    return f"ssh option {shown} is not accepted in a target: {reason}; {_OWN_CONFIG}"
+
+
+def _not_listed(shown: str) -> str:
+    return (f"ssh option {shown} is not one a target may carry (it takes -4 -6 -C -q -v -x -a -T, "
+            "-p, -l, -i, -J, a checked -F file and -o with the keys listed by "
+            f"'compile-studio-cli targets add --help'); {_OWN_CONFIG}")
+
+
+def _jump_problem(value: str, shown: str) -> str | None:
+    if value.lower() == "none":
+        return None
+    for hop in value.split(","):
+        if not _JUMP_HOST.match(hop):
+            return (f"ssh option {shown}: {hop[:80]!r} is not a jump host "
+                    "([user@]host[:port], not starting with -)")
+    return None
+
+
+def _config_value_problem(key: str, value: str, shown: str) -> str | None:
+    """Why ``value`` is not one for the allowed ``key`` (lower case), or None."""
+    if not value:
+        return f"ssh option {shown} has no value"
+    if not _SSH_VALUE.match(value):
+        return (f"ssh option {shown}: the value {value[:80]!r} holds spaces, quotes or "
+                "backslashes; give one plain word")
+    if key == "port" and not (_PORT.match(value) and 1 <= int(value) <= 65535):
+        return f"ssh option {shown}: {value[:20]!r} is not a port (1-65535)"
+    if key == "user" and not _USER.match(value):
+        return f"ssh option {shown}: {value[:80]!r} is not a user name"
+    if key == "hostname" and not _HOST.match(value):
+        return f"ssh option {shown}: {value[:80]!r} is not an ssh host name"
+    if key == "proxyjump":
+        return _jump_problem(value, shown)
+    return None
+
+
+def _config_line_problem(text: str, shown_as: str) -> str | None:
+    """Why one ``Key=Value`` text (of ``-o``, or a line of a ``-F`` file) is refused, or None."""
+    first = _SSH_FIRST_WORD.match(text)
+    word = first.group(1) if first else text.strip()[:40]
+    shown = f"{shown_as} {word}" if shown_as else word
+    key = word.lower()
+    if key in _SSH_KEY_REASONS:
+        return _refused(shown, _SSH_KEY_REASONS[key])
+    if key not in SSH_CONFIG_KEYS:
+        return _not_listed(shown)
+    found = _SSH_KEY_VALUE.match(text)
+    if found is None or found.group(1).lower() != key:
+        return (f"ssh option {shown}: write it as {SSH_CONFIG_KEYS[key]}=VALUE "
+                "(no quotes or line breaks)")
+    return _config_value_problem(key, found.group(2), shown)
+
+
+def _ssh_config_problems(path_text: str) -> list[str]:
+    """Why the ssh config file of ``-F path_text`` cannot be used (empty: it can)."""
+    shown = f"-F {path_text[:200]}"
+    if path_text.lower() == "none":
+        return []
+    if not os.path.isabs(path_text):
+        return [f"ssh option {shown}: give the config file as an absolute path "
+                "(ssh does not expand ~ or read it from a known folder)"]
+    try:
+        data, st = read_regular_file(Path(path_text), MAX_SSH_CONFIG_BYTES, follow_links=True)
+    except TargetsFileError as exc:
+        return [f"ssh option {shown}: {exc}"]
+    if data is None:
+        return [f"ssh option {shown}: there is no such file"]
+    owners = {0, os.getuid()} if hasattr(os, "getuid") else None
+    real_folder = Path(os.path.realpath(path_text)).parent
+    try:
+        folder = os.stat(real_folder)
+    except OSError as exc:
+        return [f"ssh option {shown}: its folder cannot be examined ({exc.strerror or exc})"]
+    if owners is not None and st.st_uid not in owners:
+        return [f"ssh option {shown}: the file belongs to another user, who could change it"]
+    if st.st_mode & 0o022:
+        return [f"ssh option {shown}: others can write the file, and could add a command to it later"]
+    if folder.st_mode & 0o022 and not folder.st_mode & stat.S_ISVTX:
+        return [f"ssh option {shown}: others can write its folder, and could replace it later"]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return [f"ssh option {shown}: the file is not UTF-8 text"]
+    problems = []
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        first = _SSH_FIRST_WORD.match(stripped)
+        if first and first.group(1).lower() == "host":
+            found = _SSH_KEY_VALUE.match(stripped)
+            patterns = found.group(2).split() if found and found.group(1).lower() == "host" else []
+            if not patterns or not all(_HOST_PATTERNS.match(p) for p in patterns):
+                problems.append(f"ssh option {shown}, line {number}: not a Host line of plain host patterns")
+            continue
+        problem = _config_line_problem(stripped, "")
+        if problem is not None:
+            problems.append(f"{shown}, line {number}: {problem}")
+        if len(problems) >= 5:
+            break
+    return problems
+
+
+def ssh_option_problems(options: Iterable[str]) -> list[str]:
+    """What is refused in a target's ``ssh_options`` (empty: all can be used), in words.
+
+    The options are read as ``ssh`` reads them (flags bundled in one item,
+    a value in the same item or the next one) and each must be on the lists
+    of the module's notes. Every item must be an option: a lone word would be
+    taken by ``ssh`` as the host, and what follows as the remote command.
+    """
+    items = list(options)
+    problems: list[str] = []
+    k = 0
+    while k < len(items):
+        item = items[k]
+        k += 1
+        if item == "--" or not item.startswith("-") or item == "-":
+            problems.append(f"ssh argument {item[:80]!r} is not an option (-x or -o Key=Value); "
+                            "the host goes in the host field")
+            continue
+        j = 1
+        while j < len(item):
+            letter = item[j]
+            if letter in _SSH_ALL_VALUE:
+                value = item[j + 1:]
+                if not value:
+                    if k >= len(items):
+                        problems.append(f"ssh option -{letter} needs a value after it")
+                        break
+                    value = items[k]
+                    k += 1
+                problem = _flag_value_problem(letter, value)
+                if problem is not None:
+                    problems.append(problem)
+                break
+            if letter in SSH_FLAGS:
+                j += 1
+                continue
+            if letter in _SSH_FLAG_REASONS:
+                problems.append(_refused(f"-{letter}", _SSH_FLAG_REASONS[letter]))
+            elif letter in _SSH_ALL_PLAIN:
+                problems.append(_not_listed(f"-{letter}"))
+            else:
+                problems.append(f"ssh argument {item[:80]!r}: -{letter} is not an ssh option")
+            break
+    return problems
+
+
+def _flag_value_problem(letter: str, value: str) -> str | None:
+    """Why ``-letter value`` is refused, or None."""
+    if letter in _SSH_FLAG_REASONS:
+        return _refused(f"-{letter}", _SSH_FLAG_REASONS[letter])
+    if letter not in SSH_VALUE_FLAGS:
+        return _not_listed(f"-{letter}")
+    if letter == "o":
+        return _config_line_problem(value, "-o")
+    if letter == "F":
+        found = _ssh_config_problems(value)
+        return "; ".join(found) if found else None
+    if letter == "J":
+        return _jump_problem(value, "-J")
+    if not _SSH_VALUE.match(value):
+        return f"ssh option -{letter}: {value[:80]!r} holds spaces, quotes or control characters"
+    if letter == "p" and not (_PORT.match(value) and 1 <= int(value) <= 65535):
+        return f"ssh option -p: {value[:20]!r} is not a port (1-65535)"
+    if letter == "l" and not _USER.match(value):
+        return f"ssh option -l: {value[:80]!r} is not a user name"
+    return None
+
+
+#: ``srun`` options that run a program where ``srun`` runs (``--prolog``, ``--epilog``), and
+#: their abbreviations, which ``srun`` accepts too.
+_SRUN_REFUSED = ("--prolog", "--epilog")
+
+
+def srun_flag_problems(flags: Iterable[str]) -> list[str]:
+    """What is refused in a target's ``srun_flags`` (empty: all can be used)."""
+    problems = []
+    for flag in flags:
+        name = flag.split("=", 1)[0].lower()
+        if len(name) >= 3 and name.startswith("--") and any(r.startswith(name) for r in _SRUN_REFUSED):
+            problems.append(f"srun flag {flag[:80]!r} is not accepted in a target: "
+                            "it runs a program where srun runs")
+    return problems
+
+
 def check_target(data: object, where: str = "target") -> tuple[Target | None, list[str]]:
     """A :class:`Target` from untrusted ``data``, or None, with every problem found."""
     problems: list[str] = []
@@ -240,6 +561,8 @@ def check_target(data: object, where: str = "target") -> tuple[Target | None, li
     for key in ("ssh_options", "srun_flags"):
         if key in data:
             values[key] = _flags(problems, f"{where}.{key}", data[key])
+    problems += [f"{where}.ssh_options: {p}" for p in ssh_option_problems(values.get("ssh_options", ()))]
+    problems += [f"{where}.srun_flags: {p}" for p in srun_flag_problems(values.get("srun_flags", ()))]
     if "gpu_ids" in data:
         raw = data["gpu_ids"]
         if not isinstance(raw, list) or len(raw) > MAX_GPUS:
@@ -262,26 +585,49 @@ def check_target(data: object, where: str = "target") -> tuple[Target | None, li
     return Target(**values), []
 
 
+@dataclass(frozen=True)
+class InvalidTarget:
+    """An entry of the file that cannot be used: its name (or ``#N``), why, and the entry as stored.
+
+    It is listed as invalid, cannot be chosen, and is written back unchanged
+    when the file is saved (until it is removed or replaced by name).
+    """
+
+    name: str
+    problems: tuple[str, ...]
+    entry: Any = None
+
+    def reason(self) -> str:
+        return "; ".join(self.problems)
+
+
 @dataclass
 class Targets:
-    """The targets of the file, ``local`` first; :meth:`get` by name."""
+    """The targets of the file, ``local`` first; :meth:`get` by name; ``invalid``: the entries
+    that cannot be used, with why."""
 
     items: list[Target] = field(default_factory=list)
     path: Path | None = None
+    invalid: list[InvalidTarget] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.items = list(self.items)
+        self.invalid = list(self.invalid)
         if not any(t.name == LOCAL for t in self.items):
             self.items.insert(0, LOCAL_TARGET)
 
     def names(self) -> list[str]:
+        """The names of the targets that can be used."""
         return [t.name for t in self.items]
 
     def get(self, name: str) -> Target:
-        """The target called ``name``; KeyError saying which names exist."""
+        """The target called ``name``; KeyError saying which names exist, or why it cannot be used."""
         for t in self.items:
             if t.name == name:
                 return t
+        for bad in self.invalid:
+            if bad.name == name:
+                raise KeyError(f"target {name!r} cannot be used: {bad.reason()}")
         raise KeyError(f"no target called {name!r}; targets: {', '.join(self.names())}")
 
     def problems(self) -> list[str]:
@@ -293,24 +639,41 @@ class Targets:
                 out.append(f"target {t.name!r}: the name is used twice")
             seen.add(t.name)
         for t in self.items:
-            if t.kind == "slurm" and t.via:
-                login = next((x for x in self.items if x.name == t.via), None)
-                if login is None or login.kind != "ssh":
-                    out.append(f"target {t.name!r}: via {t.via!r} is not an SSH target")
+            problem = self._via_problem(t)
+            if problem:
+                out.append(problem)
         return out
 
+    def _via_problem(self, target: Target) -> str | None:
+        if target.kind == "slurm" and target.via:
+            login = next((x for x in self.items if x.name == target.via), None)
+            if login is None or login.kind != "ssh":
+                why = next((f" (it cannot be used: {b.reason()})" for b in self.invalid
+                            if b.name == target.via), "")
+                return f"target {target.name!r}: via {target.via!r} is not an SSH target{why}"
+        return None
+
     def with_target(self, target: Target) -> Targets:
-        """A copy with ``target`` added, or replacing the one of the same name."""
+        """A copy with ``target`` added, or replacing the one (or invalid entry) of the same name."""
         items = [t for t in self.items if t.name != target.name]
         items.append(target)
-        return Targets(items, self.path)
+        return Targets(items, self.path, [b for b in self.invalid if b.name != target.name])
 
     def without(self, name: str) -> Targets:
-        return Targets([t for t in self.items if t.name != name], self.path)
+        """A copy without the target (or invalid entry) called ``name``."""
+        return Targets([t for t in self.items if t.name != name], self.path,
+                       [b for b in self.invalid if b.name != name])
+
+    def all_names(self) -> list[str]:
+        """The names of every entry, usable or not."""
+        return [*self.names(), *(b.name for b in self.invalid)]
 
 
 def parse_targets(text: str, source: str = "targets file") -> Targets:
-    """Targets from the file's text; TargetsFileError listing every problem."""
+    """Targets from the file's text; an entry with a problem is kept aside in ``invalid``.
+
+    TargetsFileError (saying why) when the file as a whole cannot be used.
+    """
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -326,44 +689,199 @@ def parse_targets(text: str, source: str = "targets file") -> Targets:
     if len(raw) > MAX_TARGETS:
         raise TargetsFileError(f"{source} lists more than {MAX_TARGETS} targets")
     items: list[Target] = []
-    problems: list[str] = []
+    invalid: list[InvalidTarget] = []
+    seen: set[str] = {LOCAL}
     for k, entry in enumerate(raw):
         target, found = check_target(entry, f"target #{k + 1}")
-        problems += found
-        if target is not None:
-            items.append(target)
-    targets = Targets(items)
-    problems += targets.problems()
-    if problems:
-        raise TargetsFileError(f"{source} cannot be used:\n  - " + "\n  - ".join(problems))
+        name = entry.get("name") if isinstance(entry, dict) else None
+        label = name if isinstance(name, str) and _NAME.match(name) else f"#{k + 1}"
+        if target is not None and target.name in seen:
+            found = [f"target {target.name!r}: the name is used twice"]
+            target = None
+        if target is None:
+            invalid.append(InvalidTarget(label, tuple(found), entry))
+            continue
+        seen.add(target.name)
+        items.append(target)
+    targets = Targets(items, None, invalid)
+    for target in list(targets.items):
+        problem = targets._via_problem(target)
+        if problem:
+            index = next(k for k, t in enumerate(raw) if isinstance(t, dict) and t.get("name") == target.name)
+            targets.items.remove(target)
+            targets.invalid.append(InvalidTarget(target.name, (problem,), raw[index]))
     return targets
 
 
-def load_targets(path: Path | None = None) -> Targets:
-    """The stored targets (just ``local`` when there is no file); TargetsFileError if unusable."""
-    path = path or targets_file()
+# -- reading and writing -----------------------------------------------------------------------
+
+def read_regular_file(
+    path: Path, limit: int, follow_links: bool = False
+) -> tuple[bytes | None, os.stat_result | None]:
+    """The bytes of ``path`` and its stat when it is a regular file of at most ``limit`` bytes.
+
+    (None, None) when there is no such file. Opened without blocking (a FIFO
+    or a device is never read), not through a link unless ``follow_links``;
+    TargetsFileError saying why otherwise.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise TargetsFileError(f"{path} is larger than {MAX_FILE_BYTES // 1024} KiB")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return Targets([], path)
-    except UnicodeDecodeError:
-        raise TargetsFileError(f"{path} is not UTF-8 text") from None
+        fd = os.open(path, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(path):
+            raise TargetsFileError(
+                f"{path} is a symbolic link; it must be a regular file (put the file itself there)"
+            ) from None
+        raise TargetsFileError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise TargetsFileError(f"{path} is not a regular file ({_file_kind(st.st_mode)}); "
+                                   "it must be a plain file")
+        if st.st_size > limit:
+            raise TargetsFileError(f"{path} is larger than {limit // 1024} KiB")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(65536, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError as exc:
         raise TargetsFileError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise TargetsFileError(f"{path} is larger than {limit // 1024} KiB")
+    return b"".join(chunks), st
+
+
+def _file_kind(mode: int) -> str:
+    for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "not a plain file"
+
+
+def load_targets(path: Path | None = None) -> Targets:
+    """The stored targets (just ``local`` when there is no file); TargetsFileError if unusable.
+
+    Entries that cannot be used are in the result's ``invalid``, with why.
+    """
+    path = path or targets_file()
+    data, _ = read_regular_file(path, MAX_FILE_BYTES)
+    if data is None:
+        return Targets([], path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TargetsFileError(f"{path} is not UTF-8 text") from None
     targets = parse_targets(text, str(path))
     targets.path = path
     return targets
 
 
-def save_targets(targets: Targets | Iterable[Target], path: Path | None = None) -> Path:
-    """Write the targets (``local`` is not stored) through a temp file and a rename."""
-    items = targets.items if isinstance(targets, Targets) else list(targets)
-    path = path or (targets.path if isinstance(targets, Targets) and targets.path else targets_file())
-    data = {"version": FILE_VERSION, "targets": [t.to_dict() for t in items if t.name != LOCAL]}
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+@contextlib.contextmanager
+def targets_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold ``targets.json.lock`` (beside ``path``) while a read-change-write of the file runs.
+
+    Waits up to ``timeout`` seconds for another process's write, then raises
+    TargetsFileError. Nothing is locked where ``flock`` does not exist.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    if fcntl is None:  # pragma: no cover - not POSIX
+        yield
+        return
+    lock = _lock_path(path)
+    flags = (os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(lock, flags, 0o600)
+    except OSError as exc:
+        raise TargetsFileError(f"cannot lock the targets file ({lock}: {exc.strerror or exc})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TargetsFileError(f"cannot lock the targets file: {lock} is not a regular file")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TargetsFileError(
+                        f"{path} is being changed by another process (it holds {lock.name}); "
+                        "try again"
+                    ) from None
+                time.sleep(0.02)
+            except OSError as exc:
+                raise TargetsFileError(f"cannot lock {lock}: {exc.strerror or exc}") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _stored(targets: Targets | Iterable[Target]) -> dict[str, Any]:
+    if isinstance(targets, Targets):
+        items, invalid = targets.items, targets.invalid
+    else:
+        items, invalid = list(targets), []
+    entries: list[Any] = [t.to_dict() for t in items if t.name != LOCAL]
+    entries += [b.entry for b in invalid if b.entry is not None]
+    return {"version": FILE_VERSION, "targets": entries}
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    """Write through a temp file of this write's own in the same folder, then a rename."""
+    text = json.dumps(data, indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def save_targets(targets: Targets | Iterable[Target], path: Path | None = None) -> Path:
+    """Write the targets (``local`` is not stored; invalid entries are kept as they were).
+
+    Replaces the whole file, under the file's lock; to change one target while
+    others may be writing, use :func:`update_targets`.
+    """
+    path = path or (targets.path if isinstance(targets, Targets) and targets.path else targets_file())
+    data = _stored(targets)
+    with targets_lock(path):
+        _write(path, data)
     return path
+
+
+def update_targets(change: Callable[[Targets], Targets], path: Path | None = None) -> tuple[Targets, Path]:
+    """Read the file, ``change`` it, write it: all while holding the file's lock.
+
+    ``change`` gets the targets as they are in the file now and returns the
+    new ones; it may raise (TargetsFileError, ValueError) to write nothing.
+    Concurrent updates (two ``targets add`` at once) each keep their change.
+    """
+    path = path or targets_file()
+    with targets_lock(path):
+        current = load_targets(path)
+        updated = change(current)
+        updated.path = path
+        _write(path, _stored(updated))
+    return updated, path

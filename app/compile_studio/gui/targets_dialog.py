@@ -2,10 +2,15 @@
 
 The targets live in the same ``targets.json`` the CLI reads
 (:mod:`compile_studio.targets`); every edit is checked there before it is saved.
+A target of the file that cannot be used is listed as such, with the reason,
+and cannot be chosen. Saving merges the dialog's changes into the file as it
+is then, under the file's lock, so a target another process added meanwhile
+is kept.
 """
 
 from __future__ import annotations
 
+import html
 import shlex
 from typing import Any
 
@@ -37,7 +42,7 @@ from ..targets import (
     TargetsFileError,
     check_target,
     load_targets,
-    save_targets,
+    update_targets,
 )
 from .benchmark_thread import EnvironmentProbe
 
@@ -64,7 +69,9 @@ class TargetsDialog(QDialog):
     def __init__(self, targets: Targets, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("Run targets")
-        self.targets = Targets(list(targets.items), targets.path)
+        self.targets = Targets(list(targets.items), targets.path, list(targets.invalid))
+        #: the targets as the dialog found them: Save writes only what changed since
+        self._original = {t.name: t for t in self.targets.items}
         self._current: str | None = None
         self.list = QListWidget()
         self.list.currentTextChanged.connect(self._select)
@@ -82,7 +89,14 @@ class TargetsDialog(QDialog):
         self.edits["gpu_ids"].setPlaceholderText("e.g. 0,1,2,3: one worker per GPU")
         self.edits["python"].setPlaceholderText("python3, or ~/venv/bin/python")
         self.edits["preamble"].setPlaceholderText("module load cuda; source ~/venv/bin/activate")
-        self.edits["ssh_options"].setPlaceholderText("-F ~/.ssh/other_config")
+        self.edits["ssh_options"].setPlaceholderText("-o ConnectTimeout=10 -C")
+        self.edits["ssh_options"].setToolTip(
+            "A short list of ssh options is accepted (-4 -6 -C -q -v, -p, -l, -i, -J, -F with an "
+            "absolute path to a config file only you can write, -o KEY=VALUE for keys such as "
+            "ConnectTimeout, ServerAlive*, StrictHostKeyChecking, UserKnownHostsFile, "
+            "IdentitiesOnly, ProxyJump, Control*). Nothing that runs a command on this machine "
+            "(ProxyCommand, LocalCommand, …): put anything else in your own ~/.ssh/config."
+        )
         self.port = QSpinBox()
         self.port.setRange(0, 65535)
         self.port.setSpecialValueText("default")
@@ -105,11 +119,18 @@ class TargetsDialog(QDialog):
         self.problem_label.setObjectName("targetProblems")
         self.problem_label.setWordWrap(True)
         self.problem_label.setStyleSheet("color: #B00020;")
+        self.problem_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.invalid_label = QLabel(_invalid_words(self.targets))
+        self.invalid_label.setObjectName("invalidTargets")
+        self.invalid_label.setWordWrap(True)
+        self.invalid_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.invalid_label.setVisible(bool(self.targets.invalid))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.save)
         buttons.rejected.connect(self.reject)
         left = QVBoxLayout()
         left.addWidget(self.list)
+        left.addWidget(self.invalid_label)
         row = QHBoxLayout()
         row.addWidget(add)
         row.addWidget(self.remove_button)
@@ -235,15 +256,49 @@ class TargetsDialog(QDialog):
         self._fill_list(LOCAL)
 
     def save(self) -> None:
-        """Check the form and every target, write the file, close; says what is wrong otherwise."""
+        """Check the form and every target, write the file, close; says what is wrong otherwise.
+
+        What the dialog changed (added, edited, removed targets) is applied to
+        the file as it is now, under its lock: others' changes meanwhile stay.
+        """
         if not self._keep_form():
             return
+        edited = self.targets
+        original = self._original
+        kept = set(edited.names())
+
+        def change(current: Targets) -> Targets:
+            out = current
+            for name in original:
+                if name != LOCAL and name not in kept:
+                    out = out.without(name)
+            for target in edited.items:
+                if target.name != LOCAL and original.get(target.name) != target:
+                    out = out.with_target(target)
+            problems = out.problems()
+            if problems:
+                raise ValueError("\n".join(problems))
+            return out
+
         try:
-            save_targets(self.targets)
+            self.targets, _ = update_targets(change, edited.path)
+        except (TargetsFileError, ValueError) as exc:
+            self.problem_label.setText(f"cannot save the targets: {exc}")
+            return
         except OSError as exc:
             self.problem_label.setText(f"cannot save the targets: {exc.strerror or exc}")
             return
         self.accept()
+
+
+def _invalid_words(targets: Targets) -> str:
+    """The file's targets that cannot be used, with why (empty when there are none)."""
+    if not targets.invalid:
+        return ""
+    lines = ["Cannot be used (kept in the file as it is; replace it by adding a target of the same "
+             "name, or remove it with compile-studio-cli targets remove NAME):"]
+    lines += [f"{bad.name}: {bad.reason()}" for bad in targets.invalid]
+    return "\n".join(lines)
 
 
 class TargetChooser(QWidget):
@@ -277,12 +332,25 @@ class TargetChooser(QWidget):
             self.problem = ""
         except TargetsFileError as exc:
             self.targets = Targets([])
-            self.problem = str(exc)
+            self.problem = f"The targets file cannot be used, so runs go to this machine: {exc}"
+        if self.targets.invalid:
+            self.problem = "; ".join(
+                f"target {bad.name!r} cannot be used: {bad.reason()}" for bad in self.targets.invalid
+            )
         self.combo.blockSignals(True)
         self.combo.clear()
         for t in self.targets.items:
             self.combo.addItem(t.name if t.name != LOCAL else "this machine", t.name)
             self.combo.setItemData(self.combo.count() - 1, t.describe(), Qt.ItemDataRole.ToolTipRole)
+        for bad in self.targets.invalid:
+            # shown, with why, but not choosable: its data is no target name
+            self.combo.addItem(f"{bad.name} (cannot be used)", None)
+            row = self.combo.count() - 1
+            self.combo.setItemData(row, "<p>" + html.escape(bad.reason()) + "</p>",
+                                   Qt.ItemDataRole.ToolTipRole)
+            item = self.combo.model().item(row)  # type: ignore[attr-defined]
+            if item is not None:
+                item.setEnabled(False)
         index = self.combo.findData(current)
         self.combo.setCurrentIndex(max(0, index))
         self.combo.blockSignals(False)
