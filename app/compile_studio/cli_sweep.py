@@ -20,13 +20,15 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-from .cli import (
+from .cli_common import (
     EXIT_BAD_CONFIG,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     add_trust_flag,
+    cmd_compare,
     code_agreed,
+    compare_table,
     interrupts_stop,
     print_problems,
 )
@@ -461,11 +463,9 @@ def compare_sweeps(records: list[SweepRecord]) -> str:
 
 def cmd_compare_any(args: argparse.Namespace) -> int:
     """``compare``: runs as before; one sweep compares its points' runs; several sweeps side by side."""
-    from . import cli
-
     paths = [sweep_path(ref) for ref in args.runs]
     if not any(paths):
-        return cli.cmd_compare(args)
+        return cmd_compare(args)
     if not all(paths):
         sys.stderr.write("error: compare takes runs or sweeps, not both\n")
         return EXIT_BAD_CONFIG
@@ -489,7 +489,7 @@ def cmd_compare_any(args: argparse.Namespace) -> int:
             sys.stderr.write(f"error: {path}: no point of this sweep has run yet\n")
             return EXIT_FAILED
         sys.stdout.write(f"Sweep: {record.title()}\n")
-        sys.stdout.write(cli.compare_table(runs) + "\n")
+        sys.stdout.write(compare_table(runs) + "\n")
         return EXIT_FAILED if problems else EXIT_OK
     sys.stdout.write(compare_sweeps([r for _, r in records]) + "\n")
     return EXIT_OK

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cli import EXIT_BAD_CONFIG as EXIT_BAD
-from .cli import EXIT_FAILED, EXIT_OK, RUN_REF_HELP, RunNotFound, resolve_run
+from .cli_common import EXIT_BAD_CONFIG as EXIT_BAD
+from .cli_common import EXIT_FAILED, EXIT_OK, RUN_REF_HELP, RunNotFound, resolve_run
 from .results import RunDamaged, RunStore, load_run
 from .results.locations import default_run_store
 from .results.why import load_why, why_text
