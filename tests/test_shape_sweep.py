@@ -20,7 +20,7 @@ from compile_studio.results.sweep_store import (
     SweepDamaged,
     load_shape_sweep,
 )
-from compile_studio.sweep import parse_batches, shape_request
+from compile_studio.shape_sweep_run import parse_batches, shape_request
 
 BATCHES = [1, 2, 3, 4, 5]
 LIMIT = 3

@@ -225,7 +225,7 @@ def test_without_a_worker_started_ahead_the_probe_asks(qtbot, monkeypatch):
 
 
 def test_a_sweep_ends_a_worker_still_importing_and_none_starts_while_it_runs(qtbot):
-    from compile_studio.sweep import SweepSpec
+    from compile_studio.sweep_spec import SweepSpec
 
     window = open_window(qtbot)
     qtbot.waitUntil(lambda: window.live.standby.standby is not None, timeout=5000)

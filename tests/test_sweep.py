@@ -27,7 +27,8 @@ from compile_studio.results.sweep_store import (
 )
 from compile_studio.session import RunSession
 from compile_studio.supervisor import WorkerLauncher
-from compile_studio.sweep import SweepRunner, SweepSpec, new_sweep, parse_range, x_positions
+from compile_studio.sweep import SweepRunner, new_sweep
+from compile_studio.sweep_spec import SweepSpec, parse_range, x_positions
 
 BATCHES = [1, 4, 16, 64, 256]
 
@@ -326,7 +327,7 @@ def test_values_ranges_and_axes():
 
 def test_sweep_modules_stay_off_torch_and_qt():
     code = (
-        "import sys; import compile_studio.sweep, compile_studio.cli_sweep;"
+        "import sys; import compile_studio.sweep, compile_studio.shape_sweep_run, compile_studio.cli_sweep;"
         "bad = [m for m in ('torch', 'PySide6', 'pyqtgraph') if m in sys.modules]; print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=60)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from compile_studio.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.results.sweep_store import load_sweep
-from compile_studio.sweep import SweepSpec
+from compile_studio.sweep_spec import SweepSpec
 
 SWEEP_TIMEOUT_MS = 120_000
 

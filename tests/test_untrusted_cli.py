@@ -17,7 +17,8 @@ from compile_studio import cli
 from compile_studio.config import BenchmarkConfig, ConfigError
 from compile_studio.results.sweep_store import OWNER_LOCK, RUNNING, SweepFolder, load_sweep
 from compile_studio.results.terminal import escape_controls
-from compile_studio.sweep import SweepRunner, SweepSpec, local_worker_limit, new_sweep, parse_range
+from compile_studio.sweep import SweepRunner, local_worker_limit, new_sweep
+from compile_studio.sweep_spec import SweepSpec, parse_range
 from untrusted_helpers import edit_json, saved_run
 
 REPO = Path(__file__).resolve().parents[1]

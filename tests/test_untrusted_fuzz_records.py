@@ -24,7 +24,9 @@ from compile_studio.results.sweep_store import (
     load_shape_sweep,
     load_sweep,
 )
-from compile_studio.sweep import SweepSpec, new_shape_sweep, new_sweep, shape_request
+from compile_studio.shape_sweep_run import new_shape_sweep, shape_request
+from compile_studio.sweep import new_sweep
+from compile_studio.sweep_spec import SweepSpec
 from compile_studio.targets import Targets, TargetsFileError, load_targets
 from test_untrusted_loading import _json_values
 

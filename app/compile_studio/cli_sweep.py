@@ -58,15 +58,9 @@ from .results.sweep_store import (
     load_shape_sweep,
     load_sweep,
 )
-from .sweep import (
-    DERIVED_PARAMS,
-    SHAPE_REPEATS,
-    SweepRunner,
-    SweepSpec,
-    describe_points,
-    new_sweep,
-    value_text,
-)
+from .shape_sweep_run import SHAPE_REPEATS
+from .sweep import SweepRunner, new_sweep
+from .sweep_spec import DERIVED_PARAMS, SweepSpec, describe_points, value_text
 
 SWEEP_HELP = """\
 Each point is a whole run (eager plus the chosen variants, as `run` does it) kept
@@ -525,7 +519,7 @@ def _shape_launcher(target_name: str | None) -> Any:
 
 def cmd_shape_sweep(args: argparse.Namespace) -> int:
     """``sweep --shape``: the batch sizes in one worker per dynamic mode; a table per mode."""
-    from .sweep import ShapeSweepRun, new_shape_sweep, parse_batches, shape_request
+    from .shape_sweep_run import ShapeSweepRun, new_shape_sweep, parse_batches, shape_request
     from .targets import TargetsFileError
 
     if args.param is not None:

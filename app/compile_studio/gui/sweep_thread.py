@@ -11,7 +11,8 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from .. import protocol
 from ..results.sweep_store import ShapeSweepFolder, SweepFolder
-from ..sweep import SessionFactory, ShapeSweepOutcome, ShapeSweepRun, SweepOutcome, SweepRunner
+from ..shape_sweep_run import ShapeSweepOutcome, ShapeSweepRun
+from ..sweep import SessionFactory, SweepOutcome, SweepRunner
 
 
 class SweepThread(QThread):

@@ -53,21 +53,9 @@ from ..results.sweep_store import (
     record_to_csv,
     shape_record_to_csv,
 )
-from ..sweep import (
-    HIDDEN_WIDTH,
-    SEQ_LEN,
-    ShapeSweepOutcome,
-    SweepOutcome,
-    SweepSpec,
-    describe_points,
-    new_shape_sweep,
-    new_sweep,
-    parse_batches,
-    shape_request,
-    spec_of,
-    swept_fields,
-    value_text,
-)
+from ..shape_sweep_run import ShapeSweepOutcome, new_shape_sweep, parse_batches, shape_request
+from ..sweep import SweepOutcome, new_sweep, spec_of
+from ..sweep_spec import HIDDEN_WIDTH, SEQ_LEN, SweepSpec, describe_points, swept_fields, value_text
 from .export import ExportError, save_plot_png, save_plot_svg
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
 from .sweep_thread import ShapeSweepThread, SweepThread
