@@ -13,8 +13,8 @@ import argparse
 import sys
 from typing import Any
 
-from .cli import EXIT_BAD_CONFIG as EXIT_BAD
-from .cli import EXIT_FAILED, EXIT_OK
+from .cli_common import EXIT_BAD_CONFIG as EXIT_BAD
+from .cli_common import EXIT_FAILED, EXIT_OK
 from .results.formatting import text_table
 from .supervisor import WorkerStartFailed
 from .targets import (
