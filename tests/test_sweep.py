@@ -327,7 +327,7 @@ def test_values_ranges_and_axes():
 
 def test_sweep_modules_stay_off_torch_and_qt():
     code = (
-        "import sys; import compile_studio.sweep, compile_studio.shape_sweep_run, compile_studio.cli_sweep;"
+        "import sys; import compile_studio.sweep, compile_studio.shape_sweep_run, compile_studio.cli_sweep, compile_studio.cli_sweep_show;"
         "bad = [m for m in ('torch', 'PySide6', 'pyqtgraph') if m in sys.modules]; print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=60)

@@ -300,10 +300,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from . import cli_sweep
+    from . import cli_sweep_show
 
-    if cli_sweep.is_sweep_ref(args.run):
-        return cli_sweep.show_sweep(args.run)
+    if cli_sweep_show.is_sweep_ref(args.run):
+        return cli_sweep_show.show_sweep(args.run)
     paths = resolve_all([args.run], args.out)
     if paths is None:
         return EXIT_BAD_CONFIG

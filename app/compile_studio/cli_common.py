@@ -1,6 +1,6 @@
 """What the CLI's commands share: exit codes, run references, the trust flag, Ctrl+C, ``compare``.
 
-The command modules (``cli``, ``cli_sweep``, ``cli_targets``, ``cli_why``) import
+The command modules (``cli``, ``cli_sweep``, ``cli_sweep_show``, ``cli_targets``, ``cli_why``) import
 from here, never from each other upward.
 """
 
