@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QUrl, Signal
@@ -21,7 +20,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMenu,
-    QMessageBox,
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
@@ -29,15 +27,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..config import EnvironmentInfo
 from ..results import RunDamaged, RunResult, RunStore, load_run
-from ..results.store import ensure_samples, summary_of
+from ..results.store import summary_of
+from .history_entry import (
+    PENDING_SPEEDUP,
+    HistoryEntry,
+    date_text,
+    date_text_of_folder,
+    entry_date,
+    run_device,
+    samples_bytes,
+    speedup_text,
+)
+from .history_entry import run_display_name as run_display_name  # the window's too
+from .history_menu import confirm_with_dialog, history_menu
 
 COLUMNS = ["date", "model", "device", "variants", "status", "best speedup"]
 #: The columns left to right as shown: what a run is, how it did, then the rest.
 VISUAL_ORDER = ["model", "best speedup", "status", "date", "device", "variants"]
-#: The best speedup of a run whose summary is being computed (a run of an older version).
-PENDING_SPEEDUP = "…"
 #: Widest the model column starts (px): the column takes what the best speedup and the
 #: status leave of the list's width, within these bounds (the user may drag it).
 MODEL_COLUMN_WIDTH = 190
@@ -49,107 +56,8 @@ _MODEL = COLUMNS.index("model")
 CHECK_COLUMN = _MODEL
 
 
-class HistoryEntry:
-    """One line of the history: a run (or a damaged folder and why), where it lives.
-
-    A run of the store is listed from its run.json alone (its stored summary
-    gives the best speedup); :attr:`run` reads its samples the first time it
-    is asked for (a run whose samples cannot be read then turns damaged).
-    """
-
-    def __init__(
-        self, path: Path, run: RunResult | None, problem: str | None = None, external: bool = False
-    ) -> None:
-        self.path = path
-        self._run = run
-        self.problem = problem
-        self.external = external
-        self._lock = threading.Lock()
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HistoryEntry):
-            return NotImplemented
-        return (self.path, self._run, self.problem, self.external) == (
-            other.path, other._run, other.problem, other.external
-        )
-
-    def __repr__(self) -> str:
-        return f"HistoryEntry({self.path!s}, damaged={self.damaged})"
-
-    @property
-    def listed(self) -> RunResult | None:
-        """The run as listed (samples maybe not read yet); None when damaged."""
-        return self._run
-
-    @property
-    def run(self) -> RunResult | None:
-        """The run with its samples (read now if they were not); None when damaged."""
-        with self._lock:
-            run = self._run
-            if run is not None and not run.samples_loaded:
-                try:
-                    ensure_samples(run)
-                except RunDamaged as exc:
-                    self._run, self.problem = None, str(exc)
-                    return None
-            return self._run
-
-    @property
-    def damaged(self) -> bool:
-        return self._run is None
-
-
-def run_display_name(run: RunResult) -> str:
-    """A short name for a run in legends and the table: its label, else its date and time."""
-    label = run.config.label.strip() if run.config is not None else ""
-    if label:
-        return label
-    try:
-        return datetime.fromisoformat(run.created).strftime("%m-%d %H:%M:%S")
-    except (TypeError, ValueError):
-        return run.run_id
-
-
-def run_device(run: RunResult) -> str:
-    configured = run.config.device if run.config is not None else ""
-    device = str(configured or run.environment.get("device") or "?")
-    if device == "auto" and run.environment:
-        device = EnvironmentInfo.from_hello(run.environment).resolve_device("auto")
-    name = (run.environment.get("device_names") or {}).get(device)
-    return f"{device} ({name})" if name and name != device else device
-
-
 def _open_with_desktop(path: Path) -> bool:
     return QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
-
-
-def _entry_date(entry: HistoryEntry) -> str:
-    """A sortable date of an entry: the run's creation, else its folder name's, else its file's."""
-    run = entry.listed
-    if run is not None and run.created:
-        try:
-            return datetime.fromisoformat(run.created).isoformat()
-        except ValueError:
-            pass
-    try:
-        return datetime.strptime(entry.path.name[:15], "%Y%m%d-%H%M%S").isoformat()
-    except ValueError:
-        pass
-    try:
-        return datetime.fromtimestamp(entry.path.stat().st_mtime).isoformat()
-    except OSError:
-        return ""
-
-
-def _confirm_with_dialog(parent: QWidget, text: str) -> bool:
-    answer = QMessageBox.question(
-        parent,
-        "Delete run",
-        text,
-        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-        QMessageBox.StandardButton.No,
-    )
-    return answer == QMessageBox.StandardButton.Yes
 
 
 class HistoryPanel(QWidget):
@@ -181,7 +89,7 @@ class HistoryPanel(QWidget):
         self.store = store
         #: the folder of the run in progress (the window sets it): that run cannot be deleted
         self.running_folder: Callable[[], Path | None] = lambda: None
-        self.confirm_delete: Callable[[QWidget, str], bool] = _confirm_with_dialog
+        self.confirm_delete: Callable[[QWidget, str], bool] = confirm_with_dialog
         self.open_folder: Callable[[Path], bool] = _open_with_desktop
         self._toggled = False
         self._entries: list[HistoryEntry] = []
@@ -258,7 +166,7 @@ class HistoryPanel(QWidget):
         listings = self.store.list_runs(samples=False)
         self._entries = [HistoryEntry(x.folder, x.run, x.problem) for x in listings]
         self._entries += [e for e in self._external if e.path.exists()]
-        self._entries.sort(key=_entry_date, reverse=True)
+        self._entries.sort(key=entry_date, reverse=True)
         known = {self._key(e) for e in self._entries}
         before = set(self._checked)
         self._checked &= known
@@ -307,7 +215,7 @@ class HistoryPanel(QWidget):
                 run.set_summary(rows, counts)
         item = self.item_for(entry)
         if item is not None:
-            text = _speedup_text(run)
+            text = speedup_text(run)
             item.setText(_SPEEDUP, "–" if text == PENDING_SPEEDUP else text)
             if not isinstance(rows, list):
                 item.setToolTip(_SPEEDUP, f"No summary: {counts}")
@@ -374,7 +282,7 @@ class HistoryPanel(QWidget):
         run = entry.listed
         if run is None:
             texts = [
-                _date_text_of_folder(entry.path),
+                date_text_of_folder(entry.path),
                 entry.path.name,
                 "",
                 "",
@@ -396,12 +304,12 @@ class HistoryPanel(QWidget):
             )
             label = config.label.strip() if config is not None else ""
             texts = [
-                _date_text(run.created),
+                date_text(run.created),
                 (f"{label} · " if label else "") + model,
                 run_device(run) if config is not None else "",
                 ", ".join(run.variants),
                 run.status + (" (opened)" if entry.external else ""),
-                _speedup_text(run),
+                speedup_text(run),
             ]
             item = QTreeWidgetItem(texts)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -484,7 +392,7 @@ class HistoryPanel(QWidget):
             return
         if alone:
             self.uncheck_all()
-        if listed.samples_loaded or _samples_bytes(entry.path) < SYNC_LOAD_BYTES:
+        if listed.samples_loaded or samples_bytes(entry.path) < SYNC_LOAD_BYTES:
             run = entry.run
             if run is not None:
                 self.show_requested.emit(run, alone)
@@ -548,40 +456,7 @@ class HistoryPanel(QWidget):
 
     def menu_for(self, entry: HistoryEntry) -> QMenu:
         """The context menu of ``entry`` (its actions are named as they read)."""
-        menu = QMenu(self)
-        readable = entry.listed is not None
-
-        def add(text: str, slot: Callable[[], object], enabled: bool = True, tip: str = "") -> None:
-            act = menu.addAction(text)
-            act.setEnabled(enabled)
-            if tip:
-                act.setToolTip(tip)
-            act.triggered.connect(lambda *_: slot())
-
-        add("Show", lambda: self.show_entry(entry), readable)
-        add("Show alone", lambda: self.show_entry(entry, alone=True), readable)
-        checked = self.is_checked(entry)
-        add(
-            "Remove overlay" if checked else "Overlay",
-            lambda: self.set_checked(entry, not checked),
-            readable,
-        )
-        menu.addSeparator()
-        add(
-            "Load its configuration",
-            lambda: self.load_config_of(entry),
-            readable and entry.listed is not None and entry.listed.config is not None,
-        )
-        add("Open folder", lambda: self.open_folder_of(entry))
-        add("Export…", lambda: self.export_requested.emit(entry.run), readable)
-        menu.addSeparator()
-        running = self._is_running(entry)
-        add(
-            "Remove from list" if entry.external else "Delete…", lambda: self.delete_entry(entry),
-            not running, "the run is still going: stop it first" if running else "",
-        )
-        menu.setToolTipsVisible(True)
-        return menu
+        return history_menu(self, entry)
 
     def _context_menu(self, pos: QPoint) -> None:
         entry = self._entry_of(self.tree.itemAt(pos))
@@ -670,7 +545,7 @@ class HistoryPanel(QWidget):
         entry = self._selected_entry()
         return self.delete_entry(entry) if entry is not None else False
 
-    def _is_running(self, entry: HistoryEntry) -> bool:
+    def is_running(self, entry: HistoryEntry) -> bool:
         folder = self.running_folder()
         try:
             return folder is not None and folder.resolve() == entry.path.resolve()
@@ -682,7 +557,7 @@ class HistoryPanel(QWidget):
 
         Asks ``confirm_delete`` first; returns whether anything was removed.
         """
-        if self._is_running(entry):
+        if self.is_running(entry):
             self.message.emit(f"{entry.path.name} is the run in progress: stop it before deleting it")
             return False
         if entry.external:
@@ -709,40 +584,8 @@ class HistoryPanel(QWidget):
         return True
 
 
-def _date_text(created: str) -> str:
-    try:
-        return datetime.fromisoformat(created).strftime("%Y-%m-%d %H:%M")
-    except (TypeError, ValueError):
-        return created
-
-
-def _date_text_of_folder(folder: Path) -> str:
-    try:
-        return datetime.strptime(folder.name[:15], "%Y%m%d-%H%M%S").strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return ""
-
-
 _SPEEDUP = COLUMNS.index("best speedup")
 _STATUS = COLUMNS.index("status")
 #: samples.csv smaller than this is read on the GUI thread when a run is shown (a few
 #: thousand calls: milliseconds); a larger one off it.
 SYNC_LOAD_BYTES = 2 * 1024 * 1024
-
-
-def _samples_bytes(path: Path) -> int:
-    folder = path if path.is_dir() else path.parent
-    try:
-        return (folder / "samples.csv").stat().st_size
-    except OSError:
-        return 0
-
-
-def _speedup_text(run: RunResult) -> str:
-    """The best speedup as listed: from the summary known (stored or cached), else pending."""
-    speedup = run.best_speedup()
-    if speedup is not None:
-        return f"{speedup:.2f}×"
-    if run.known_summary() is None and not run.samples_loaded:
-        return PENDING_SPEEDUP
-    return "–"

@@ -1,0 +1,137 @@
+"""A line of the run history and how it reads: the entry (run or damaged folder), its name, date and best speedup.
+
+No widgets here: :mod:`gui.history_panel` shows these entries.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+from pathlib import Path
+
+from ..config import EnvironmentInfo
+from ..results import RunDamaged, RunResult
+from ..results.store import ensure_samples
+
+#: The best speedup of a run whose summary is being computed (a run of an older version).
+PENDING_SPEEDUP = "…"
+
+
+class HistoryEntry:
+    """One line of the history: a run (or a damaged folder and why), where it lives.
+
+    A run of the store is listed from its run.json alone (its stored summary
+    gives the best speedup); :attr:`run` reads its samples the first time it
+    is asked for (a run whose samples cannot be read then turns damaged).
+    """
+
+    def __init__(
+        self, path: Path, run: RunResult | None, problem: str | None = None, external: bool = False
+    ) -> None:
+        self.path = path
+        self._run = run
+        self.problem = problem
+        self.external = external
+        self._lock = threading.Lock()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HistoryEntry):
+            return NotImplemented
+        return (self.path, self._run, self.problem, self.external) == (
+            other.path, other._run, other.problem, other.external
+        )
+
+    def __repr__(self) -> str:
+        return f"HistoryEntry({self.path!s}, damaged={self.damaged})"
+
+    @property
+    def listed(self) -> RunResult | None:
+        """The run as listed (samples maybe not read yet); None when damaged."""
+        return self._run
+
+    @property
+    def run(self) -> RunResult | None:
+        """The run with its samples (read now if they were not); None when damaged."""
+        with self._lock:
+            run = self._run
+            if run is not None and not run.samples_loaded:
+                try:
+                    ensure_samples(run)
+                except RunDamaged as exc:
+                    self._run, self.problem = None, str(exc)
+                    return None
+            return self._run
+
+    @property
+    def damaged(self) -> bool:
+        return self._run is None
+
+
+def run_display_name(run: RunResult) -> str:
+    """A short name for a run in legends and the table: its label, else its date and time."""
+    label = run.config.label.strip() if run.config is not None else ""
+    if label:
+        return label
+    try:
+        return datetime.fromisoformat(run.created).strftime("%m-%d %H:%M:%S")
+    except (TypeError, ValueError):
+        return run.run_id
+
+
+def run_device(run: RunResult) -> str:
+    configured = run.config.device if run.config is not None else ""
+    device = str(configured or run.environment.get("device") or "?")
+    if device == "auto" and run.environment:
+        device = EnvironmentInfo.from_hello(run.environment).resolve_device("auto")
+    name = (run.environment.get("device_names") or {}).get(device)
+    return f"{device} ({name})" if name and name != device else device
+
+
+def entry_date(entry: HistoryEntry) -> str:
+    """A sortable date of an entry: the run's creation, else its folder name's, else its file's."""
+    run = entry.listed
+    if run is not None and run.created:
+        try:
+            return datetime.fromisoformat(run.created).isoformat()
+        except ValueError:
+            pass
+    try:
+        return datetime.strptime(entry.path.name[:15], "%Y%m%d-%H%M%S").isoformat()
+    except ValueError:
+        pass
+    try:
+        return datetime.fromtimestamp(entry.path.stat().st_mtime).isoformat()
+    except OSError:
+        return ""
+
+
+def date_text(created: str) -> str:
+    try:
+        return datetime.fromisoformat(created).strftime("%Y-%m-%d %H:%M")
+    except (TypeError, ValueError):
+        return created
+
+
+def date_text_of_folder(folder: Path) -> str:
+    try:
+        return datetime.strptime(folder.name[:15], "%Y%m%d-%H%M%S").strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ""
+
+
+def samples_bytes(path: Path) -> int:
+    folder = path if path.is_dir() else path.parent
+    try:
+        return (folder / "samples.csv").stat().st_size
+    except OSError:
+        return 0
+
+
+def speedup_text(run: RunResult) -> str:
+    """The best speedup as listed: from the summary known (stored or cached), else pending."""
+    speedup = run.best_speedup()
+    if speedup is not None:
+        return f"{speedup:.2f}×"
+    if run.known_summary() is None and not run.samples_loaded:
+        return PENDING_SPEEDUP
+    return "–"
