@@ -389,7 +389,7 @@ def _ssh_config_problems(path_text: str) -> list[str]:
         data, st = read_regular_file(Path(path_text), MAX_SSH_CONFIG_BYTES, follow_links=True)
     except TargetsFileError as exc:
         return [f"ssh option {shown}: {exc}"]
-    if data is None:
+    if data is None or st is None:
         return [f"ssh option {shown}: there is no such file"]
     owners = {0, os.getuid()} if hasattr(os, "getuid") else None
     real_folder = Path(os.path.realpath(path_text)).parent

@@ -375,7 +375,10 @@ def two_level_check(samples_ms: Sequence[float] | np.ndarray) -> TwoLevel | None
     med_low, med_high = float(np.median(low)), float(np.median(high))
     threshold = (y[cut - 1] + y[cut]) / 2.0
     half = (med_high - med_low) / 8.0
-    near = lambda c: int(np.count_nonzero(np.abs(y - c) < half))  # noqa: E731
+
+    def near(c: float) -> int:
+        return int(np.count_nonzero(np.abs(y - c) < half))
+
     peak = max(1, min(near(med_low), near(med_high)))
     return TwoLevel(
         low_ms=math.exp(med_low),

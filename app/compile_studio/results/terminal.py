@@ -11,7 +11,7 @@ visible escapes (``\\x1b``, ``\\u202e``); newlines and tabs stay.
 from __future__ import annotations
 
 import re
-from typing import TextIO
+from typing import Any, TextIO
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -58,7 +58,7 @@ class TerminalStream:
     def encoding(self) -> str:
         return getattr(self.stream, "encoding", None) or "utf-8"
 
-    def __getattr__(self, name: str):  # anything else a TextIO has
+    def __getattr__(self, name: str) -> Any:  # anything else a TextIO has
         return getattr(self.stream, name)
 
 
