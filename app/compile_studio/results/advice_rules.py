@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Iterator
 
-from ..config import CUDAGRAPH_VARIANTS, MAX_BATCH
+from ..config import CUDAGRAPH_MIN_WARMUP, CUDAGRAPH_VARIANTS, MAX_BATCH
 from .advice import (
     TIER_CALL,
     TIER_COMPILE,
@@ -34,10 +34,7 @@ COMPILE_API = ("torch.compile (API reference)", DOCS + "generated/torch.compile.
 TROUBLESHOOTING = ("torch.compile Troubleshooting", DOCS + "torch.compiler_troubleshooting.html")
 DYNAMIC_SHAPES = ("Dynamic Shapes", DOCS + "torch.compiler_dynamic_shapes.html")
 CUDAGRAPH_TREES = ("CUDAGraph Trees", DOCS + "torch.compiler_cudagraph_trees.html")
-TUNING_GUIDE = (
-    "Performance Tuning Guide",
-    "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
-)
+TUNING_GUIDE = ("Performance Tuning Guide", "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html")
 TF32_NOTE = (
     "CUDA semantics: TensorFloat-32 (TF32) on Ampere (and later) devices",
     DOCS + "notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices",
@@ -223,8 +220,6 @@ def rule_reduce_overhead(facts: RunEvidence) -> Iterator[Suggestion]:
     if not facts.has_mode(mode) or facts.ran(mode):
         return
     delta: dict[str, object] = {"variants": [mode]}
-    from ..config import CUDAGRAPH_MIN_WARMUP
-
     if int(facts.config.get("warmup") or 0) < CUDAGRAPH_MIN_WARMUP:
         delta["warmup"] = CUDAGRAPH_MIN_WARMUP
     kernels = f"{e.kernels:.0f} kernels per call" if e.kernels is not None else "many small kernels"
