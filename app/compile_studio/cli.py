@@ -97,9 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _more_commands() -> list:
     """Subcommands kept in their own modules: each ``register(sub)`` adds a parser
     whose defaults carry ``handler`` (a function of the parsed arguments)."""
-    from . import cli_sweep, cli_targets, cli_why
+    from . import cli_advise, cli_sweep, cli_targets, cli_why
 
-    return [cli_sweep.register, cli_targets.register, cli_why.register]
+    return [cli_advise.register, cli_sweep.register, cli_targets.register, cli_why.register]
 
 
 class ProgressBar:
