@@ -6,8 +6,16 @@ whose command line reaches the target through the system ``ssh`` client
 (a job step streams stdin and stdout). Before the worker starts,
 :meth:`RemoteLauncher.prepare` asks the remote Python whether it has torch and
 the worker bundle (:mod:`compile_studio.worker_bundle`), and copies the bundle
-when it is missing, verified by its sha256. The worker starts in the bundle's
-own cache folder, so nothing lying in the remote home is importable.
+when it is missing, verified by its sha256. The cache folder and the bundle are
+used only when they belong to the user and no one else can write them. The
+worker starts with ``python -c`` (never ``-m``, which imports from the current
+folder): the bytes it runs are the ones whose sha256 it checked, from a private
+copy, and nothing else of the package is importable (see :data:`_BOOT`).
+
+Nothing of a target reaches a shell on this machine: commands are argument
+lists; a Slurm target without ``via`` hands its ``python`` and ``preamble`` to
+``srun`` as the job step's script, and its side commands (the check, the copy)
+run with this Python, the job's torch then checked by the worker itself.
 
 Stopping: ``stop`` on stdin, then stdin is closed; a worker still there after
 that is ended through a second command: its process group (from ``hello``)
@@ -54,34 +62,143 @@ SIDE_COMMAND_TIMEOUT_S = 60.0
 QUEUE_POLL_S = 1.0
 RUN_TAG_FLAG = "--run-tag"
 
-_CHECK = r"""
-import hashlib, importlib.util, json, os, socket, sys
-path = os.path.join(sys.argv[1], sys.argv[2])
-try:
-    with open(path, "rb") as fh:
-        present = hashlib.sha256(fh.read()).hexdigest() == sys.argv[3]
-except OSError:
-    present = False
-print(json.dumps({"host": socket.gethostname(), "python": sys.version.split()[0],
-                  "executable": sys.executable, "bundle": present,
-                  "cache": os.path.abspath(sys.argv[1]),
-                  "torch": importlib.util.find_spec("torch") is not None}))
+#: The start of every Python program run there: nothing from the current folder is
+#: importable, and the cache folder and the files in it are trusted only when they are
+#: yours and no one else can write them (their owner and mode read from an open file).
+_GUARD = r"""
+import sys
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+import hashlib, os, stat
+
+class Unsafe(Exception):
+    pass
+
+def why_unsafe(st, folder):
+    if not (stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)):
+        return "is not a folder" if folder else "is not a regular file"
+    if st.st_uid != os.getuid():
+        return f"belongs to uid {st.st_uid}, not to you (uid {os.getuid()})"
+    who = [w for w, bit in (("its group", 0o020), ("others", 0o002)) if st.st_mode & bit]
+    if who:
+        return f"can be written by {' and '.join(who)} (mode {stat.filemode(st.st_mode)})"
+    return None
+
+def open_folder(path, create=False):
+    if create:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    why = why_unsafe(os.fstat(fd), True)
+    if why:
+        os.close(fd)
+        raise Unsafe(f"the cache folder {os.path.abspath(path)} {why}")
+    return fd
+
+def read_verified(dfd, folder, name, sha):
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
+    with os.fdopen(fd, "rb") as fh:
+        why = why_unsafe(os.fstat(fh.fileno()), False)
+        if why:
+            raise Unsafe(f"the worker bundle {os.path.join(os.path.abspath(folder), name)} {why}")
+        data = fh.read()
+    return data, hashlib.sha256(data).hexdigest() == sha
 """
 
-_INSTALL = r"""
-import hashlib, os, sys
+_CHECK = _GUARD + r"""
+import importlib.util, json, socket
+folder, name, sha = sys.argv[1:4]
+found = {"host": socket.gethostname(), "python": sys.version.split()[0],
+         "executable": sys.executable, "bundle": False, "unsafe": None,
+         "cache": os.path.abspath(folder),
+         "torch": importlib.util.find_spec("torch") is not None}
+try:
+    dfd = open_folder(folder)
+    try:
+        found["bundle"] = read_verified(dfd, folder, name, sha)[1]
+    finally:
+        os.close(dfd)
+except FileNotFoundError:
+    pass
+except Unsafe as exc:
+    found["unsafe"] = str(exc)
+except OSError as exc:
+    found["unsafe"] = f"{exc.filename or folder} cannot be read: {exc.strerror or exc}"
+print(json.dumps(found))
+"""
+
+_INSTALL = _GUARD + r"""
 folder, name, sha = sys.argv[1:4]
 data = sys.stdin.buffer.read()
 got = hashlib.sha256(data).hexdigest()
 if got != sha:
-    sys.exit(f"the worker bundle arrived damaged (sha256 {got}, expected {sha})")
-os.makedirs(folder, exist_ok=True)
-tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
-with open(tmp, "wb") as fh:
+    sys.exit(f"the file arrived damaged (sha256 {got}, expected {sha})")
+try:
+    dfd = open_folder(folder, create=True)
+except Unsafe as exc:
+    sys.exit(f"refusing to copy the worker: {exc}")
+tmp = f".{name}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
+fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
+with os.fdopen(fd, "wb") as fh:
+    os.fchmod(fh.fileno(), 0o644)
     fh.write(data)
-os.replace(tmp, os.path.join(folder, name))
+os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
 print("installed")
 """
+
+#: How the worker starts there: ``python -c`` with this program, then the cache folder,
+#: the bundle's file name and sha256, then the worker's arguments. The bundle is read
+#: once from the checked folder and checked by its sha256; those very bytes are written
+#: to a private copy (``$TMPDIR/compile-studio-worker-<uid>/``, mode 0700) and the worker and its
+#: compile hosts import from that copy and nothing else of the package.
+_BOOT = _GUARD + r"""
+import tempfile
+
+def private_copy(data, name):
+    base = tempfile.gettempdir()
+    st = os.stat(base)
+    if st.st_uid not in (0, os.getuid()) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+        raise Unsafe(f"the temporary folder {base} can be changed by another user")
+    mine = os.path.join(base, f"compile-studio-worker-{os.getuid()}")
+    try:
+        os.mkdir(mine, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(mine)
+    why = why_unsafe(st, True) or (st.st_mode & 0o077 and f"is not private (mode {stat.filemode(st.st_mode)})")
+    if why:
+        raise Unsafe(f"the folder {mine} {why}")
+    tmp = os.path.join(mine, f".{name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    path = os.path.join(mine, name)
+    os.replace(tmp, path)
+    return path
+
+folder, name, sha = sys.argv[1:4]
+try:
+    dfd = open_folder(folder)
+    data, good = read_verified(dfd, folder, name, sha)
+    if not good:
+        raise Unsafe(f"the worker bundle {os.path.join(os.path.abspath(folder), name)} does not have sha256 {sha}")
+    bundle = private_copy(data, name)
+    os.fchdir(dfd)
+    os.close(dfd)
+except (Unsafe, OSError) as exc:
+    sys.exit(f"compile-studio: the worker was not started: {exc}")
+sys.path.insert(0, bundle)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (bundle, os.environ.get("PYTHONPATH")) if p)
+from compile_studio.worker import run_as_main
+run_as_main(sys.argv[4:])
+"""
+
+
+def local_cache() -> str:
+    """The cache folder as a path on this machine (a Slurm target without ``via``)."""
+    text = os.environ.get(REMOTE_CACHE_ENV, DEFAULT_REMOTE_CACHE)
+    for home in ("$HOME/", "~/"):
+        if text.startswith(home):
+            return os.path.join(os.path.expanduser("~"), text[len(home):])
+    return text
 
 
 def remote_cache() -> str:
@@ -244,10 +361,20 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
 
     # -- command lines -----------------------------------------------------------------------
     def shell(self, script: str) -> list[str]:
-        """The command line that runs the shell ``script`` where this target's commands run."""
+        """The command line that runs the shell ``script`` on the login target, over ``ssh``.
+
+        Only for a target reached through ``ssh``: on this machine nothing of a target
+        runs through a shell (its commands are argument lists).
+        """
         if self.login is None:
-            return ["sh", "-c", script]
+            raise ValueError(f"{self.describe()} runs its commands on this machine, not through a shell")
         return [*ssh_argv(self.login), "sh -c " + shlex.quote(script)]
+
+    def side_argv(self, argv: list[str]) -> list[str]:
+        """The command line that runs ``argv`` where this target's side commands run."""
+        if self.login is None:
+            return list(argv)
+        return [*ssh_argv(self.login), shlex.join(argv)]
 
     def _python(self) -> str:
         if self.target.python:
@@ -260,39 +387,59 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
         pre = self.target.preamble.strip()
         return f"{pre}\n{script}" if pre else script
 
+    def _program(self, code: str, *args: str) -> list[str]:
+        """The command line that runs the Python program ``code`` with the cache folder and
+        ``args`` where side commands run: over ``ssh`` with the target's Python and
+        preamble; on this machine (Slurm without ``via``) with this Python and no shell,
+        so the target's ``python`` and ``preamble`` reach only its job steps."""
+        if self.login is None:
+            return [sys.executable, "-c", code, local_cache(), *args]
+        words = " ".join([self._python(), "-c", shlex.quote(code), remote_cache(),
+                          *(shlex.quote(a) for a in args)])
+        return self.shell(self._with_preamble(words))
+
+    def checks_target_python(self) -> bool:
+        """Whether :meth:`prepare` asks the Python the worker will run on (else torch is
+        asked for by the worker itself, in its job step)."""
+        if self.login is not None:
+            return True
+        return not self.target.preamble.strip() and self.target.python in (
+            "", sys.executable, shlex.quote(sys.executable))
+
     def worker_script(self, *args: str) -> str:
-        """The shell script that starts the worker where it runs (in the bundle's folder)."""
-        cache = remote_cache()
-        bundle = f"{cache}/{self.active_bundle().file_name}"
-        env = [f'PYTHONPATH={bundle}"${{PYTHONPATH:+:$PYTHONPATH}}"', "PYTHONUNBUFFERED=1"]
+        """The shell script that starts the worker where it runs (see :data:`_BOOT`)."""
+        bundle = self.active_bundle()
+        env = ["PYTHONUNBUFFERED=1"]
         gpu = self.visible_gpu()
         if gpu is not None:
             env.append(f"CUDA_VISIBLE_DEVICES={gpu}")
         command = " ".join(
-            [*env, "exec", self._python(), "-m", "compile_studio.worker",
+            [*env, "exec", self._python(), "-c", shlex.quote(_BOOT), remote_cache(),
+             shlex.quote(bundle.file_name), bundle.sha256,
              *(shlex.quote(a) for a in args), f"{RUN_TAG_FLAG}={self.run_tag}"]
         )
-        return self._with_preamble(f"cd {cache} || exit 97\n{command}")
+        return self._with_preamble(command)
 
     def argv(self, *args: str) -> list[str]:
         self.found["started"] = True
         script = self.worker_script(*args)
         if self.target.kind == "slurm":
-            step = shlex.join(srun_argv(self.target, self.job_name)) + " sh -c " + shlex.quote(script)
-            return self.shell(step)
+            # the script is the job step's: on this machine only srun sees it
+            step = [*srun_argv(self.target, self.job_name), "sh", "-c", script]
+            return step if self.login is None else self.shell(shlex.join(step))
         return self.shell(script)
 
     # -- side commands -----------------------------------------------------------------------
-    def _side(self, script: str, data: bytes | None = None,
+    def _side(self, argv: list[str], data: bytes | None = None,
               timeout: float = SIDE_COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess[bytes]:
         try:
             return subprocess.run(
-                self.shell(script), input=data if data is not None else b"",
+                argv, input=data if data is not None else b"",
                 capture_output=True, timeout=timeout, cwd=_start_folder(),
                 env=self.environment(),
             )
         except FileNotFoundError as exc:
-            raise WorkerStartFailed(f"{self.describe()}: {exc.filename or 'ssh'} is not installed") from None
+            raise WorkerStartFailed(f"{self.describe()}: {exc.filename or argv[0]} is not installed") from None
         except subprocess.TimeoutExpired:
             raise WorkerStartFailed(f"{self.describe()} did not answer within {timeout:.0f} s") from None
 
@@ -310,34 +457,39 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
     def prepare(self, on_status: Callable[[str], None] | None = None) -> None:
         """Check the remote Python and torch, and copy the worker bundle if it is not there.
 
-        Raises WorkerStartFailed naming the target and what is missing.
+        Raises WorkerStartFailed naming the target and what is missing, or the cache
+        folder and why it is not used (another user's, or writable by others).
         """
         bundle = self.active_bundle()
-        cache = remote_cache()
-        args = f"{cache} {shlex.quote(bundle.file_name)} {bundle.sha256}"
-        check = f"{self._python()} -c {shlex.quote(_CHECK)} {args}"
-        proc = self._side(self._with_preamble(check))
+        proc = self._side(self._program(_CHECK, bundle.file_name, bundle.sha256))
         found = _last_json(proc.stdout)
         if proc.returncode != 0 or found is None:
             raise self._unreachable(proc, "checking the remote Python")
+        if not self.checks_target_python():
+            found["torch"] = None  # this machine's Python is not the job's: the worker says
         self.found.update(found)
         host = found.get("host", "?")
+        if found.get("unsafe"):
+            raise WorkerStartFailed(
+                f"{self.describe()}: refusing to run the worker on host {host}: {found['unsafe']}. "
+                f"Only a folder of yours that no one else can write is used: fix its owner and "
+                f"mode, or set {REMOTE_CACHE_ENV} to another folder"
+            )
         python = f"Python {found.get('python', '?')} at {found.get('executable', '?')}"
-        if not found.get("torch"):
+        if found.get("torch") is False:
             raise WorkerStartFailed(
                 f"{self.describe()}: host {host} has no torch for {python}; install torch "
                 "there, or set the target's Python (or preamble) to one that has it"
             )
         if not found.get("bundle"):
-            self._install(bundle, args, host, on_status)
+            self._install(bundle, host, on_status)
         self._take_gpu()
 
-    def _install(self, bundle: WorkerBundle, args: str, host: str,
+    def _install(self, bundle: WorkerBundle, host: str,
                  on_status: Callable[[str], None] | None) -> None:
         if on_status is not None:
             on_status(f"copying the worker ({len(bundle.data) // 1024} KiB) to {host}")
-        install = f"{self._python()} -c {shlex.quote(_INSTALL)} {args}"
-        proc = self._side(self._with_preamble(install), data=bundle.data)
+        proc = self._side(self._program(_INSTALL, bundle.file_name, bundle.sha256), data=bundle.data)
         if proc.returncode != 0 or b"installed" not in proc.stdout:
             raise self._unreachable(proc, "copying the worker")
 
@@ -359,10 +511,7 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
             raise WorkerStartFailed(f"cannot read the factory file {path}: {exc.strerror or exc}") from None
         sha = hashlib.sha256(data).hexdigest()
         name = f"factory-{sha[:16]}-{path.name}"
-        proc = self._side(
-            self._with_preamble(f"{self._python()} -c {shlex.quote(_INSTALL)} {remote_cache()} {shlex.quote(name)} {sha}"),
-            data=data,
-        )
+        proc = self._side(self._program(_INSTALL, name, sha), data=data)
         if proc.returncode != 0 or b"installed" not in proc.stdout:
             raise self._unreachable(proc, "copying the factory file")
         cache = self.found.get("cache")
@@ -379,7 +528,7 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
             return None
         try:
             proc = subprocess.run(
-                self.shell(f"squeue -h -n {self.job_name} -o '%i|%T|%r|%P'"),
+                self.side_argv(["squeue", "-h", "-n", self.job_name, "-o", "%i|%T|%r|%P"]),
                 capture_output=True, timeout=15, cwd=_start_folder(), env=self.environment(),
             )
         except (OSError, subprocess.TimeoutExpired):
@@ -393,13 +542,17 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
     def end_remote(self, hello: protocol.HelloEvent | None) -> None:
         """End the run's remote processes: scancel its step, or kill its process group."""
         if self.target.kind == "slurm":
-            script = f"scancel --name={self.job_name} 2>/dev/null; "
+            cancels = [["scancel", f"--name={self.job_name}"]]
             if hello is not None and hello.slurm_job_id:
                 job = _slurm_id(hello.slurm_job_id)
                 step = _slurm_id(hello.slurm_step_id) if hello.slurm_step_id else ""
                 if job:
-                    script += f"scancel {job}{'.' + step if step else ''} 2>/dev/null; "
-            self._quiet(script + "true")
+                    cancels.append(["scancel", f"{job}{'.' + step if step else ''}"])
+            if self.login is None:
+                for argv in cancels:
+                    self._quiet(argv)
+            else:
+                self._quiet(self.shell("".join(f"{shlex.join(a)} 2>/dev/null; " for a in cancels) + "true"))
             return
         groups = []
         if hello is not None and hello.pgid > 1:
@@ -413,11 +566,11 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
             "kill -TERM -- -\"$g\" 2>/dev/null; sleep 0.3; kill -KILL -- -\"$g\" 2>/dev/null; fi; "
             "done; true"
         )
-        self._quiet(script)
+        self._quiet(self.shell(script))
 
-    def _quiet(self, script: str) -> None:
+    def _quiet(self, argv: list[str]) -> None:
         try:
-            subprocess.run(self.shell(script), stdin=subprocess.DEVNULL, capture_output=True,
+            subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
                            timeout=15, cwd=_start_folder(), env=self.environment())
         except (OSError, subprocess.TimeoutExpired):
             pass

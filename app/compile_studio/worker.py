@@ -20,7 +20,7 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable
-from typing import IO
+from typing import IO, NoReturn
 
 from . import affinity, protocol
 from .config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
@@ -189,8 +189,8 @@ class IsolatedCompile:
         if getattr(sys, "frozen", False):
             cmd = [sys.executable, "--worker", HOST_FLAG]
         else:
-            cmd = [sys.executable, "-m", "compile_studio.worker", HOST_FLAG]
-        # like this worker: never in the user's folder, whose files `-m` would import
+            cmd = host_command()
+        # like this worker: never in the user's folder
         return CompileHost(cmd, dict(os.environ) if env is None else env, _START_FOLDER, stop,
                            timeout_s, on_close)
 
@@ -234,6 +234,28 @@ def _isolated_compile_main(variant: str, out: IO[str]) -> int:
 #: the safe folder this worker was started in; its own child processes start there too
 _START_FOLDER: str | None = None
 
+#: How a compile host starts: ``python -c`` with this program, the folder this worker's
+#: ``compile_studio`` was imported from, then the host's flags. It puts that folder first on
+#: ``sys.path`` and drops the current folder before it imports anything, so the host runs
+#: the same code as its worker, whatever lies in the folder it starts in (``python -m``
+#: would put that folder first).
+HOST_BOOT = (
+    "import sys\n"
+    "sys.path[:] = [sys.argv[1]] + [p for p in sys.path if p not in ('', '.')]\n"
+    "from compile_studio.worker import run_as_main\n"
+    "run_as_main(sys.argv[2:])\n"
+)
+
+
+def package_root() -> str:
+    """The folder (or worker bundle) this worker's ``compile_studio`` package was imported from."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def host_command(python: str | None = None) -> list[str]:
+    """The command line of a compile host of this worker (see :data:`HOST_BOOT`)."""
+    return [python or sys.executable, "-c", HOST_BOOT, package_root(), HOST_FLAG]
+
 
 def _return_to_user_folder() -> None:
     """Back to the folder the user started in, without putting it on the import path.
@@ -242,14 +264,23 @@ def _return_to_user_folder() -> None:
     ``supervisor.safe_start_folder``): relative paths in the config (backend
     module files) mean the user's folder again, while a ``torch.py`` lying
     there is never imported. Empty ``sys.path`` entries (the current folder)
-    are dropped.
+    are dropped, and so is the start folder itself (``python -m`` puts it
+    first) unless this package was imported from it.
     """
     global _START_FOLDER
-    sys.path[:] = [p for p in sys.path if p not in ("", ".")]
     try:
         _START_FOLDER = os.getcwd()
     except OSError:
         _START_FOLDER = None
+    start = os.path.realpath(_START_FOLDER) if _START_FOLDER else None
+    own = os.path.realpath(package_root())
+
+    def keep(entry: str) -> bool:
+        if entry in ("", "."):
+            return False
+        return start is None or start == own or os.path.realpath(entry) != start
+
+    sys.path[:] = [p for p in sys.path if keep(p)]
     folder = os.environ.get(protocol.WORKER_CWD_ENV)
     if folder:
         try:
@@ -410,11 +441,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if status != protocol.RunStatus.FAILED else 3
 
 
-if __name__ == "__main__":
+def run_as_main(argv: list[str] | None = None) -> NoReturn:
+    """Run :func:`main` as the process's program and leave with its exit code."""
     try:
-        code = main()
+        code = main(argv)
     except KeyboardInterrupt:
         code = 130
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
     # torch's atexit hooks can take seconds (compile workers): leave promptly
     os._exit(code)
+
+
+if __name__ == "__main__":
+    run_as_main()

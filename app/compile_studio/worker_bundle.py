@@ -4,9 +4,11 @@ The bundle holds the pure-Python modules the worker imports — the protocol,
 the config, the model specs, the worker and the engine — and nothing of the
 window, the CLI or the results. It is built in memory, byte for byte the same
 for the same sources (fixed timestamps, sorted entries), so its sha256 names
-it: ``worker-<version>-<sha16>.pyz``. A remote runs it as
-``PYTHONPATH=<bundle> python -m compile_studio.worker`` (so the worker's own
-child processes, started with ``-m``, find it too).
+it: ``worker-<version>-<sha16>.pyz``. A remote starts it with ``python -c`` and a
+small program (``remote._BOOT``) that checks the file's owner, mode and sha256,
+copies those very bytes to a private file, and puts that copy alone on
+``sys.path`` (and ``PYTHONPATH``, for the worker's compile hosts), ahead of
+anything in the folder it starts in.
 """
 
 from __future__ import annotations
