@@ -119,7 +119,8 @@ def test_slurm_through_a_login_node_runs_srun_over_ssh():
     step = shlex.split(remote[2])
     assert step[0] == "srun" and "--gres=gpu:1" in step and f"--job-name={launcher.job_name}" in step
     inner = step[-1]
-    assert inner.startswith("module load cuda\n") and "~/env/bin/python -m compile_studio.worker" in inner
+    assert inner.startswith("module load cuda\n") and "~/env/bin/python -c " in inner
+    assert "from compile_studio.worker import run_as_main" in inner
     assert f"--run-tag={launcher.run_tag}" in inner and launcher.active_bundle().file_name in inner
     with pytest.raises(ValueError, match="not an SSH target"):
         launcher_for(Target(name="d", kind="slurm", via="c"), targets)
