@@ -13,6 +13,7 @@ anything in the folder it starts in.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import zipfile
@@ -23,8 +24,9 @@ from pathlib import Path
 from . import __version__
 
 PACKAGE = Path(__file__).resolve().parent
-#: The modules the worker imports (``engine/`` is taken whole).
-WORKER_MODULES = ("__init__.py", "protocol.py", "config.py", "model_specs.py", "worker.py")
+#: Where the worker's imports start (``engine/`` is taken whole); every module of the
+#: package these import, directly or not, goes in too (:func:`worker_files`).
+WORKER_ROOTS = ("__init__.py", "worker.py")
 MAIN = (
     "import sys\n"
     "from compile_studio.worker import main\n"
@@ -45,10 +47,49 @@ class WorkerBundle:
         return f"worker-{self.version}-{self.sha256[:16]}.pyz"
 
 
+def _imported_files(path: Path, package: Path) -> set[Path]:
+    """The package's files that ``path`` imports by a relative import (anywhere in it)."""
+    here = path.parent
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+        if not isinstance(node, ast.ImportFrom) or node.level == 0:
+            continue
+        base = here
+        for _ in range(node.level - 1):
+            base = base.parent
+        if package not in (base, *base.parents):
+            continue
+        target = base.joinpath(*node.module.split(".")) if node.module else base
+        candidates = [target.with_suffix(".py"), target / "__init__.py"]
+        candidates += [target / f"{a.name}.py" for a in node.names]
+        candidates += [target / a.name / "__init__.py" for a in node.names]
+        found.update(c for c in candidates if c.is_file())
+        # a module inside a package imports that package's __init__ too
+        for parent in (target, *target.parents):
+            if parent == package:
+                break
+            if (parent / "__init__.py").is_file():
+                found.add(parent / "__init__.py")
+    return found
+
+
+def worker_files(package: Path = PACKAGE) -> list[Path]:
+    """Every file of the package the worker can import: its roots, ``engine/``, and all they import."""
+    todo = [package / name for name in WORKER_ROOTS]
+    todo += sorted((package / "engine").glob("*.py"))
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        todo.extend(_imported_files(path, package) - seen)
+    return sorted(seen)
+
+
 def bundle_sources(package: Path = PACKAGE) -> list[tuple[str, bytes]]:
     """(name in the zip, bytes) of every file the bundle holds, sorted."""
-    files = [package / name for name in WORKER_MODULES]
-    files += sorted((package / "engine").glob("*.py"))
+    files = worker_files(package)
     out = [(f"compile_studio/{f.relative_to(package).as_posix()}", f.read_bytes()) for f in files]
     out.append(("__main__.py", MAIN.encode()))
     return sorted(out)
