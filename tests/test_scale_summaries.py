@@ -10,10 +10,10 @@ import pytest
 
 from compile_studio import protocol
 from compile_studio.results import RunStore, load_run, summarize
-from compile_studio.results import run_result as run_result_module
 from compile_studio.results import store as store_module
+from compile_studio.results import summary as summary_module
 from compile_studio.results.recorder import RunRecorder
-from compile_studio.results.run_result import _compute_summary
+from compile_studio.results.summary import _compute_summary
 
 VARIANTS = ("eager", "aot_eager", "default")
 
@@ -50,13 +50,13 @@ def finish(rec: RunRecorder) -> None:
 
 def test_summary_is_computed_once_per_variant_and_read_back_equal(tmp_path, monkeypatch):
     computed: list[str] = []
-    real = run_result_module._speedup_interval
+    real = summary_module._speedup_interval
 
     def counting(base, other):
         computed.append("interval")
         return real(base, other)
 
-    monkeypatch.setattr(run_result_module, "_speedup_interval", counting)
+    monkeypatch.setattr(summary_module, "_speedup_interval", counting)
     rec = record(RunStore(tmp_path))
     assert computed == []  # samples arriving compute nothing
     rec.handle(protocol.VariantDoneEvent(variant="eager", allclose=True))
@@ -100,7 +100,7 @@ def test_a_run_without_stored_summary_opens_and_is_summarised_once(tmp_path, mon
     cached = list(store_module.summary_cache_dir().glob("*.json"))
     assert len(cached) == 1
     assert (rec.folder / "run.json").read_bytes() == before  # the user's file is left alone
-    monkeypatch.setattr(run_result_module, "_compute_summary", pytest.fail)
+    monkeypatch.setattr(summary_module, "_compute_summary", pytest.fail)
     again = load_run(rec.folder, samples=False)
     assert [r.to_dict() for r in summarize(again)] == expected
     full = load_run(rec.folder)

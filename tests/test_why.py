@@ -22,22 +22,17 @@ from compile_studio.results import RunStore, load_run
 from compile_studio.results.export import markdown_report
 from compile_studio.results.formatting import verdict_lines
 from compile_studio.results.schema import RunDamaged
-from compile_studio.results.why import (
+from compile_studio.results.why import classify, sentence, user_names, variant_lines
+from compile_studio.results.why_files import (
     MAX_BREAK_AT,
-    Evidence,
     Recompile,
     VariantWhy,
-    classify,
     compact,
-    evidence_of,
     load_why,
-    peak_tflops,
     read_text_file,
-    sentence,
     trace_file,
-    user_names,
-    variant_lines,
 )
+from compile_studio.results.why_rules import Evidence, evidence_of, peak_tflops
 from compile_studio.session import RunSession
 
 BASE = {

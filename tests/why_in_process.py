@@ -23,7 +23,9 @@ from compile_studio.engine.models import Workload, count_flops, own_forward
 from compile_studio.engine.runner import BenchmarkRunner
 from compile_studio.engine.sink import ListSink
 from compile_studio.results.recorder import RunRecorder
-from compile_studio.results.why import Evidence, classify, compact, evidence_of, sentence
+from compile_studio.results.why import classify, sentence
+from compile_studio.results.why_files import compact
+from compile_studio.results.why_rules import Evidence, evidence_of
 
 BASE = {
     "layers": "32,32,8", "batch_size": 4, "device": "cpu", "iterations": 12, "warmup": 2,

@@ -29,8 +29,8 @@ from typing import Protocol
 from . import protocol
 from .config import BenchmarkConfig, ConfigProblem
 from .protocol import RunStatus, VariantStatus
-from .results.run_result import summarize
 from .results.store import RunStore
+from .results.summary import summarize
 from .results.sweep_store import (
     COMPLETE,
     FAILED,

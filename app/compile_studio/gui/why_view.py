@@ -7,7 +7,7 @@ changes), the top operators or kernels of the profiled calls, graph
 breaks and recompiles with their reasons and source lines, Inductor's output
 code in a read-only viewer, and the Chrome trace's file (it opens in
 ui.perfetto.dev). Compile time by phase is a stacked bar per compiled
-variant. Everything is read from the run folder by ``results.why``; text from
+variant. Everything is read from the run folder by ``results.why_files``; text from
 the files is shown as plain text, never as markup. No torch.
 """
 
@@ -33,14 +33,13 @@ from PySide6.QtWidgets import (
 )
 
 from ..results import RunDamaged, RunResult
-from ..results.why import (
+from ..results.why import sentence, variant_lines
+from ..results.why_files import (
     CodeFile,
     VariantWhy,
     WhyReport,
     load_why,
     read_text_file,
-    sentence,
-    variant_lines,
 )
 from .colors import SERIES_COLORS
 from .run_identity import run_folder

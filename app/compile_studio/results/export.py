@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..config import format_bytes
 from .formatting import SUMMARY_HEADERS, markdown_table, run_context, summary_cells, verdict_lines
-from .run_result import RunResult, summarize
+from .run_result import RunResult
 from .store import (
     GPU_STATE_CSV,
     RUN_JSON,
@@ -22,6 +22,7 @@ from .store import (
     samples_to_csv,
     summary_to_csv,
 )
+from .summary import summarize
 from .why import markdown_lines as why_markdown_lines
 
 

@@ -11,10 +11,11 @@ from typing import Any
 from .. import __version__, protocol
 from ..config import BenchmarkConfig
 from ..protocol import ErrorKind, RunStatus, VariantStatus
-from .run_result import RunResult, gpu_state_rows, summarize
+from .run_result import RunResult, gpu_state_rows
 from .store import RunStore, RunWriter
-from .why import compact as why_compact
-from .why import record_diagnostics
+from .summary import summarize
+from .why_files import compact as why_compact
+from .why_files import record_diagnostics
 
 #: Run-level errors after which the run as a whole has failed.
 _RUN_FAILING_KINDS = (

@@ -16,7 +16,8 @@ from PySide6.QtWidgets import QTabWidget, QWidget
 from ...config import AS_GIVEN, BenchmarkConfig
 from ...protocol import VariantStatus
 from ...results import RunResult, summarize
-from ...results.run_result import PHASE_NAMES, batch_text
+from ...results.run_result import batch_text
+from ...results.samples import PHASE_NAMES
 from .buffers import PHASES, Series
 from .distribution import DistributionTab
 from .gpu_state import GpuStateTab
