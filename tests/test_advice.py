@@ -23,16 +23,11 @@ from compile_studio.results.advice import (
     RunEvidence,
     Suggestion,
     advice_text,
-    advise,
     gather,
     load_why,
 )
-from compile_studio.results.advice_rules import CACHE_BREAK_EVEN_CALLS, RULES
-
-try:
-    from compile_studio.results.why_files import compact
-except ImportError:  # one module held the diagnostics before
-    from compile_studio.results.why import compact  # type: ignore[attr-defined, no-redef]
+from compile_studio.results.advice_rules import CACHE_BREAK_EVEN_CALLS, RULES, advise
+from compile_studio.results.why_files import compact
 
 MODES = ["default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune"]
 #: The environment blocks of the worker's hello: this CPU machine (as recorded), an H100, a T4 (no

@@ -13,10 +13,10 @@ from compile_studio.remote import (
     LocalGpuLauncher,
     RemoteLauncher,
     launcher_for,
-    session_factory,
     srun_argv,
 )
 from compile_studio.supervisor import WorkerLauncher
+from compile_studio.target_sessions import session_factory
 from compile_studio.targets import (
     Target,
     Targets,

@@ -187,7 +187,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     factory: Any = None
     target_workers = 1
     if args.target:
-        from .remote import session_factory
+        from .target_sessions import session_factory
         from .targets import TargetsFileError, load_targets
 
         try:

@@ -33,22 +33,16 @@ import shlex
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import protocol
 from .model_specs import factory_file
 from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
 from .targets import LOCAL_TARGET, Target, Targets, load_targets
 from .worker_bundle import WorkerBundle, worker_bundle
-
-if TYPE_CHECKING:
-    from .config import BenchmarkConfig
-    from .results.store import RunStore
-    from .session import RunSession
 
 #: The remote folder the bundle is kept in and the worker starts in (shell text;
 #: ``$HOME/...`` or ``~/...`` is expanded there, anything else is taken literally).
@@ -58,8 +52,6 @@ DEFAULT_REMOTE_CACHE = "$HOME/.cache/compile-studio"
 MAX_FACTORY_BYTES = 16 * 2**20
 #: How long a side command (check, copy, kill, squeue) may take.
 SIDE_COMMAND_TIMEOUT_S = 60.0
-#: Seconds between two looks at the Slurm queue while a job waits.
-QUEUE_POLL_S = 1.0
 RUN_TAG_FLAG = "--run-tag"
 
 #: The start of every Python program run there: nothing from the current folder is
@@ -639,44 +631,6 @@ def _start_folder() -> str:
     return safe_start_folder()
 
 
-class QueueClock:
-    """The hello timeout of a worker that may wait in a queue first.
-
-    Looks at the queue every second until ``cancel``: while the job waits,
-    ``on_queued`` gets its state in words (once per change) and the clock
-    does not run; ``timeout_s`` without ``hello`` after that calls ``expire``.
-    """
-
-    def __init__(self, launcher: WorkerLauncher, timeout_s: float,
-                 expire: Callable[[], None], on_queued: Callable[[str], None]):
-        self._launcher = launcher
-        self._timeout_s = timeout_s
-        self._expire = expire
-        self._on_queued = on_queued
-        self._cancelled = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="compile-studio-queue", daemon=True)
-        self._thread.start()
-
-    def cancel(self) -> None:
-        self._cancelled.set()
-
-    def _watch(self) -> None:
-        deadline = time.monotonic() + self._timeout_s
-        shown: str | None = None
-        while not self._cancelled.wait(QUEUE_POLL_S):
-            state = self._launcher.queue_state()
-            if self._cancelled.is_set():
-                return
-            if state:
-                deadline = time.monotonic() + self._timeout_s
-                if state != shown:
-                    self._on_queued(state)
-            shown = state
-            if time.monotonic() > deadline:
-                self._expire()
-                return
-
-
 # -- targets to launchers and sessions -------------------------------------------------------
 
 def launcher_for(
@@ -723,44 +677,3 @@ def launcher_for(
     return RemoteLauncher(target=target, login=login, bundle=bundle)
 
 
-def session_for(
-    target: Target | str,
-    config: BenchmarkConfig,
-    store: RunStore | None,
-    index: int | None = None,
-    targets: Targets | None = None,
-    **kwargs: Any,
-) -> RunSession:
-    """A :class:`~compile_studio.session.RunSession` whose worker runs on ``target``.
-
-    Sweep point ``index`` gets its own worker (its own GPU, or its own job step).
-    """
-    from .session import RunSession
-
-    return RunSession(config, store, launcher=launcher_for(target, targets, index), **kwargs)
-
-
-def session_factory(
-    target: Target | str, targets: Targets | None = None
-) -> Callable[..., RunSession]:
-    """A sweep's ``session_factory`` for ``target``: ``factory(config, store, on_event, on_log)``.
-
-    Concurrent points on a target with ``gpu_ids`` get one GPU each from a
-    shared :class:`GpuPool` (a point waits for a free one); on Slurm each
-    point is its own job step. Run ``target.concurrency()`` points at once.
-    """
-    if isinstance(target, str):
-        targets = targets if targets is not None else load_targets()
-        target = targets.get(target)
-    resolved = target
-    pool = GpuPool(resolved.gpu_ids) if resolved.gpu_ids and resolved.kind != "slurm" else None
-
-    def factory(config: BenchmarkConfig, store: RunStore | None,
-                on_event: Callable[[protocol.Event], None] | None = None,
-                on_log: Callable[[str], None] | None = None) -> RunSession:
-        from .session import RunSession
-
-        launcher = launcher_for(resolved, targets, pool=pool)
-        return RunSession(config, store, launcher=launcher, on_event=on_event, on_log=on_log)
-
-    return factory

@@ -368,7 +368,7 @@ class RunSession:
             worker.kill()
 
         if self.launcher.waits_in_queue():
-            from .remote import QueueClock
+            from .queue_clock import QueueClock
 
             return QueueClock(self.launcher, self.hello_timeout, expire, self._on_queued)
 

@@ -58,25 +58,12 @@ from typing import Any
 
 from .terminal import escape_controls
 from .why import user_names
-
-try:  # the diagnostics' files (why_files) and the rule of their sentence (why_rules)
-    from .why_files import GraphBreak, VariantWhy, WhyReport, load_why
-    from .why_rules import TINY_ELEMENTS, Evidence, evidence, peak_tflops
-except ImportError:  # pragma: no cover - one module held them all before
-    from .why import (  # type: ignore[attr-defined, no-redef]
-        TINY_ELEMENTS,
-        Evidence,
-        GraphBreak,
-        VariantWhy,
-        WhyReport,
-        evidence,
-        load_why,
-        peak_tflops,
-    )
+from .why_files import GraphBreak, VariantWhy, WhyReport, load_why
+from .why_rules import TINY_ELEMENTS, Evidence, evidence, peak_tflops
 
 __all__ = [
     "TIERS", "CodeChange", "Suggestion", "VariantFacts", "RunEvidence", "gather", "feasible", "rank",
-    "advise", "advice_text", "suggestion_lines", "load_why", "GraphBreak", "TINY_ELEMENTS",
+    "advice_text", "suggestion_lines", "load_why", "GraphBreak", "TINY_ELEMENTS",
     "peak_tflops", "user_names",
 ]
 
@@ -291,30 +278,6 @@ def rank(suggestions: Iterable[Suggestion]) -> list[Suggestion]:
         suggestions,
         key=lambda s: (s.tier, s.effect is None, -(s.effect or 0.0), s.order),
     )
-
-
-def advise(facts: RunEvidence, rules: Sequence[Rule] | None = None) -> list[Suggestion]:
-    """Every feasible suggestion the rules make for the run, ranked (:func:`rank`)."""
-    if rules is None:
-        from .advice_rules import RULES
-
-        rules = RULES
-    out: list[Suggestion] = []
-    seen: set[tuple[str, str, str]] = set()
-    for order, rule in enumerate(rules):
-        for s in rule(facts):
-            key = (s.rule, s.delta_text(), s.code.place if s.code else "")
-            if key in seen or not feasible(s, facts):
-                continue
-            seen.add(key)
-            out.append(_ordered(s, order))
-    return rank(out)
-
-
-def _ordered(s: Suggestion, order: int) -> Suggestion:
-    from dataclasses import replace
-
-    return replace(s, order=order)
 
 
 # -- text --------------------------------------------------------------------------------------

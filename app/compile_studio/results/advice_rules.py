@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ..config import CUDAGRAPH_MIN_WARMUP, CUDAGRAPH_VARIANTS, MAX_BATCH
 from .advice import (
@@ -20,10 +20,13 @@ from .advice import (
     TINY_ELEMENTS,
     CodeChange,
     GraphBreak,
+    Rule,
     RunEvidence,
     Suggestion,
     VariantFacts,
+    feasible,
     peak_tflops,
+    rank,
     user_names,
 )
 
@@ -395,3 +398,27 @@ RULES = (
     rule_no_cudagraphs,
     rule_cache,
 )
+
+
+# -- the rules over a run -----------------------------------------------------------------------
+
+def advise(facts: RunEvidence, rules: Sequence[Rule] | None = None) -> list[Suggestion]:
+    """Every feasible suggestion the rules make for the run, ranked (:func:`rank`)."""
+    if rules is None:
+        rules = RULES
+    out: list[Suggestion] = []
+    seen: set[tuple[str, str, str]] = set()
+    for order, rule in enumerate(rules):
+        for s in rule(facts):
+            key = (s.rule, s.delta_text(), s.code.place if s.code else "")
+            if key in seen or not feasible(s, facts):
+                continue
+            seen.add(key)
+            out.append(_ordered(s, order))
+    return rank(out)
+
+
+def _ordered(s: Suggestion, order: int) -> Suggestion:
+    from dataclasses import replace
+
+    return replace(s, order=order)
