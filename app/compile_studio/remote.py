@@ -10,7 +10,7 @@ when it is missing, verified by its sha256. The cache folder and the bundle are
 used only when they belong to the user and no one else can write them. The
 worker starts with ``python -c`` (never ``-m``, which imports from the current
 folder): the bytes it runs are the ones whose sha256 it checked, from a private
-copy, and nothing else of the package is importable (see :data:`_BOOT`).
+copy, and nothing else of the package is importable (see :data:`BOOT`).
 
 Nothing of a target reaches a shell on this machine: commands are argument
 lists; a Slurm target without ``via`` hands its ``python`` and ``preamble`` to
@@ -32,174 +32,25 @@ import os
 import shlex
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import protocol
+from .gpu_pool import GpuPool, PooledGpu
+from .gpu_pool import LocalGpuLauncher as LocalGpuLauncher
 from .model_specs import factory_file
+from .remote_programs import BOOT, CHECK, INSTALL, REMOTE_CACHE_ENV, local_cache, remote_cache
 from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
 from .targets import LOCAL_TARGET, Target, Targets, load_targets
 from .worker_bundle import WorkerBundle, worker_bundle
 
-#: The remote folder the bundle is kept in and the worker starts in (shell text;
-#: ``$HOME/...`` or ``~/...`` is expanded there, anything else is taken literally).
-REMOTE_CACHE_ENV = "COMPILE_STUDIO_REMOTE_CACHE"
-DEFAULT_REMOTE_CACHE = "$HOME/.cache/compile-studio"
 #: The largest factory file shipped to a remote with a run.
 MAX_FACTORY_BYTES = 16 * 2**20
 #: How long a side command (check, copy, kill, squeue) may take.
 SIDE_COMMAND_TIMEOUT_S = 60.0
 RUN_TAG_FLAG = "--run-tag"
-
-#: The start of every Python program run there: nothing from the current folder is
-#: importable, and the cache folder and the files in it are trusted only when they are
-#: yours and no one else can write them (their owner and mode read from an open file).
-_GUARD = r"""
-import sys
-sys.path[:] = [p for p in sys.path if p not in ("", ".")]
-import hashlib, os, stat
-
-class Unsafe(Exception):
-    pass
-
-def why_unsafe(st, folder):
-    if not (stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)):
-        return "is not a folder" if folder else "is not a regular file"
-    if st.st_uid != os.getuid():
-        return f"belongs to uid {st.st_uid}, not to you (uid {os.getuid()})"
-    who = [w for w, bit in (("its group", 0o020), ("others", 0o002)) if st.st_mode & bit]
-    if who:
-        return f"can be written by {' and '.join(who)} (mode {stat.filemode(st.st_mode)})"
-    return None
-
-def open_folder(path, create=False):
-    if create:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    why = why_unsafe(os.fstat(fd), True)
-    if why:
-        os.close(fd)
-        raise Unsafe(f"the cache folder {os.path.abspath(path)} {why}")
-    return fd
-
-def read_verified(dfd, folder, name, sha):
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
-    with os.fdopen(fd, "rb") as fh:
-        why = why_unsafe(os.fstat(fh.fileno()), False)
-        if why:
-            raise Unsafe(f"the worker bundle {os.path.join(os.path.abspath(folder), name)} {why}")
-        data = fh.read()
-    return data, hashlib.sha256(data).hexdigest() == sha
-"""
-
-_CHECK = _GUARD + r"""
-import importlib.util, json, socket
-folder, name, sha = sys.argv[1:4]
-found = {"host": socket.gethostname(), "python": sys.version.split()[0],
-         "executable": sys.executable, "bundle": False, "unsafe": None,
-         "cache": os.path.abspath(folder),
-         "torch": importlib.util.find_spec("torch") is not None}
-try:
-    dfd = open_folder(folder)
-    try:
-        found["bundle"] = read_verified(dfd, folder, name, sha)[1]
-    finally:
-        os.close(dfd)
-except FileNotFoundError:
-    pass
-except Unsafe as exc:
-    found["unsafe"] = str(exc)
-except OSError as exc:
-    found["unsafe"] = f"{exc.filename or folder} cannot be read: {exc.strerror or exc}"
-print(json.dumps(found))
-"""
-
-_INSTALL = _GUARD + r"""
-folder, name, sha = sys.argv[1:4]
-data = sys.stdin.buffer.read()
-got = hashlib.sha256(data).hexdigest()
-if got != sha:
-    sys.exit(f"the file arrived damaged (sha256 {got}, expected {sha})")
-try:
-    dfd = open_folder(folder, create=True)
-except Unsafe as exc:
-    sys.exit(f"refusing to copy the worker: {exc}")
-tmp = f".{name}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
-fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
-with os.fdopen(fd, "wb") as fh:
-    os.fchmod(fh.fileno(), 0o644)
-    fh.write(data)
-os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-print("installed")
-"""
-
-#: How the worker starts there: ``python -c`` with this program, then the cache folder,
-#: the bundle's file name and sha256, then the worker's arguments. The bundle is read
-#: once from the checked folder and checked by its sha256; those very bytes are written
-#: to a private copy (``$TMPDIR/compile-studio-worker-<uid>/``, mode 0700) and the worker and its
-#: compile hosts import from that copy and nothing else of the package.
-_BOOT = _GUARD + r"""
-import tempfile
-
-def private_copy(data, name):
-    base = tempfile.gettempdir()
-    st = os.stat(base)
-    if st.st_uid not in (0, os.getuid()) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
-        raise Unsafe(f"the temporary folder {base} can be changed by another user")
-    mine = os.path.join(base, f"compile-studio-worker-{os.getuid()}")
-    try:
-        os.mkdir(mine, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(mine)
-    why = why_unsafe(st, True) or (st.st_mode & 0o077 and f"is not private (mode {stat.filemode(st.st_mode)})")
-    if why:
-        raise Unsafe(f"the folder {mine} {why}")
-    tmp = os.path.join(mine, f".{name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    path = os.path.join(mine, name)
-    os.replace(tmp, path)
-    return path
-
-folder, name, sha = sys.argv[1:4]
-try:
-    dfd = open_folder(folder)
-    data, good = read_verified(dfd, folder, name, sha)
-    if not good:
-        raise Unsafe(f"the worker bundle {os.path.join(os.path.abspath(folder), name)} does not have sha256 {sha}")
-    bundle = private_copy(data, name)
-    os.fchdir(dfd)
-    os.close(dfd)
-except (Unsafe, OSError) as exc:
-    sys.exit(f"compile-studio: the worker was not started: {exc}")
-sys.path.insert(0, bundle)
-os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (bundle, os.environ.get("PYTHONPATH")) if p)
-from compile_studio.worker import run_as_main
-run_as_main(sys.argv[4:])
-"""
-
-
-def local_cache() -> str:
-    """The cache folder as a path on this machine (a Slurm target without ``via``)."""
-    text = os.environ.get(REMOTE_CACHE_ENV, DEFAULT_REMOTE_CACHE)
-    for home in ("$HOME/", "~/"):
-        if text.startswith(home):
-            return os.path.join(os.path.expanduser("~"), text[len(home):])
-    return text
-
-
-def remote_cache() -> str:
-    """The remote cache folder as shell text (quoted, with ``$HOME`` left to expand there)."""
-    text = os.environ.get(REMOTE_CACHE_ENV, DEFAULT_REMOTE_CACHE)
-    for home in ("$HOME/", "~/"):
-        if text.startswith(home):
-            return '"$HOME"/' + shlex.quote(text[len(home):])
-    return shlex.quote(text)
 
 
 def ssh_argv(target: Target) -> list[str]:
@@ -243,81 +94,8 @@ def srun_argv(target: Target, job_name: str) -> list[str]:
     return argv + list(target.srun_flags)
 
 
-class GpuPool:
-    """The GPUs of one machine, handed to concurrent workers one each (``CUDA_VISIBLE_DEVICES``).
-
-    :meth:`acquire` waits for a free GPU (lowest number first); :meth:`release` frees it.
-    """
-
-    def __init__(self, gpu_ids: tuple[int, ...]):
-        self.gpu_ids = tuple(gpu_ids)
-        self._free = list(self.gpu_ids)
-        self._cond = threading.Condition()
-
-    def acquire(self) -> int:
-        with self._cond:
-            while not self._free:
-                self._cond.wait()
-            return self._free.pop(0)
-
-    def release(self, gpu: int) -> None:
-        with self._cond:
-            if gpu in self.gpu_ids and gpu not in self._free:
-                self._free.append(gpu)
-                self._free.sort(key=self.gpu_ids.index)
-                self._cond.notify()
-
-
-class _PooledGpu:
-    """A launcher's GPU: fixed (``gpu``), or taken from a pool in ``prepare`` until ``cleanup``."""
-
-    gpu: int | None
-    pool: GpuPool | None
-    found: dict[str, Any]
-
-    def _take_gpu(self) -> None:
-        if self.pool is not None and "gpu" not in self.found:
-            self.found["gpu"] = self.pool.acquire()
-
-    def _give_gpu_back(self) -> None:
-        gpu = self.found.pop("gpu", None)
-        if self.pool is not None and gpu is not None:
-            self.pool.release(gpu)
-
-    def visible_gpu(self) -> int | None:
-        """The GPU this worker is given (``CUDA_VISIBLE_DEVICES``), None for all."""
-        gpu = self.found.get("gpu", self.gpu)
-        return None if gpu is None else int(gpu)
-
-
 @dataclass(frozen=True)
-class LocalGpuLauncher(_PooledGpu, WorkerLauncher):
-    """A worker on this machine that sees one GPU of several (one worker per GPU)."""
-
-    gpu: int | None = None
-    pool: GpuPool | None = None
-    found: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def describe(self) -> str:
-        gpu = self.visible_gpu()
-        return "this machine" if gpu is None else f"this machine, GPU {gpu}"
-
-    def prepare(self, on_status: Callable[[str], None] | None = None) -> None:
-        self._take_gpu()
-
-    def environment(self) -> dict[str, str]:
-        env = super().environment()
-        gpu = self.visible_gpu()
-        if gpu is not None:
-            env["CUDA_VISIBLE_DEVICES"] = str(gpu)
-        return env
-
-    def cleanup(self, hello: protocol.HelloEvent | None) -> None:
-        self._give_gpu_back()
-
-
-@dataclass(frozen=True)
-class RemoteLauncher(_PooledGpu, WorkerLauncher):
+class RemoteLauncher(PooledGpu, WorkerLauncher):
     """A worker on an SSH host or in a Slurm job step (see the module's notes).
 
     ``login`` is the SSH target commands go through (an SSH target itself, or
@@ -399,14 +177,14 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
             "", sys.executable, shlex.quote(sys.executable))
 
     def worker_script(self, *args: str) -> str:
-        """The shell script that starts the worker where it runs (see :data:`_BOOT`)."""
+        """The shell script that starts the worker where it runs (see :data:`BOOT`)."""
         bundle = self.active_bundle()
         env = ["PYTHONUNBUFFERED=1"]
         gpu = self.visible_gpu()
         if gpu is not None:
             env.append(f"CUDA_VISIBLE_DEVICES={gpu}")
         command = " ".join(
-            [*env, "exec", self._python(), "-c", shlex.quote(_BOOT), remote_cache(),
+            [*env, "exec", self._python(), "-c", shlex.quote(BOOT), remote_cache(),
              shlex.quote(bundle.file_name), bundle.sha256,
              *(shlex.quote(a) for a in args), f"{RUN_TAG_FLAG}={self.run_tag}"]
         )
@@ -453,7 +231,7 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
         folder and why it is not used (another user's, or writable by others).
         """
         bundle = self.active_bundle()
-        proc = self._side(self._program(_CHECK, bundle.file_name, bundle.sha256))
+        proc = self._side(self._program(CHECK, bundle.file_name, bundle.sha256))
         found = _last_json(proc.stdout)
         if proc.returncode != 0 or found is None:
             raise self._unreachable(proc, "checking the remote Python")
@@ -481,7 +259,7 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
                  on_status: Callable[[str], None] | None) -> None:
         if on_status is not None:
             on_status(f"copying the worker ({len(bundle.data) // 1024} KiB) to {host}")
-        proc = self._side(self._program(_INSTALL, bundle.file_name, bundle.sha256), data=bundle.data)
+        proc = self._side(self._program(INSTALL, bundle.file_name, bundle.sha256), data=bundle.data)
         if proc.returncode != 0 or b"installed" not in proc.stdout:
             raise self._unreachable(proc, "copying the worker")
 
@@ -503,7 +281,7 @@ class RemoteLauncher(_PooledGpu, WorkerLauncher):
             raise WorkerStartFailed(f"cannot read the factory file {path}: {exc.strerror or exc}") from None
         sha = hashlib.sha256(data).hexdigest()
         name = f"factory-{sha[:16]}-{path.name}"
-        proc = self._side(self._program(_INSTALL, name, sha), data=data)
+        proc = self._side(self._program(INSTALL, name, sha), data=data)
         if proc.returncode != 0 or b"installed" not in proc.stdout:
             raise self._unreachable(proc, "copying the factory file")
         cache = self.found.get("cache")

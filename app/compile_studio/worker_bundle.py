@@ -5,7 +5,7 @@ the config, the model specs, the worker and the engine — and nothing of the
 window, the CLI or the results. It is built in memory, byte for byte the same
 for the same sources (fixed timestamps, sorted entries), so its sha256 names
 it: ``worker-<version>-<sha16>.pyz``. A remote starts it with ``python -c`` and a
-small program (``remote._BOOT``) that checks the file's owner, mode and sha256,
+small program (``remote_programs.BOOT``) that checks the file's owner, mode and sha256,
 copies those very bytes to a private file, and puts that copy alone on
 ``sys.path`` (and ``PYTHONPATH``, for the worker's compile hosts), ahead of
 anything in the folder it starts in.
