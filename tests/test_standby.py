@@ -16,7 +16,7 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.standby import STANDBY_ENV
 from compile_studio.results import RunStore
 from compile_studio.session import RunSession, standby_launcher
-from compile_studio.supervisor import StandbyWorker
+from compile_studio.standby_worker import StandbyWorker
 from gui_helpers import RUN_TIMEOUT_MS, open_window
 
 READY_TIMEOUT_MS = 60_000

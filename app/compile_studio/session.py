@@ -31,7 +31,8 @@ from .protocol import ErrorKind, RunStatus, VariantStatus
 from .results.recorder import RunRecorder
 from .results.run_result import RunResult
 from .results.store import RunStore
-from .supervisor import StandbyWorker, WorkerLauncher, WorkerProcess, WorkerStartFailed
+from .standby_worker import StandbyWorker
+from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
 from .worker_watch import WatchLimits, WorkerWatch
 
 STOPPED_BY_USER = "stopped by the user"

@@ -19,9 +19,9 @@ from ..config import BenchmarkConfig
 from ..results import RunResult, RunStore, summarize
 from ..results.run_result import gpu_state_rows
 from ..session import Progress, RunSession
+from ..standby_worker import StandbyWorker
 from ..supervisor import (
     ProbeFailed,
-    StandbyWorker,
     WorkerLauncher,
     WorkerProcess,
     probe_environment,
