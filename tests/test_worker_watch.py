@@ -181,3 +181,40 @@ def test_a_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_sa
     assert "sent nothing" in result.run.message
     assert len(result.run.variants["eager"].samples) > 0
     assert time.monotonic() - stopped_at < 8 + 20
+
+
+def test_a_shape_sweep_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_points(
+    tiny_config, tmp_path
+):
+    from compile_studio.shape_sweep_run import ShapeSweepRun, new_shape_sweep, shape_request
+
+    config = BenchmarkConfig.from_dict({**tiny_config, "variants": ["eager", "aot_eager"]})
+    folder = new_shape_sweep(shape_request(config, list(range(1, 65)), repeats=200), tmp_path / "sweeps")
+    first_point = threading.Event()
+    limits = WatchLimits(silence_warn_s=5, silence_stop_s=8)
+    run = ShapeSweepRun(folder, on_point=lambda record: first_point.set(), watch_limits=limits)
+    outcome: list = []
+    runner = threading.Thread(target=lambda: outcome.append(run.run()), daemon=True)
+    runner.start()
+    pid = None
+    try:
+        assert first_point.wait(120), "no shape point came"
+        pid = run._worker.pid
+        os.kill(pid, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        deadline = stopped_at + 30
+        while not run.watch_warnings and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert run.watch_warnings and "sent nothing" in run.watch_warnings[0]
+        assert time.monotonic() - stopped_at <= 10.0 + 0.5
+        runner.join(60)
+        assert not runner.is_alive(), "the shape sweep did not end at the watch's limit"
+    finally:
+        if pid:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    (result,) = outcome
+    assert result.record.status == "stopped" and "sent nothing" in result.record.message
+    assert result.record.points, "the points measured before the stop are kept"

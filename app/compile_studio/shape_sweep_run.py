@@ -36,6 +36,7 @@ from .session import (
 )
 from .supervisor import WorkerLauncher, WorkerProcess
 from .sweep_spec import SweepSpec
+from .worker_watch import WatchLimits, WorkerWatch
 
 # -- shape sweeps ------------------------------------------------------------------------------
 
@@ -139,8 +140,12 @@ class ShapeSweepRun:
         on_point: Callable[[ShapeSweepRecord], None] | None = None,
         on_log: Callable[[str], None] | None = None,
         hello_timeout: float | None = None,
+        watch_limits: WatchLimits | None = None,
     ):
         self.folder = folder
+        self.watch_limits = watch_limits
+        #: what the worker watch warned of (a frozen or silent worker), in order
+        self.watch_warnings: list[str] = []
         self.launcher = launcher or WorkerLauncher.local()
         self.on_point = on_point
         self.on_log = on_log
@@ -174,6 +179,22 @@ class ShapeSweepRun:
     def _log(self, line: str) -> None:
         if self.on_log is not None:
             self.on_log(line)
+
+    def _watch(self) -> WorkerWatch:
+        """The watch on the sweep's worker: a silent worker is warned of in the log, then stopped."""
+
+        def warn(message: str) -> None:
+            self.watch_warnings.append(message)
+            self._log(f"[compile studio] {message}")
+
+        def stop(message: str) -> None:
+            warn(message)
+            self.request_stop(message)
+
+        return WorkerWatch(
+            warn=warn, stop=stop, recovered=lambda m: self._log(f"[compile studio] {m}"),
+            limits=self.watch_limits,
+        )
 
     def fraction(self) -> float:
         record = self.folder.record
@@ -210,6 +231,7 @@ class ShapeSweepRun:
         worker: WorkerProcess | None = None
         silent = threading.Event()
         timer: threading.Timer | None = None
+        watch = self._watch()
         try:
             self.launcher.prepare(self._log)
             worker = WorkerProcess(
@@ -232,7 +254,9 @@ class ShapeSweepRun:
                 self._stopper(worker)
             done: protocol.DoneEvent | None = None
             errors: list[str] = []
+            watch.start()
             for event in worker.events():
+                watch.saw(event)
                 event = self.launcher.explain(event)
                 if isinstance(event, protocol.HelloEvent):
                     timer.cancel()
@@ -266,6 +290,7 @@ class ShapeSweepRun:
         except (OSError, protocol.ProtocolMismatch) as exc:
             status, message = FAILED, str(exc)
         finally:
+            watch.close()
             if timer is not None:
                 timer.cancel()
             if worker is not None:
