@@ -30,26 +30,6 @@ from .settings import AppSettings
 
 NOTHING_TO_EXPORT = "Nothing to export: run a benchmark or tick one run in the history."
 
-#: What each plot tab shows and what its marks mean, for the caption of an exported image.
-PLOT_CAPTIONS = {
-    "latency": (
-        "Latency per call",
-        "dashed = median of measured calls · dotted = a new round · shaded = warm-up (not in the statistics) · "
-        "one colour per variant",
-    ),
-    "distribution": (
-        "Distribution of measured calls",
-        "left: % of calls per bin, dashed = median · right: ECDF, % of calls at or below a latency",
-    ),
-    "summary": ("Median latency per variant", "bar = median · whiskers = p5–p95 · label = speedup over eager"),
-    "gpu": (
-        "GPU state during the run",
-        "dashed = where a variant starts · shaded = its span (one run shown) · "
-        "SM clock, temperature and power read through NVML",
-    ),
-}
-
-
 def _run_name(run: RunResult) -> str:
     from .history_panel import run_display_name
 
@@ -185,19 +165,9 @@ class ExportActions(QObject):
         return f"run {_run_name(run)} ({run.run_id})"
 
     # -- captions ---------------------------------------------------------------------------------
-    def _plot_kind(self) -> str:
-        plot = self._plots.current_plot()
-        if plot is self._plots.latency_plot:
-            return "latency"
-        if plot is self._plots.distribution_plot:
-            return "distribution"
-        if plot is self._plots.summary_plot:
-            return "summary"
-        return "gpu"
-
     def plot_caption_lines(self) -> list[str]:
         """The caption of an exported plot: what and which runs, the configuration, the marks."""
-        what, marks = PLOT_CAPTIONS[self._plot_kind()]
+        what, marks = self._plots.current_spec().caption  # each tab registers its caption
         run = self._run_to_export()
         runs = self._plots.runs_shown()
         if len(runs) > 1:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 
 import numpy as np
 import pyqtgraph as pg
@@ -30,6 +31,7 @@ from .style import (
     style_plot_item,
     with_alpha,
 )
+from .tab import PlotTab, TabSpec, register_tab
 
 #: Minimum seconds between two histogram recomputations during a live run.
 HISTOGRAM_MIN_INTERVAL_S = 0.2
@@ -91,7 +93,7 @@ class DistributionView(CaptionedLayoutView):
         return self.hist
 
 
-class DistributionTab(QWidget):
+class DistributionTab(PlotTab):
     """Percent of measured calls per latency bin and the ECDF, recomputed at most every 0.2 s."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -288,3 +290,18 @@ class DistributionTab(QWidget):
             plot.setTitle(text, color=MUTED, size="9pt")
         else:
             plot.setTitle(None)
+
+    def tick(self) -> None:
+        self.sync_legend()
+
+    def redraw(self, changed: Iterable[Series]) -> None:
+        self.invalidate()
+
+
+register_tab(TabSpec(
+    key="distribution", title="Distribution", make=lambda panel: DistributionTab(), order=20,
+    caption=(
+        "Distribution of measured calls",
+        "left: % of calls per bin, dashed = median · right: ECDF, % of calls at or below a latency",
+    ),
+))

@@ -22,6 +22,7 @@ from .style import (
     style_plot_item,
     with_alpha,
 )
+from .tab import PlotTab, TabSpec, register_tab
 
 #: Shown on the GPU tab while no run shown has GPU readings.
 NO_GPU_READINGS = (
@@ -69,7 +70,7 @@ class _GpuViewBox(pg.ViewBox):
         return 0.005 if axis == 0 else super().suggestPadding(axis)
 
 
-class GpuStateTab(QWidget):
+class GpuStateTab(PlotTab):
     """Three stacked plots sharing the time axis, one curve per run; a note while there are none.
 
     ``variant_color(run_key, variant)`` gives the latency-curve colour of a
@@ -324,3 +325,21 @@ class GpuStateTab(QWidget):
         for line in self._vlines:
             line.setVisible(False)
         self.hover_label.setVisible(False)
+
+    def tick(self) -> None:
+        self.refresh()
+
+    def hidden(self) -> None:
+        self.hide_hover()
+
+
+register_tab(TabSpec(
+    key="gpu", title="GPU", order=40,
+    make=lambda panel: GpuStateTab(lambda run_key, variant: panel.color_of(f"{run_key}/{variant}")),
+    tooltip="SM clock, temperature and power read from the GPU (NVML) during the run",
+    caption=(
+        "GPU state during the run",
+        "dashed = where a variant starts · shaded = its span (one run shown) · "
+        "SM clock, temperature and power read through NVML",
+    ),
+))

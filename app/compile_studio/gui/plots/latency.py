@@ -35,6 +35,7 @@ from .style import (
     style_plot_item,
     warmup_pen,
 )
+from .tab import PlotTab, TabSpec, register_tab
 
 
 class LatencyCurves:
@@ -94,7 +95,7 @@ LATENCY_CAPTION = (
 )
 
 
-class LatencyTab(QWidget):
+class LatencyTab(PlotTab):
     """Latency (ms) against iteration for every series; hover snaps a crosshair to a sample.
 
     The legend sits right of the plot (the "Legend" toggle hides it); with no
@@ -360,3 +361,18 @@ class LatencyTab(QWidget):
         for item in (self._vline, self._hline, self.hover_label):
             item.setVisible(False)
 
+    def tick(self) -> None:
+        self.sync_legend()
+
+    def hidden(self) -> None:
+        self.hide_crosshair()
+
+
+register_tab(TabSpec(
+    key="latency", title="Latency", make=lambda panel: LatencyTab(), order=10,
+    caption=(
+        "Latency per call",
+        "dashed = median of measured calls · dotted = a new round · shaded = warm-up (not in the statistics) · "
+        "one colour per variant",
+    ),
+))

@@ -9,6 +9,8 @@ repaints. The panel shows data; it computes nothing but what it draws
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTabWidget, QWidget
@@ -24,6 +26,7 @@ from .gpu_state import GpuStateTab
 from .latency import LatencyTab
 from .style import series_color
 from .summary_bars import SummaryBar, SummaryBarsTab
+from .tab import PlotTab, TabSpec, registered_tabs
 
 
 def run_hint(config: BenchmarkConfig) -> str:
@@ -60,15 +63,20 @@ class PlotPanel(QTabWidget):
         self.series: dict[str, Series] = {}
         self._variant_colors: dict[str, int] = {}
         self._run_styles: dict[str, int] = {}
-        self.latency = LatencyTab()
-        self.distribution = DistributionTab()
-        self.summary = SummaryBarsTab(self._color_of)
-        self.gpu = GpuStateTab(lambda run_key, variant: self._color_of(f"{run_key}/{variant}"))
-        self.addTab(self.latency, "Latency")
-        self.addTab(self.distribution, "Distribution")
-        self.addTab(self.summary, "Summary")
-        index = self.addTab(self.gpu, "GPU")
-        self.setTabToolTip(index, "SM clock, temperature and power read from the GPU (NVML) during the run")
+        #: the tabs by key, made from the registered ones (gui/plots/tab.py), in their order
+        self.tabs: dict[str, PlotTab] = {}
+        self.specs: dict[str, TabSpec] = {}
+        for spec in registered_tabs():
+            tab = spec.make(self)
+            self.tabs[spec.key] = tab
+            self.specs[spec.key] = spec
+            index = self.addTab(tab, spec.title)
+            if spec.tooltip:
+                self.setTabToolTip(index, spec.tooltip)
+        self.latency = cast(LatencyTab, self.tabs["latency"])
+        self.distribution = cast(DistributionTab, self.tabs["distribution"])
+        self.summary = cast(SummaryBarsTab, self.tabs["summary"])
+        self.gpu = cast(GpuStateTab, self.tabs["gpu"])
         #: the plots themselves (what "Save plot" exports)
         self.latency_plot = self.latency.plot
         self.distribution_plot = self.distribution.plot
@@ -79,13 +87,11 @@ class PlotPanel(QTabWidget):
     # -- series -------------------------------------------------------------------------
     def clear(self) -> None:
         """Remove every series, summary bar and GPU reading."""
-        self.latency.clear()
-        self.distribution.clear()
-        self.gpu.clear()
+        for tab in self.tabs.values():
+            tab.clear()
         self.series.clear()
         self._variant_colors.clear()
         self._run_styles.clear()
-        self.set_summary([])
 
     @staticmethod
     def split_key(key: str) -> tuple[str, str]:
@@ -106,8 +112,8 @@ class PlotPanel(QTabWidget):
         run_style = self._run_styles.setdefault(run_key, len(self._run_styles))
         s = Series(key, label, series_color(color_index))
         self.series[key] = s
-        self.latency.add(s, run_style)
-        self.distribution.add(s, run_style)
+        for tab in self.tabs.values():
+            tab.add(s, run_style)
 
     def runs_shown(self) -> list[tuple[str, str, int]]:
         """(run key, name, line style) of each run plotted, in order; the name is the label
@@ -147,10 +153,11 @@ class PlotPanel(QTabWidget):
             self._relabel(s)
 
     def _relabel(self, s: Series) -> None:
-        self.latency.relabel(s)
-        self.distribution.relabel(s)
+        for tab in self.tabs.values():
+            tab.relabel(s)
 
-    def _color_of(self, key: str) -> QColor | None:
+    def color_of(self, key: str) -> QColor | None:
+        """The colour of series ``key`` (None: no such series)."""
         s = self.series.get(key)
         return QColor(s.color) if s is not None else None
 
@@ -181,29 +188,36 @@ class PlotPanel(QTabWidget):
 
     def current_plot(self) -> QWidget:
         """The plot of the visible tab (on the GPU tab: its three plots, or the note shown instead)."""
-        index = max(0, self.currentIndex())
-        if self.widget(index) is self.gpu:
-            return self.gpu.current_plot()
-        return (self.latency_plot, self.distribution_plot, self.summary_plot)[index]
+        return self.current_tab().current_plot()
+
+    def current_tab(self) -> PlotTab:
+        """The visible tab (the first when none is)."""
+        tab = self.currentWidget()
+        return tab if isinstance(tab, PlotTab) else next(iter(self.tabs.values()))
+
+    def current_spec(self) -> TabSpec:
+        """The registration of the visible tab (its title and caption)."""
+        tab = self.current_tab()
+        return next(self.specs[k] for k, t in self.tabs.items() if t is tab)
 
     def _on_tab_changed(self, index: int) -> None:
-        self.latency.hide_crosshair()
-        self.gpu.hide_hover()
-        if self.widget(index) is self.distribution:
-            self.distribution.shown()
+        for tab in self.tabs.values():
+            tab.hidden()
+        shown = self.widget(index)
+        if isinstance(shown, PlotTab):
+            shown.shown()
 
     def refresh(self) -> None:
         """Redraw what changed since the last call from the buffers (cheap when nothing did)."""
-        self.latency.sync_legend()
-        self.distribution.sync_legend()
-        self.gpu.refresh()
+        for tab in self.tabs.values():
+            tab.tick()
         changed = [s for s in self.series.values() if s.dirty]
         if not changed:
             return
         for s in changed:
             s.dirty = False
-        self.latency.redraw(changed)
-        self.distribution.invalidate()
+        for tab in self.tabs.values():
+            tab.redraw(changed)
 
     # -- whole runs ------------------------------------------------------------------------------
     def load_run(self, run: RunResult, key_prefix: str = "", label_prefix: str = "") -> None:

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ...results import SummaryRow
 from .style import FOREGROUND, bar_label_font, series_color, style_plot_item, with_alpha
+from .tab import PlotTab, TabSpec, register_tab
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def format_speedup(speedup: float | None) -> str:
     return f"{speedup:.2f}×"
 
 
-class SummaryBarsTab(QWidget):
+class SummaryBarsTab(PlotTab):
     """The bars of :meth:`set_bars`, each in the colour of its series (``color_of`` its key)."""
 
     def __init__(self, color_of: Callable[[str], QColor | None], parent: QWidget | None = None) -> None:
@@ -110,3 +111,12 @@ class SummaryBarsTab(QWidget):
         top = float(p95.max()) if len(p95) else 1.0
         plot.getPlotItem().setXRange(-0.6, n - 0.4, padding=0)
         plot.getPlotItem().setYRange(0, top * 1.18 if top > 0 else 1.0, padding=0)
+
+    def clear(self) -> None:
+        self.set_bars([])
+
+
+register_tab(TabSpec(
+    key="summary", title="Summary", make=lambda panel: SummaryBarsTab(panel.color_of), order=30,
+    caption=("Median latency per variant", "bar = median · whiskers = p5–p95 · label = speedup over eager"),
+))
