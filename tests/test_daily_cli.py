@@ -199,3 +199,28 @@ def test_worker_crash_marks_unstarted_variants_not_run(tmp_path):
     rec.fail("the worker died")
     assert rec.run.variants["eager"].status == protocol.VariantStatus.FAILED
     assert rec.run.variants["default"].status == protocol.VariantStatus.NOT_RUN
+
+
+def test_a_configuration_refused_before_any_work_stores_no_run(store):
+    before = [f.name for f in cli.store_folders(store)]
+    p = run_cli("run", "--device", "cuda:3", "--layers", "8,8", "--batch-size", "2", "--iterations", "30",
+                "--out", str(store.root))
+    assert p.returncode == 2, p.stderr
+    assert "cuda:3 is not available" in p.stderr
+    assert [f.name for f in cli.store_folders(store)] == before
+    assert cli.resolve_run("latest", store).name == before[0]
+
+
+def test_show_into_a_closed_pipe_ends_without_a_traceback(store):
+    """``show … | head -1``: the reader is gone before the table is written (its end is closed)."""
+    code = (
+        "import os, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 1)\n"
+        "from compile_studio.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code, "show", "--out", str(store.root), "latest"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert shown.returncode == 141, shown.stderr
+    assert "Traceback" not in shown.stderr and "BrokenPipe" not in shown.stderr, shown.stderr

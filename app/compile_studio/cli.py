@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from typing import TextIO
 from . import __version__, protocol
 from .cli_common import (  # noqa: F401 - shared with the other command modules, re-exported
     EXIT_BAD_CONFIG,
+    EXIT_BROKEN_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -367,8 +369,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"run": cmd_run, "show": cmd_show, "compare": cmd_compare, "env": cmd_env, "list": cmd_list}
     handler = getattr(args, "handler", None) or handlers[args.command]
-    with terminal_output():
-        return handler(args)
+    try:
+        with terminal_output():
+            return handler(args)
+    except BrokenPipeError:
+        # the reader went away (``show … | head``): no traceback, the shell's SIGPIPE status
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 @contextmanager

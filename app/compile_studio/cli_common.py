@@ -31,6 +31,8 @@ EXIT_OK = 0
 EXIT_BAD_CONFIG = 2
 EXIT_FAILED = 3
 EXIT_INTERRUPTED = 130
+#: ``show … | head``: the reader closed the pipe (128 + SIGPIPE, as a shell reports it)
+EXIT_BROKEN_PIPE = 141
 
 RUN_REF_HELP = """\
 RUN is any of:

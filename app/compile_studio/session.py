@@ -567,8 +567,12 @@ class RunSession:
             recorder.finish()
             cores.close()
         folder = recorder.folder
-        if start_failed and folder is not None:
-            # nothing ran: leave no folder behind that looks like a run
+        refused = problems is not None and not any(
+            len(v.samples.wall_ms) for v in recorder.run.variants.values()
+        )
+        if (start_failed or refused) and folder is not None:
+            # nothing ran (the worker could not start, or refused the configuration before any
+            # work): leave no folder behind that looks like a run
             shutil.rmtree(folder, ignore_errors=True)
             folder = None
         self.outcome = RunOutcome(
