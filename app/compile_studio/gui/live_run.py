@@ -105,6 +105,12 @@ class LiveRun(QObject):
         self.gpu_rows: list[dict[str, Any]] = []
         self._phase_text = ""
         self._compiling: str | None = None
+        #: timed rounds of the run (as the worker splits its timed calls)
+        self._rounds = 1
+        #: what the latest samples were of: (variant, phase, round index)
+        self._measuring: tuple[str, str, int] | None = None
+        #: the warm-up or timed phase announced before any samples came
+        self._announced = ""
         #: the worker started ahead of the next run (never while a run is going on or ending)
         self.standby = StandbyKeeper(self, busy=lambda: self.running or bool(self._threads))
         self.standby.changed.connect(self._on_standby_changed)
@@ -157,6 +163,9 @@ class LiveRun(QObject):
         else:
             self._phase_text = "worker ready: starting the run…"
         self._compiling = None
+        self._rounds = max(1, min(int(config.rounds), int(config.iterations)))
+        self._measuring = None
+        self._announced = ""
         thread.hello.connect(self.hello)
         thread.phase.connect(self._on_phase)
         thread.samples.connect(self._on_samples)
@@ -255,7 +264,28 @@ class LiveRun(QObject):
         if not variant:
             return
         self._compiling = variant if phase == Phase.COMPILE else None
+        if phase in _PLOT_PHASES:
+            if self._measuring is not None or self._announced == phase:
+                # the worker announces the warm-up and the timed calls of every variant at
+                # once, then takes them in turn: the first one announced starts, and from
+                # then on the samples say which one runs (see _samples_status)
+                return
+            self._announced = phase
         self._phase_text = f"{variant}: {_PHASE_WORDS.get(phase, phase)}"
+        self.status_changed.emit()
+
+    def _samples_status(self, variant: str, phase: str, round_index: int) -> None:
+        """The status names the variant, phase and round the latest samples were of."""
+        now = (variant, phase, round_index)
+        if now == self._measuring and self._compiling is None:
+            return
+        self._measuring = now
+        if self._compiling == variant:
+            self._compiling = None
+        text = f"{variant}: {_PHASE_WORDS.get(phase, phase)}"
+        if phase == Phase.MEASURE and round_index >= 0:
+            text += f" · round {round_index + 1} of {self._rounds}"
+        self._phase_text = text
         self.status_changed.emit()
 
     def _on_samples(
@@ -268,6 +298,8 @@ class LiveRun(QObject):
         if buffer is None:
             buffer = buffers[plot_phase] = SampleBuffer(max_points=DISPLAY_POINTS)
         buffer.append(iterations, np.asarray(wall_ms, dtype=np.float64))
+        if self.benchmark_thread is not None and not self.stop_requested:
+            self._samples_status(variant, plot_phase, round_index)
         self.samples.emit(variant, iterations, wall_ms, plot_phase, round_index)
 
     def _on_gpu_state(self, rows: list[dict[str, Any]]) -> None:

@@ -42,6 +42,7 @@ from .benchmark_thread import EnvironmentProbe
 from .config_panel import ConfigPanel
 from .export_actions import ExportActions, window_action
 from .gc_guard import collect_on_gui_thread
+from .help_menu import HelpMenu, WindowShortcutGuard
 from .history_panel import HistoryPanel, run_display_name
 from .live_run import LiveRun
 from .log_panel import LogPanel
@@ -54,6 +55,7 @@ from .summary_table import SummaryTableModel, SummaryTableView
 from .sweep_view import install_sweep_view
 from .targets_dialog import install_target_chooser
 from .trust_dialog import NOT_AGREED, CodeConsent, code_fields, code_from_loaded
+from .verdict_lines import VerdictLines
 from .why_view import WhyView
 
 #: Plot repaint interval: at most ~30 repaints a second, however fast samples come.
@@ -252,7 +254,16 @@ class MainWindow(QMainWindow):
         self._auto_widths = True
         self.main_splitter.splitterMoved.connect(self._splitter_dragged)
         self.main_splitter.installEventFilter(self)
-        self.setCentralWidget(self.main_splitter)
+        # the answer, one sentence per compiled variant, across the window above the plots and
+        # the table (which keeps the details): read at any window size without scrolling sideways
+        self.verdict_lines = VerdictLines(self.table_model)
+        central = QWidget()
+        central_layout = QVBoxLayout(central)
+        central_layout.setContentsMargins(0, 0, 0, 0)
+        central_layout.setSpacing(0)
+        central_layout.addWidget(self.verdict_lines)
+        central_layout.addWidget(self.main_splitter, 1)
+        self.setCentralWidget(central)
 
         self.env_label = QLabel("asking the worker about this machine…")
         self.phase_label = QLabel()
@@ -346,6 +357,9 @@ class MainWindow(QMainWindow):
         self.live.standby.also_busy(self.sweep_view.is_running)
         self.sweep_view.running_changed.connect(self._sweep_running_changed)
         self.target_chooser = install_target_chooser(self)
+        self.help_menu = HelpMenu(self)
+        # every window shortcut works with the focus in a form field too
+        self.shortcut_guard = WindowShortcutGuard(self)
 
     def _connect_live(self) -> None:
         live = self.live

@@ -239,6 +239,7 @@ class SummaryTableView(QTableView):
         self.copy_action = QAction("Copy", self)
         self.copy_action.setShortcut(QKeySequence.StandardKey.Copy)
         self.copy_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.copy_action.setProperty("shortcut_scope", "the summary table")  # Help → Keyboard shortcuts
         self.copy_action.triggered.connect(self.copy_selection)
         self.addAction(self.copy_action)
         self.copy_all_action = QAction("Copy whole table", self)

@@ -303,17 +303,26 @@ def verdict_lines(run: RunResult, rows: list[SummaryRow] | None = None) -> list[
 
     out = []
     for r in rows if rows is not None else summarize(run):
-        if r.name == "eager" or not r.verdict:
-            continue
-        line = f"{r.name}: {r.verdict_text}"
-        pays_off = fmt_pays_off(r)
-        if r.compile_s is not None and pays_off is not None:
-            line += f"; compile {r.compile_s:.2f} s, {pays_off}"
-        because = why_sentence(run, r.name)
-        if because:
-            line += f" — why: {because}"
-        out.append(line)
+        if is_judged(r):
+            out.append(verdict_line(r, why_sentence(run, r.name)))
     return out
+
+
+def is_judged(row: SummaryRow) -> bool:
+    """Whether ``row`` gets a verdict line: a variant other than eager, with a verdict."""
+    return row.name != "eager" and bool(row.verdict)
+
+
+def verdict_line(row: SummaryRow, because: str | None = None) -> str:
+    """The one-line answer for ``row`` (a judged variant): ``default: cannot tell: 0.98× [0.87–1.10] …;
+    compile 1.20 s, never pays off — why: …``, as the CLI prints it after ``= ``."""
+    line = f"{row.name}: {row.verdict_text}"
+    pays_off = fmt_pays_off(row)
+    if row.compile_s is not None and pays_off is not None:
+        line += f"; compile {row.compile_s:.2f} s, {pays_off}"
+    if because:
+        line += f" — why: {because}"
+    return line
 
 
 def why_sentence(run: RunResult, name: str) -> str | None:
