@@ -124,7 +124,8 @@ def timer_child(request: dict[str, Any]) -> int:
     from compile_studio.config import BenchmarkConfig
     from compile_studio.engine.environment import compile_modes
     from compile_studio.engine.model import TORCH_DTYPES
-    from compile_studio.engine.runner import BenchmarkRunner, make_input, resolve_device
+    from compile_studio.engine.run_state import apply_precision, resolve_device
+    from compile_studio.engine.runner import make_input
     from compile_studio.engine.variant import build_variant
 
     threads = int(request["threads"]) or torch.get_num_threads()
@@ -135,7 +136,7 @@ def timer_child(request: dict[str, Any]) -> int:
     )
     device = torch.device(resolve_device(config.device))
     dtype = TORCH_DTYPES[config.dtype]
-    BenchmarkRunner._apply_precision(config.dtype)
+    apply_precision(config.dtype)
     x = (make_input(config).to(device, dtype),)  # a step takes the tuple of inputs
     modes = compile_modes()
     out: dict[str, tuple[float, float]] = {}

@@ -16,8 +16,8 @@ import pytest
 
 from compile_studio import cli
 from compile_studio.config import BenchmarkConfig
-from compile_studio.engine.diagnostics import CALL_MARK, is_gemm, profile_figures
-from compile_studio.engine.diagnostics import user_names as worker_user_names
+from compile_studio.engine.compile_records import user_names as worker_user_names
+from compile_studio.engine.profiling import CALL_MARK, is_gemm, profile_figures
 from compile_studio.results import RunStore, load_run
 from compile_studio.results.export import markdown_report
 from compile_studio.results.formatting import verdict_lines

@@ -9,7 +9,8 @@ import torch
 
 from compile_studio.config import BenchmarkConfig
 from compile_studio.engine.environment import compile_modes
-from compile_studio.engine.runner import BenchmarkRunner, make_input
+from compile_studio.engine.run_state import apply_precision
+from compile_studio.engine.runner import make_input
 from compile_studio.engine.timing import CallTimer
 from compile_studio.engine.variant import build_variant
 
@@ -49,7 +50,7 @@ def stage_gemm(report: Report, plan: Plan, device: torch.device, figures: dict[s
     name = torch.cuda.get_device_properties(device).name
     cfg = BenchmarkConfig(layers=GEMM_LAYERS, batch_size=GEMM_BATCH, dtype="bf16",
                           device=str(device), variants=["eager"])
-    BenchmarkRunner._apply_precision(cfg.dtype)
+    apply_precision(cfg.dtype)
     v = build_variant(cfg, "eager", device, torch.bfloat16, compile_modes())
     x = make_input(cfg).to(device, torch.bfloat16)
     timer = CallTimer(device, use_events=True)

@@ -27,7 +27,8 @@ import torch
 from compile_studio.config import BenchmarkConfig
 from compile_studio.engine.environment import compile_modes
 from compile_studio.engine.model import TORCH_DTYPES
-from compile_studio.engine.runner import BenchmarkRunner, make_input
+from compile_studio.engine.run_state import apply_precision
+from compile_studio.engine.runner import make_input
 from compile_studio.engine.timing import CallTimer
 from compile_studio.engine.variant import build_variant
 
@@ -89,7 +90,7 @@ def _one_model(
 ) -> None:
     cfg = BenchmarkConfig(layers=model.layers, batch_size=model.batch, dtype=model.dtype,
                           device=str(device), variants=list(plan.launch_variants))
-    BenchmarkRunner._apply_precision(cfg.dtype)
+    apply_precision(cfg.dtype)
     dtype = TORCH_DTYPES[cfg.dtype]
     x = make_input(cfg).to(device, dtype)
     timer = CallTimer(device, use_events=True)

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from compile_studio import __version__ as APP_VERSION
-from compile_studio.engine.runner import resolve_device
+from compile_studio.engine.run_state import resolve_device
 
 from . import cudagraph_skip, launch_bound, tf32_probe
 from .app_runs import app_config, open_store, stage_app

@@ -25,7 +25,7 @@ from compile_studio.engine.cache_flush import CacheFlush
 from compile_studio.engine.environment import compile_modes
 from compile_studio.engine.model import TORCH_DTYPES
 from compile_studio.engine.models import build_workload
-from compile_studio.engine.runner import BenchmarkRunner
+from compile_studio.engine.run_state import apply_precision
 from compile_studio.engine.timing import CallTimer
 from compile_studio.engine.variant import build_variant
 
@@ -55,7 +55,7 @@ def stage_same_process(
     cfg = BenchmarkConfig(layers=plan.compare_layers, batch_size=plan.compare_batch,
                           dtype=plan.compare_dtype, device=str(device),
                           variants=list(plan.compare_variants))
-    BenchmarkRunner._apply_precision(cfg.dtype)
+    apply_precision(cfg.dtype)
     dtype = TORCH_DTYPES[cfg.dtype]
     workload = build_workload(cfg)
     x_cpu = workload.inputs[0]

@@ -48,6 +48,7 @@ its floating parameters are in (:func:`tolerance_key`): bf16, fp16 or fp32
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import torch
@@ -172,6 +173,28 @@ def drift_bound(dtype: str) -> float:
     """
     e = 2.0 * ERROR_BOUND[dtype]
     return 3.0 * (e + math.sqrt(e / DRIFT_MIN_MOVE))
+
+
+def params_drift(
+    params: list[torch.Tensor],
+    eager: list[torch.Tensor],
+    initial: list[torch.Tensor],
+    current: Iterable[torch.Tensor],
+) -> tuple[float, float, float] | None:
+    """(drift, ‖p_eager − p₀‖, the parameters' resolution) for :func:`judge_drift`; None: eager did not move.
+
+    drift = ‖p − p_eager‖ / ‖p_eager − p₀‖ of parameters ``params`` and eager's ``eager``
+    after the same steps from the same ``initial`` p₀ (fp64, CPU); the resolution is
+    ‖u·p₀‖ with u the unit roundoff of the variant's own parameters ``current``.
+    """
+    moved = sum(float((e - p0).square().sum()) for e, p0 in zip(eager, initial))
+    if moved == 0.0:
+        return None
+    apart = sum(float((p - e).square().sum()) for p, e in zip(params, eager))
+    resolution = sum(
+        (unit_roundoff(p.dtype) * float(p0.norm())) ** 2 for p, p0 in zip(current, initial)
+    )
+    return (apart / moved) ** 0.5, moved**0.5, resolution**0.5
 
 
 def judge_drift(dtype: str, drift: float, moved: float, resolution: float) -> tuple[bool | None, str]:

@@ -195,7 +195,7 @@ def time_first_call(
     """Time ``variant``'s first call under ``config_json``; one ``compiled`` or ``error``
     event on ``out``; the exit code (3: it failed)."""
     from ..config import BenchmarkConfig
-    from .runner import first_call_ms
+    from .first_call import first_call_ms
 
     try:
         config = BenchmarkConfig.from_json(config_json)

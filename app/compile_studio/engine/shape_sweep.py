@@ -51,10 +51,9 @@ import torch
 from .. import protocol
 from ..config import BenchmarkConfig, ConfigError, ConfigProblem
 from . import checks
-from .diagnostics import CompileRecords, guard_reasons
+from .compile_records import CompileRecords, guard_reasons
 from .models import Workload, build_workload, conversion_dtype, model_dtype, move_inputs
-from .runner import _no_gc
-from .timing import CallTimer
+from .timing import CallTimer, no_gc
 from .variant import Variant, checked_output, variant_of
 
 #: Dynamo's names for its recompile limit: ``recompile_limit`` (torch ≥ 2.6), ``cache_size_limit`` before.
@@ -190,7 +189,7 @@ class ShapeSweepRunner:
         sink: Any,
         stop: threading.Event | None = None,
     ):
-        from .runner import resolve_device
+        from .run_state import resolve_device
 
         self.config = config
         self.request = request
@@ -236,7 +235,7 @@ class ShapeSweepRunner:
                     call()
                 warm += 1
             self.timer.sync()
-            with _no_gc():
+            with no_gc():
                 timed = _Timed(warmup_calls=warm, gc_off=not gc.isenabled())
                 for _ in range(self.request.repeats):
                     self._check_stop()
@@ -394,17 +393,17 @@ class ShapeSweepRunner:
             torch.cuda.empty_cache()
 
     def _point_error(self, name: str, mode: str, batch: int, exc: BaseException) -> None:
-        from .runner import _first_line
+        from .run_errors import first_line
 
         self.sink.event(
-            protocol.ShapePointEvent(variant=name, mode=mode, batch=batch, error=_first_line(exc, 300))
+            protocol.ShapePointEvent(variant=name, mode=mode, batch=batch, error=first_line(exc, 300))
         )
 
     def run(self) -> protocol.RunStatus:
         """Every mode × variant × batch size: ``complete``, ``stopped`` or ``failed``."""
-        from .runner import BenchmarkRunner
+        from .run_state import apply_precision
 
-        BenchmarkRunner._apply_precision(self.config.dtype)
+        apply_precision(self.config.dtype)
         self.limit = set_recompile_limit(self.request.recompile_limit)
         try:
             shapes = self._shapes()

@@ -19,10 +19,12 @@ calls. The harness floor — the same timer around a callable that does nothing
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -46,6 +48,18 @@ CALIBRATION_LEAD_CYCLES = 100_000
 
 def _noop() -> None:
     return None
+
+
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """Python's garbage collector off during a timed block (as ``timeit`` does)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def cycles_per_ms(cycles: int, elapsed_ms: Sequence[float], trim: int = 2) -> float:

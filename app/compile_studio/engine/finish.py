@@ -1,0 +1,264 @@
+"""After a variant's timed window: its steady-state and correctness checks, reports and variant_done.
+
+Outside any timed window: a steady-state call checked against the first, the
+correctness verdict (for training, a fixed number of steps from the same
+starting point compared with eager's), a pipelined throughput figure, the
+variant's own peak memory, its CUDA-graph and clock reports, then the
+``variant_done`` event and the variant's diagnostics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .. import protocol
+from . import checks
+from .clocks import CLOCK_CHANGE_WARN
+from .randomness import SEEDED, UNSEEDED
+from .run_errors import Stopped
+from .run_state import RunState
+from .variant import CheckedOutput, Variant, checked_output, is_eager
+
+#: Back-to-back calls timed with one synchronisation for the pipelined figure.
+PIPELINED_CALLS = 50
+#: Training steps every variant runs from the same starting point for the parameters check.
+DRIFT_STEPS = 5
+
+
+def finish_variant(run: RunState, v: Variant) -> None:
+    """Checks outside the timed window, then ``variant_done``.
+
+    A random model's numeric differences (not a different output structure) do
+    not make a variant incorrect: its check is skipped, saying why.
+    """
+    dtype = run.check_dtype
+    try:
+        late = steady_state_output(run, v)
+        v.pipelined_ms = time_pipelined(run, v)
+        drift_steps(run, v)
+    except Stopped:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        run._error(v.name, exc, "checking the steady-state output")
+        return
+    assert v.first_output is not None
+    first, ref = v.first_output, run.reference
+    #: a different output tree: wrong whatever the numbers
+    structural: list[str] = []
+    problems: list[str] = []
+    eager_like = is_eager(v.name)
+    baseline = None if v.name == "eager" else run.eager_output_dev
+    out_dev: checks.Deviation | None = None
+    shape_problem = first.structure_difference(ref)
+    if shape_problem is not None:
+        structural.append(f"first call: {shape_problem}")
+    else:
+        out_dev = checks.deviation(first.tensors, ref.tensors)
+        if v.name == "eager":
+            run.eager_output_dev = out_dev
+        ok, why = checks.judge(dtype, out_dev, baseline)
+        if not ok:
+            problems.append(f"first call: {why}")
+    replay_diff: float | None = None
+    if late is not None:
+        late_shape = late.structure_difference(first, "the first call")
+        if late_shape is not None:
+            structural.append(f"steady state: {late_shape}")
+        else:
+            replay_diff = late.max_abs_diff(first)
+        if late_shape is None and shape_problem is None:
+            late_ok, late_why = checks.judge(
+                dtype, checks.deviation(late.tensors, ref.tensors), baseline
+            )
+            if not late_ok:
+                problems.append(f"steady state: {late_why}")
+            elif replay_diff != 0.0 and run.random_kind is None:
+                run._warn(
+                    v.name,
+                    f"{v.name}: a steady-state call differs from the first call by up to "
+                    f"{replay_diff:.3g} (not bit-identical, but within the correctness rule)",
+                )
+    grads_dev: checks.Deviation | None = None
+    params_drift: float | None = None
+    drift_bound: float | None = None
+    if run.training and v.first_grads is not None and run.reference_grads is not None:
+        grads_dev = checks.deviation(v.first_grads, run.reference_grads)
+        if v.name == "eager":
+            run.eager_grads_dev = grads_dev
+        g_ok, g_why = checks.judge(
+            dtype, grads_dev, None if v.name == "eager" else run.eager_grads_dev
+        )
+        if not g_ok:
+            problems.append(f"gradients: {g_why}")
+        params_drift, drift_bound, drift_why = drift_verdict(run, v)
+        if drift_why:
+            problems.append(f"parameters: {drift_why}")
+    skipped: list[str] = []
+    if run.random_kind == UNSEEDED or (run.random_kind == SEEDED and problems):
+        skipped, problems = problems, [
+            "output check skipped: the model's output is random "
+            + (
+                "even with torch's RNG reseeded"
+                if run.random_kind == UNSEEDED
+                else "and this variant's differs from the reference even with the RNG reseeded"
+            )
+            + "; a difference here does not say that compile is wrong"
+        ]
+    problems = structural + problems
+    correct: bool | None = not problems
+    if structural:
+        run._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
+    elif problems and run.random_kind is not None:
+        correct = None
+        run._warn(v.name, f"{v.name}: " + "; ".join(problems))
+    elif problems:
+        run._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
+    cudagraph_report(run, v)
+    clock = clock_report(run, v)
+    in_window = v.recompiles_in_window
+    if v.compiled and in_window:
+        run._warn(
+            v.name,
+            f"{v.name} recompiled {in_window}x inside the timed window: "
+            "its samples are not steady state",
+        )
+    run.sink.event(
+        protocol.VariantDoneEvent(
+            variant=v.name,
+            status=protocol.VariantStatus.DONE,
+            recompiles=v.recompiles if v.compiled else None,
+            recompiles_in_window=in_window if v.compiled else None,
+            max_abs_error=first.max_abs_diff(ref) if shape_problem is None else None,
+            max_rel_error=out_dev.error if out_dev is not None and out_dev.finite else None,
+            allclose=correct,
+            peak_memory_bytes=run.memory.peak(v.name),
+            memory_kind=run.memory.kind_of(v.name),
+            checks={
+                "rule": checks.rule_text(dtype),
+                "output": out_dev.to_dict() if out_dev is not None else None,
+                "eager_output": run.eager_output_dev.to_dict()
+                if run.eager_output_dev and not eager_like
+                else None,
+                "gradients": grads_dev.to_dict() if grads_dev else None,
+                "params_drift": params_drift,
+                "params_drift_bound": drift_bound,
+                "replay_max_diff": replay_diff,
+                "problems": problems,
+                "not_compared": list(first.not_compared),
+                "skipped": skipped,
+            },
+            cudagraphs=cudagraph_state(run, v),
+            cudagraph_skips=list(v.cudagraph_skips),
+            cudagraph_record_ms=v.cudagraph_record_ms,
+            pipelined_ms=v.pipelined_ms,
+            clock=clock,
+        )
+    )
+    run.why.report(
+        run, v.name, v.step, v.compiled, {"cudagraph_skips": list(v.cudagraph_skips)},
+        ms_per_call=v.pipelined_ms,
+    )
+
+
+def steady_state_output(run: RunState, v: Variant) -> CheckedOutput | None:
+    """Inference: one more call after the window, to compare with the first."""
+    if run.training:
+        return None
+    with torch.inference_mode():
+        if run.random_kind is not None:
+            run._reseed()
+        out = v.step(run.x)
+        late = checked_output(out)
+    run.timer.sync()
+    return late
+
+
+def time_pipelined(run: RunState, v: Variant) -> float:
+    """Milliseconds per call of PIPELINED_CALLS back-to-back calls, synchronised once."""
+    calls = max(1, min(PIPELINED_CALLS, run.config.iterations))
+    with run._no_grad():
+        return run.timer.pipelined(lambda: v.step(run.x), calls)
+
+
+def drift_steps(run: RunState, v: Variant) -> None:
+    """Training: DRIFT_STEPS steps from the variant's starting point, parameters kept.
+
+    Parameters, buffers and optimizer state go back to where they were at build,
+    in place (CUDA-graph addresses and Dynamo's guards stay valid); then every
+    variant, eager included, runs the same steps on the same inputs, whatever
+    its warm-up and timed calls were. Outside any timed window.
+    """
+    if not run.training or run.random_kind is not None or v.initial_params is None:
+        return
+    if v.name in run.drift_params:
+        return
+    v.restore()
+    with run._no_grad():
+        for _ in range(DRIFT_STEPS):
+            run._check_stop()
+            v.step(run.x)
+    run.timer.sync()
+    run.drift_params[v.name] = v.params_cpu()
+
+
+def drift_verdict(run: RunState, v: Variant) -> tuple[float | None, float | None, str | None]:
+    """(drift, its bound, why it is wrong) of the training check; Nones where not judged.
+
+    drift = ‖p − p_eager‖ / ‖p_eager − p₀‖ after the same DRIFT_STEPS steps from the
+    same p₀, judged by :func:`checks.judge_drift`. Eager is the yardstick (None);
+    a random model's steps draw other numbers per variant (None).
+    """
+    params = run.drift_params.get(v.name)
+    if v.name == "eager" or params is None or not v.initial_params:
+        return None, None, None
+    run.drift_params.pop(v.name, None)
+    eager = run.drift_params.get("eager")
+    if eager is None:
+        return None, None, None
+    found = checks.params_drift(params, eager, v.initial_params, v.model.parameters())
+    if found is None:
+        return None, None, None  # the updates are below the dtype's resolution
+    drift, moved, resolution = found
+    ok, why = checks.judge_drift(run.check_dtype, drift, moved, resolution)
+    if ok is None:
+        return drift, None, None
+    return drift, checks.drift_bound(run.check_dtype), None if ok else why
+
+
+def cudagraph_state(run: RunState, v: Variant) -> str | None:
+    """Whether a CUDA-graph variant used its graphs, in words; None for the others."""
+    from ..config import CUDAGRAPH_VARIANTS
+
+    if v.name not in CUDAGRAPH_VARIANTS:
+        return None
+    if not run.is_cuda:
+        return f"not used: there are no CUDA graphs on {run.device.type}"
+    if v.cudagraph_skips:
+        return "skipped: " + v.cudagraph_skips[0]
+    return "used"
+
+
+def cudagraph_report(run: RunState, v: Variant) -> None:
+    """A warning when a CUDA-graph variant ran without its graphs."""
+    state = cudagraph_state(run, v)
+    if state and state != "used":
+        run._warn(v.name, f"{v.name}: CUDA graphs {state}; it ran without them")
+
+
+def clock_report(run: RunState, v: Variant) -> dict[str, Any]:
+    """The clock at the timed windows' edges, warning when it changed too much inside one."""
+    change = v.clock_max_change
+    if change is not None and abs(change) > CLOCK_CHANGE_WARN:
+        run._warn(
+            v.name,
+            f"{v.name}: the {run.clock.source.replace('_', ' ')} changed by "
+            f"{change * 100:+.0f} % inside a timed window",
+        )
+    return {
+        "source": run.clock.source,
+        "start": v.clock_start,
+        "end": v.clock_end,
+        "max_change": change,
+    }

@@ -1,0 +1,178 @@
+"""A variant's first call (build, compile, CUDA-graph recording), timed in the run or a fresh process."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+
+import torch
+
+from .. import protocol
+from ..config import BenchmarkConfig
+from .models import build_workload, conversion_dtype
+from .randomness import use_eager_random_numbers
+from .run_errors import Stopped
+from .run_state import RunState, apply_precision, resolve_device
+from .timing import CallTimer
+from .variant import Variant, build_variant, checked_output, variant_of
+
+
+def dynamo_counts() -> dict[str, int]:
+    """Dynamo's global counters: frames compiled, unique graphs, graph breaks."""
+    from torch._dynamo.utils import counters
+
+    return {
+        "frames": int(counters["frames"].get("total", 0)),
+        "graphs": int(counters["stats"].get("unique_graphs", 0)),
+        "breaks": int(sum(counters["graph_break"].values())),
+    }
+
+
+def break_reasons() -> dict[str, int]:
+    """Graph breaks so far, by reason."""
+    from torch._dynamo.utils import counters
+
+    return dict(counters["graph_break"])
+
+
+def compile_threads() -> int | None:
+    """Inductor's ``compile_threads`` (sized from the cores this process may use at its import)."""
+    try:
+        import torch._inductor.config as inductor_config
+
+        n = inductor_config.compile_threads
+    except Exception:  # noqa: BLE001 - a torch without Inductor
+        return None
+    return n if isinstance(n, int) else None
+
+
+def _short_reason(reason: str) -> str:
+    lines = [ln.strip() for ln in reason.splitlines() if ln.strip()]
+    head = lines[0] if lines else reason
+    expl = next((ln for ln in lines if ln.startswith("Explanation:")), "")
+    return f"{head} — {expl[len('Explanation:'):].strip()}" if expl else head
+
+
+def first_call_ms(config: BenchmarkConfig, name: str, fallback_random: bool = False) -> float:
+    """Milliseconds of variant ``name``'s first call (its compile), CUDA-graph recording included.
+
+    ``fallback_random``: Inductor draws random numbers as eager does (set for a random model,
+    as the run itself compiles it).
+    """
+    from .environment import compile_modes
+
+    device = torch.device(resolve_device(config.device))
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    apply_precision(config.dtype)
+    if fallback_random:
+        use_eager_random_numbers()
+    workload = build_workload(config, name).to(device, conversion_dtype(config.dtype))
+    x = workload.inputs
+    v = variant_of(config, name, workload, device, compile_modes())
+    timer = CallTimer(device)
+    training = config.workload == "training"
+    grad = contextlib.nullcontext() if training else torch.inference_mode()
+    # one untimed eager call first, on the same inputs in the same grad mode (for training
+    # with its backward): the device's and libraries' one-off start-up (cuBLAS handles,
+    # lazily loaded CUDA modules, the autograd engine, CPU library init) is not compile time
+    with grad:
+        out = workload.model(*x)
+        if training and workload.loss is not None:
+            workload.loss(out).backward()
+    del out
+    workload.model.zero_grad(set_to_none=True)
+    timer.sync()
+    with grad:
+        timer.sync()
+        t0 = time.perf_counter_ns()
+        v.step(x)
+        if v.uses_cudagraphs:
+            v.step(x)
+        timer.sync()
+    return (time.perf_counter_ns() - t0) / 1e6
+
+
+def prepare_variant(run: RunState, name: str) -> Variant | None:
+    """Build and compile (first call) one variant; None if it failed."""
+    from .environment import compile_modes
+
+    cfg = run.config
+    run._check_stop()
+    run._phase(name, protocol.Phase.BUILD, 0)
+    try:
+        v = build_variant(cfg, name, run.device, run.dtype, compile_modes())
+    except Stopped:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - reported, others go on
+        run._error(name, exc, "building the model")
+        return None
+    # CUDA-graph pools created from here on are this variant's
+    run.memory.mark_built(name)
+    if run.training:
+        v.snapshot()
+    compile_s: float | None = None
+    if v.compiled:
+        run._phase(name, protocol.Phase.COMPILE, 1)
+        if run.isolated_compile is not None:
+            try:
+                compile_s = run.isolated_compile(name)
+            except Stopped:
+                raise
+            except BaseException as exc:  # noqa: BLE001
+                run._check_stop()
+                run._error(name, exc, "compiling in a fresh process")
+                return None
+    run.why.first_call_starts(name)
+    before = dynamo_counts()
+    reasons_before = break_reasons()
+    skips_before = run.skip_log.count()
+    try:
+        # what the model prints on its first call (a compile) goes to the log
+        with run._no_grad(), contextlib.redirect_stdout(sys.stderr):
+            if run.random_kind is not None:
+                run._reseed()
+            t0 = time.perf_counter_ns()
+            out = v.step(run.x)
+            run.timer.sync()
+            first_ms = (time.perf_counter_ns() - t0) / 1e6
+            v.first_output = checked_output(out)
+            if run.training:
+                v.first_grads = v.grads_cpu()
+            if v.uses_cudagraphs:
+                # the second call records the CUDA graph: a one-off cost like the compile
+                t0 = time.perf_counter_ns()
+                v.step(run.x)
+                run.timer.sync()
+                v.cudagraph_record_ms = (time.perf_counter_ns() - t0) / 1e6
+    except Stopped:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        run._error(name, exc, "compiling" if v.compiled else "running the first call")
+        return None
+    run.memory.mark_recorded(name)
+    after = dynamo_counts()
+    run.why.first_call_done(name, first_ms + (v.cudagraph_record_ms or 0.0))
+    v.cudagraph_skips = run.skip_log.since(skips_before)
+    if v.compiled:
+        reasons = {
+            k: n - reasons_before.get(k, 0)
+            for k, n in break_reasons().items()
+            if n - reasons_before.get(k, 0) > 0
+        }
+        run.sink.event(
+            protocol.CompiledEvent(
+                variant=name,
+                compile_s=compile_s
+                if compile_s is not None
+                else (first_ms + (v.cudagraph_record_ms or 0.0)) / 1000.0,
+                compile_timing="isolated" if compile_s is not None else "in_run",
+                first_call_ms=first_ms,
+                graphs=after["graphs"] - before["graphs"],
+                graph_breaks=after["breaks"] - before["breaks"],
+                break_reasons=[_short_reason(r) for r in reasons],
+                recompiles=0,
+            )
+        )
+    return v

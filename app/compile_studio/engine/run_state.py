@@ -1,0 +1,153 @@
+"""What every step of a run shares: the runner's state (device, inputs, reference, meters), its helpers.
+
+:class:`RunState` is the base of :class:`~.runner.BenchmarkRunner`; the steps
+that live in modules of their own (:mod:`.first_call`, :mod:`.randomness`,
+:mod:`.finish`) take it as their first argument.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import torch
+
+from .. import protocol
+from ..config import BenchmarkConfig
+from . import checks
+from .cache_flush import CacheFlush
+from .clocks import ClockProbe
+from .cudagraphs import CudagraphSkipLog
+from .diagnostics import WhyCollector
+from .gpu_monitor import nvml_handle
+from .memory import PeakMeter
+from .models import conversion_dtype
+from .pinning import TimingThreadPin
+from .run_errors import Stopped, error_event
+from .timing import CallTimer
+from .variant import CheckedOutput
+
+
+class EventSink(Protocol):
+    """Where a run's events and samples go."""
+
+    def event(self, event: protocol.Event) -> None: ...
+
+    def sample(
+        self,
+        variant: str,
+        phase: str,
+        iteration: int,
+        wall_ms: float,
+        device_ms: float | None,
+        round_index: int | None = None,
+    ) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+def resolve_device(device: str) -> str:
+    """The torch device a config's ``device`` means (``auto``: CUDA, else MPS, else the CPU)."""
+    if device == "auto":
+        if torch.cuda.is_available():
+            return "cuda:0"
+        mps = getattr(torch.backends, "mps", None)
+        return "mps" if mps is not None and mps.is_available() else "cpu"
+    return "cuda:0" if device == "cuda" else device
+
+
+def apply_precision(dtype: str) -> None:
+    """The same TF32 setting for every variant (and the isolated compiles)."""
+    tf32 = dtype == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+
+
+class RunState:
+    """One run's state: its config, device, timer, meters and (once prepared) inputs and reference."""
+
+    #: the input batch on the device, at the run's dtype (set when the inputs are prepared)
+    x: tuple[Any, ...]
+    #: the fp64 reference output (and, for training, parameter gradients) on the CPU
+    reference: CheckedOutput
+    reference_grads: list[torch.Tensor] | None
+    flops_per_call: int | None
+
+    def __init__(
+        self,
+        config: BenchmarkConfig,
+        sink: EventSink,
+        stop: threading.Event | None = None,
+        device: str | None = None,
+        clock_probe: ClockProbe | None = None,
+        isolated_compile: Callable[[str], float] | None = None,
+    ):
+        self.config = config
+        self.sink = sink
+        self.stop = stop or threading.Event()
+        self.device = torch.device(device or resolve_device(config.device))
+        self.is_cuda = self.device.type == "cuda"
+        if self.is_cuda:
+            # CUDA events and streams belong to the current device
+            torch.cuda.set_device(self.device)
+        #: what model and inputs are converted to; None: as the factory made them
+        self.dtype = conversion_dtype(config.dtype)
+        #: the dtype whose bounds judge the outputs (as given: the model's, once it is built)
+        self.check_dtype = config.dtype if self.dtype is not None else "fp32"
+        #: None, SEEDED or UNSEEDED: how the model's output is random (see randomness)
+        self.random_kind: str | None = None
+        self.model_dtype: str | None = None
+        self.conversions: list[str] = []
+        self.given_mismatch: str | None = None
+        self.training = config.workload == "training"
+        self.timer = CallTimer(
+            self.device, use_events=self.is_cuda and config.timer in ("auto", "cuda_events")
+        )
+        found = nvml_handle(self.device) if clock_probe is None else None
+        #: the NVML UUID of the GPU measured (NVML and torch agree on it, whatever the index)
+        self.gpu_uuid = found[2] if found else None
+        self.clock = clock_probe or (
+            ClockProbe.for_device(self.device, found[1], found[0])
+            if found
+            else ClockProbe.for_device(self.device)
+        )
+        self.memory = PeakMeter(self.device)
+        self.flush: CacheFlush | None = None
+        self.skip_log = CudagraphSkipLog()
+        #: why each variant is as fast as it is (evidence sent after its timed window)
+        self.why = WhyCollector(config.diagnostics)
+        self.eager_output_dev: checks.Deviation | None = None
+        self.eager_grads_dev: checks.Deviation | None = None
+        #: parameters (fp64, CPU) after the training check's DRIFT_STEPS, by variant
+        self.drift_params: dict[str, list[torch.Tensor]] = {}
+        #: the timing thread on its own core while nothing compiles (where, in words, once pinned)
+        self.pin = TimingThreadPin()
+        #: Inductor's compile_threads, read before anything is pinned
+        self.compile_threads: int | None = None
+        self._info_sent = False
+        #: times a variant's first call in a fresh process (the reported compile time)
+        self.isolated_compile = isolated_compile
+
+    # -- helpers every step uses ----------------------------------------------------
+    def _reseed(self) -> None:
+        """Torch's RNG back to the run's seed: a random model draws the same numbers again."""
+        torch.manual_seed(self.config.seed)
+
+    def _check_stop(self) -> None:
+        if self.stop.is_set():
+            raise Stopped
+
+    def _phase(self, name: str, phase: protocol.Phase, planned: int) -> None:
+        self.sink.event(protocol.PhaseEvent(variant=name, phase=phase, iterations=planned))
+
+    def _error(self, name: str | None, exc: BaseException, what: str) -> None:
+        self.sink.event(error_event(name, exc, what, self.device, self.config))
+
+    def _warn(self, name: str, message: str) -> None:
+        self.sink.event(protocol.WarningEvent(message=message, variant=name))
+
+    def _no_grad(self) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext() if self.training else torch.inference_mode()
