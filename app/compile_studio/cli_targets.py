@@ -17,9 +17,8 @@ from .cli_common import EXIT_BAD_CONFIG as EXIT_BAD
 from .cli_common import EXIT_FAILED, EXIT_OK
 from .results.formatting import text_table
 from .supervisor import WorkerStartFailed
+from .target_kinds import kind_names, kind_words
 from .targets import (
-    KIND_WORDS,
-    KINDS,
     LOCAL,
     SSH_CONFIG_KEYS,
     Targets,
@@ -51,7 +50,7 @@ def register(sub: Any) -> None:
     actions.add_parser("list", help="list the targets (the default)")
     add = actions.add_parser("add", help="add a target, or replace the one of that name")
     add.add_argument("name", metavar="NAME")
-    add.add_argument("--kind", choices=KINDS, required=True)
+    add.add_argument("--kind", choices=kind_names(), required=True)
     add.add_argument("--host", default="", help="ssh: the host as in ~/.ssh/config")
     add.add_argument("--port", type=int, default=None, help="ssh: port")
     add.add_argument("--user", default="", help="ssh: user name")
@@ -101,7 +100,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if action == "check":
         return _check(args.name, targets)
-    rows = [[t.name, KIND_WORDS[t.kind], t.describe()] for t in targets.items]
+    rows = [[t.name, kind_words(t.kind), t.describe()] for t in targets.items]
     rows += [[b.name, "invalid", "cannot be used (see below)"] for b in targets.invalid]
     where = targets.path if targets.path is not None else "(no file yet)"
     sys.stdout.write(f"{where}\n" + text_table(["name", "kind", "where"], rows, left=3) + "\n")

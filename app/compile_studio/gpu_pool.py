@@ -5,10 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import protocol
 from .supervisor import WorkerLauncher
+
+if TYPE_CHECKING:
+    from .target_kinds import LaunchPlan
+    from .targets import Target
 
 
 class GpuPool:
@@ -82,3 +86,12 @@ class LocalGpuLauncher(PooledGpu, WorkerLauncher):
 
     def cleanup(self, hello: protocol.HelloEvent | None) -> None:
         self._give_gpu_back()
+
+
+def local_launcher(target: Target, plan: LaunchPlan) -> WorkerLauncher:
+    """This machine's worker, on one GPU of ``gpu_ids`` when it lists some (the ``local`` kind's launcher)."""
+    prefix = WorkerLauncher.local()
+    if plan.gpu is None and plan.pool is None:
+        return prefix
+    return LocalGpuLauncher(prefix=prefix.prefix, prefix_problem=prefix.prefix_problem,
+                            gpu=plan.gpu, pool=plan.pool)

@@ -43,6 +43,7 @@ from .gpu_pool import LocalGpuLauncher as LocalGpuLauncher
 from .model_specs import factory_file
 from .remote_programs import BOOT, CHECK, INSTALL, REMOTE_CACHE_ENV, local_cache, remote_cache
 from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
+from .target_kinds import LaunchPlan, target_kind
 from .targets import LOCAL_TARGET, Target, Targets, load_targets
 from .worker_bundle import WorkerBundle, worker_bundle
 
@@ -418,40 +419,46 @@ def launcher_for(
     bundle: WorkerBundle | None = None,
     pool: GpuPool | None = None,
 ) -> WorkerLauncher:
-    """The launcher of one worker on ``target`` (a name is looked up in ``targets``).
+    """The launcher of one worker on ``target`` (a name is looked up in ``targets``), as its kind makes it.
 
-    On a target with ``gpu_ids`` (this machine or an SSH host) the worker sees
-    one GPU (``CUDA_VISIBLE_DEVICES``): the one ``pool`` hands out while it
-    runs, or else ``gpu_ids[index % len(gpu_ids)]`` for a sweep point's
-    ``index``. On Slurm every worker is its own job step, whose ``--gres``
-    gives it its GPUs. Raises KeyError for an unknown name and ValueError for
-    a Slurm target whose login target is unusable.
+    On a target whose kind hands out GPUs (this machine, an SSH host) and
+    that lists ``gpu_ids``, the worker sees one GPU (``CUDA_VISIBLE_DEVICES``):
+    the one ``pool`` hands out while it runs, or else
+    ``gpu_ids[index % len(gpu_ids)]`` for a sweep point's ``index``. On Slurm
+    every worker is its own job step, whose ``--gres`` gives it its GPUs.
+    Raises KeyError for an unknown name and ValueError for a target that
+    cannot be used (a Slurm target whose login target is unusable).
     """
     if isinstance(target, str):
         targets = targets if targets is not None else load_targets()
         target = targets.get(target)
+    try:
+        kind = target_kind(target.kind)
+    except KeyError:
+        raise ValueError(f"target {target.name!r}: no kind {target.kind!r} is known here") from None
     gpu = None
-    if target.gpu_ids and target.kind != "slurm" and pool is None:
-        gpu = target.gpu_ids[(index or 0) % len(target.gpu_ids)] if index is not None else None
-    if target.kind != "slurm" and not target.gpu_ids:
+    if kind.hands_out_gpus and target.gpu_ids and pool is None and index is not None:
+        gpu = target.gpu_ids[index % len(target.gpu_ids)]
+    if kind.hands_out_gpus and not target.gpu_ids:
         pool = None
-    if target.kind == "local":
-        if gpu is None and pool is None:
-            return WorkerLauncher.local()
-        prefix = WorkerLauncher.local()
-        return LocalGpuLauncher(prefix=prefix.prefix, prefix_problem=prefix.prefix_problem,
-                                gpu=gpu, pool=pool)
-    if target.kind == "ssh":
-        return RemoteLauncher(target=target, login=target, bundle=bundle, gpu=gpu, pool=pool)
+    plan = LaunchPlan(targets=targets, index=index, bundle=bundle, pool=pool, gpu=gpu)
+    return kind.make_launcher(target, plan)
+
+
+def ssh_launcher(target: Target, plan: LaunchPlan) -> RemoteLauncher:
+    """An SSH host's worker (the ``ssh`` kind's launcher)."""
+    return RemoteLauncher(target=target, login=target, bundle=plan.bundle, gpu=plan.gpu, pool=plan.pool)
+
+
+def slurm_launcher(target: Target, plan: LaunchPlan) -> RemoteLauncher:
+    """A Slurm job step's worker, through the login node ``via`` names (the ``slurm`` kind's launcher)."""
     login = None
     if target.via:
-        targets = targets if targets is not None else load_targets()
+        targets = plan.targets if plan.targets is not None else load_targets()
         try:
             login = targets.get(target.via)
         except KeyError as exc:
             raise ValueError(f"target {target.name!r}: {exc.args[0]}") from None
         if login.kind != "ssh":
             raise ValueError(f"target {target.name!r}: via {target.via!r} is not an SSH target")
-    return RemoteLauncher(target=target, login=login, bundle=bundle)
-
-
+    return RemoteLauncher(target=target, login=login, bundle=plan.bundle)

@@ -10,6 +10,7 @@ from .config import BenchmarkConfig
 from .remote import GpuPool, launcher_for
 from .results.store import RunStore
 from .session import RunSession
+from .target_kinds import target_kind
 from .targets import Target, Targets, load_targets
 
 
@@ -41,7 +42,8 @@ def session_factory(
         targets = targets if targets is not None else load_targets()
         target = targets.get(target)
     resolved = target
-    pool = GpuPool(resolved.gpu_ids) if resolved.gpu_ids and resolved.kind != "slurm" else None
+    hands_out = target_kind(resolved.kind).hands_out_gpus
+    pool = GpuPool(resolved.gpu_ids) if resolved.gpu_ids and hands_out else None
 
     def factory(config: BenchmarkConfig, store: RunStore | None,
                 on_event: Callable[[protocol.Event], None] | None = None,

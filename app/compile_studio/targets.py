@@ -82,6 +82,7 @@ import platformdirs
 
 from .app_info import ORGANIZATION
 from .plain_file import UnreadableFile, read_regular_file
+from .target_kinds import kind_names, target_kind
 from .target_options import HOST_NAME, USER_NAME
 from .target_options import (  # the option checks are part of what this module offers
     SSH_CONFIG_KEYS as SSH_CONFIG_KEYS,
@@ -100,8 +101,6 @@ SETTINGS_DIR_ENV = "COMPILE_STUDIO_SETTINGS_DIR"
 TARGETS_FILE_NAME = "targets.json"
 FILE_VERSION = 1
 LOCAL = "local"
-KINDS = ("local", "ssh", "slurm")
-KIND_WORDS = {"local": "this machine", "ssh": "SSH host", "slurm": "Slurm"}
 MAX_TARGETS = 200
 MAX_FILE_BYTES = 1024 * 1024
 MAX_FIELD = 4000
@@ -169,22 +168,11 @@ class Target:
         return max(1, len(self.gpu_ids))
 
     def describe(self) -> str:
-        """One line for lists: kind and where."""
-        if self.kind == "ssh":
-            where = f"{self.user + '@' if self.user else ''}{self.host}"
-            where += f":{self.port}" if self.port else ""
-            return f"SSH host {where}" + (f", python {self.python}" if self.python else "")
-        if self.kind == "slurm":
-            parts = [f"partition {self.partition}" if self.partition else "default partition"]
-            if self.gpus:
-                parts.append(f"{self.gpus} GPU" + ("s" if self.gpus > 1 else ""))
-            if self.time_limit:
-                parts.append(f"time {self.time_limit}")
-            if self.account:
-                parts.append(f"account {self.account}")
-            login = f" via {self.via}" if self.via else " on this machine"
-            return "Slurm" + login + ": " + ", ".join(parts)
-        return "this machine" + (f", GPUs {','.join(map(str, self.gpu_ids))}" if self.gpu_ids else "")
+        """One line for lists: kind and where (as its kind says it)."""
+        try:
+            return target_kind(self.kind).describe(self)
+        except KeyError:
+            return f"{self.kind} (a kind this version does not know)"
 
     def to_dict(self) -> dict[str, Any]:
         """The target as stored: only the fields that differ from their defaults."""
@@ -270,8 +258,8 @@ def check_target(data: object, where: str = "target") -> tuple[Target | None, li
         return None, problems
     where = f"target {name!r}"
     kind = data.get("kind", "local")
-    if kind not in KINDS:
-        problems.append(f"{where}: kind must be one of {', '.join(KINDS)}, not {str(kind)[:40]!r}")
+    if kind not in kind_names():
+        problems.append(f"{where}: kind must be one of {', '.join(kind_names())}, not {str(kind)[:40]!r}")
         return None, problems
     values: dict[str, Any] = {"name": name, "kind": kind}
     for key in ("python", "preamble", "identity"):
@@ -314,12 +302,7 @@ def check_target(data: object, where: str = "target") -> tuple[Target | None, li
             if len(set(ids)) != len(ids):
                 problems.append(f"{where}.gpu_ids: lists a GPU twice")
             values["gpu_ids"] = ids
-    if kind == "ssh" and not values.get("host"):
-        problems.append(f"{where}: an SSH target needs a host")
-    if kind == "local" and name != LOCAL and any(
-        values.get(k) for k in ("host", "via", "partition", "python", "preamble")
-    ):
-        problems.append(f"{where}: a local target takes only gpu_ids and workers")
+    problems += target_kind(kind).check(values)
     if name == LOCAL and kind != "local":
         problems.append(f"{where}: the name {LOCAL!r} is kept for this machine")
     if problems:

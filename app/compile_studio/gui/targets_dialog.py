@@ -32,9 +32,8 @@ from PySide6.QtWidgets import (
 
 from ..remote import launcher_for
 from ..supervisor import WorkerLauncher
+from ..target_kinds import kind_names, kind_words, target_kind
 from ..targets import (
-    KIND_WORDS,
-    KINDS,
     LOCAL,
     LOCAL_TARGET,
     Target,
@@ -55,12 +54,14 @@ _FIELD_WORDS = {
     "gpu_type": "GPU type", "time_limit": "Time limit", "account": "Account",
     "ssh_options": "More ssh arguments", "srun_flags": "More srun flags",
 }
-_KIND_FIELDS = {
-    "local": {"gpu_ids", "workers"},
-    "ssh": {"host", "port", "user", "identity", "ssh_options", "python", "preamble", "gpu_ids", "workers"},
-    "slurm": {"via", "python", "preamble", "partition", "gpus", "gpu_type", "time_limit", "account",
-              "srun_flags", "workers"},
-}
+
+
+def _fields_of(kind: str) -> frozenset[str]:
+    """The fields the form shows for ``kind`` (none for a kind this version does not know)."""
+    try:
+        return target_kind(kind).fields
+    except KeyError:
+        return frozenset()
 
 
 class TargetsDialog(QDialog):
@@ -81,8 +82,8 @@ class TargetsDialog(QDialog):
         self.remove_button.clicked.connect(self._remove)
         self.name = QLineEdit()
         self.kind = QComboBox()
-        for kind in KINDS:
-            self.kind.addItem(KIND_WORDS[kind], kind)
+        for kind in kind_names():
+            self.kind.addItem(kind_words(kind), kind)
         self.kind.currentIndexChanged.connect(self._show_fields)
         self.edits: dict[str, QLineEdit] = {k: QLineEdit() for k in (*_TEXT_FIELDS, *_LIST_FIELDS)}
         self.edits["gpu_ids"] = QLineEdit()
@@ -166,7 +167,7 @@ class TargetsDialog(QDialog):
 
     def _load(self, target: Target) -> None:
         self.name.setText(target.name)
-        self.kind.setCurrentIndex(KINDS.index(target.kind))
+        self.kind.setCurrentIndex(max(0, self.kind.findData(target.kind)))
         for key in _TEXT_FIELDS:
             self.edits[key].setText(getattr(target, key))
         for key in _LIST_FIELDS:
@@ -185,7 +186,7 @@ class TargetsDialog(QDialog):
     def _show_fields(self) -> None:
         kind = self.kind.currentData()
         for key, widget in self._rows.items():
-            visible = key in _KIND_FIELDS.get(kind, set())
+            visible = key in _fields_of(kind)
             widget.setVisible(visible)
             label = self.form.labelForField(widget)
             if label is not None:
@@ -195,7 +196,7 @@ class TargetsDialog(QDialog):
         """The target the form describes, checked as the file would be."""
         kind = self.kind.currentData()
         data: dict[str, object] = {"name": self.name.text().strip(), "kind": kind}
-        shown = _KIND_FIELDS.get(kind, set())
+        shown = _fields_of(kind)
         problems: list[str] = []
         for key in _TEXT_FIELDS:
             if key in shown and self.edits[key].text().strip():
