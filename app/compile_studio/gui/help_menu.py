@@ -184,7 +184,8 @@ class ShortcutsDialog(QDialog):
 
     def keys(self) -> list[str]:
         """The keys column, top to bottom."""
-        return [self.table.item(r, 0).text() for r in range(self.table.rowCount())]
+        items = (self.table.item(r, 0) for r in range(self.table.rowCount()))
+        return [item.text() if item is not None else "" for item in items]
 
 
 def readme_path() -> Path | None:

@@ -81,6 +81,7 @@ class VerdictLines(QWidget):
         show_run = "run" in self._model.headers()
         texts = verdict_texts(self._model.rows(), show_run)
         layout = self.layout()
+        assert layout is not None  # made in __init__
         while len(self._labels) < len(texts):
             label = QLabel()
             # sentences quote run labels and error messages: escaped, the variant's name in bold
