@@ -278,7 +278,7 @@ def test_history_columns_and_latency_plot_fit_the_window(qtbot, size):
     """After a run with one overlay: the history's model, best speedup and status are seen
     without scrolling sideways, its "N runs" line is whole, and the latency plot keeps its height."""
     from compile_studio.gui.history_panel import COLUMNS
-    from compile_studio.results.store import run_to_json, samples_to_csv
+    from compile_studio.results.run_files import run_to_json, samples_to_csv
 
     window = MainWindow(probe=False)
     qtbot.addWidget(window)

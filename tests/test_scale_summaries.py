@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from compile_studio import protocol
-from compile_studio.results import RunStore, load_run, summarize
-from compile_studio.results import store as store_module
+from compile_studio.results import RunStore, csv_readers, load_run, summarize, summary_cache
 from compile_studio.results import summary as summary_module
 from compile_studio.results.recorder import RunRecorder
 from compile_studio.results.summary import _compute_summary
@@ -68,7 +67,7 @@ def test_summary_is_computed_once_per_variant_and_read_back_equal(tmp_path, monk
     doc = json.loads((rec.folder / "run.json").read_text())
     assert doc["summary_samples"] == {v: 305 for v in VARIANTS}
 
-    monkeypatch.setattr(store_module, "summarize", pytest.fail)
+    monkeypatch.setattr(summary_cache, "summarize", pytest.fail)
     loaded = load_run(rec.folder)
     assert computed == ["interval"] * 2  # read back, not computed
     assert loaded == rec.run
@@ -97,7 +96,7 @@ def test_a_run_without_stored_summary_opens_and_is_summarised_once(tmp_path, mon
 
     assert main(["show", str(rec.folder)]) == 0
     assert "aot_eager" in capsys.readouterr().out
-    cached = list(store_module.summary_cache_dir().glob("*.json"))
+    cached = list(summary_cache.summary_cache_dir().glob("*.json"))
     assert len(cached) == 1
     assert (rec.folder / "run.json").read_bytes() == before  # the user's file is left alone
     monkeypatch.setattr(summary_module, "_compute_summary", pytest.fail)
@@ -152,8 +151,8 @@ def test_history_of_many_runs_lists_without_reading_samples(qtbot, monkeypatch):
     for folder in store.root.iterdir():  # any row read would be skipped and show
         with open(folder / "samples.csv", "a") as fh:
             fh.write("garbage,row\n")
-    monkeypatch.setattr(store_module, "_fast_piece", pytest.fail)
-    monkeypatch.setattr(store_module, "_slow_rows", pytest.fail)
+    monkeypatch.setattr(csv_readers, "_fast_piece", pytest.fail)
+    monkeypatch.setattr(csv_readers, "_slow_rows", pytest.fail)
 
     panel = HistoryPanel(store)
     qtbot.addWidget(panel)

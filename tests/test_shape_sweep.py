@@ -11,15 +11,15 @@ import pytest
 from compile_studio import cli, protocol
 from compile_studio.config import BenchmarkConfig, ConfigError
 from compile_studio.results.formatting import rough_speedup_header, rough_speedup_text
-from compile_studio.results.sweep_store import (
+from compile_studio.results.shape_record import (
     SHAPE_CSV,
     SHAPE_CSV_COLUMNS,
     SHAPE_JSON,
     ShapePoint,
     ShapeSweepRecord,
-    SweepDamaged,
-    load_shape_sweep,
 )
+from compile_studio.results.sweep_load import load_shape_sweep
+from compile_studio.results.sweep_record import SweepDamaged
 from compile_studio.shape_sweep_run import parse_batches, shape_request
 
 BATCHES = [1, 2, 3, 4, 5]

@@ -10,8 +10,8 @@ import pytest
 from compile_studio import protocol
 from compile_studio.results import RunDamaged, RunResult, RunStore, load_run, summarize
 from compile_studio.results.export import ExportFailed, export_markdown, export_run
+from compile_studio.results.file_io import atomic_write_text
 from compile_studio.results.recorder import RunRecorder
-from compile_studio.results.store import atomic_write_text
 
 
 def fake_events(variants=("eager", "default"), n=20, warmup=3):

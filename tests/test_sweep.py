@@ -17,14 +17,14 @@ import pytest
 from compile_studio import cli
 from compile_studio.config import BenchmarkConfig, ConfigError
 from compile_studio.results import load_run
-from compile_studio.results.sweep_store import (
+from compile_studio.results.sweep_load import load_sweep
+from compile_studio.results.sweep_record import (
     SWEEP_CSV,
     SWEEP_CSV_COLUMNS,
     SWEEP_JSON,
     SweepDamaged,
-    SweepFolder,
-    load_sweep,
 )
+from compile_studio.results.sweep_store import SweepFolder
 from compile_studio.session import RunSession
 from compile_studio.supervisor import WorkerLauncher
 from compile_studio.sweep import SweepRunner, new_sweep

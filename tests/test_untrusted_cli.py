@@ -15,7 +15,10 @@ import pytest
 
 from compile_studio import cli
 from compile_studio.config import BenchmarkConfig, ConfigError
-from compile_studio.results.sweep_store import OWNER_LOCK, RUNNING, SweepFolder, load_sweep
+from compile_studio.results.owner_lock import OWNER_LOCK
+from compile_studio.results.sweep_load import load_sweep
+from compile_studio.results.sweep_record import RUNNING
+from compile_studio.results.sweep_store import SweepFolder
 from compile_studio.results.terminal import escape_controls
 from compile_studio.sweep import SweepRunner, local_worker_limit, new_sweep
 from compile_studio.sweep_spec import SweepSpec, parse_range

@@ -15,15 +15,9 @@ from hypothesis import strategies as st
 from compile_studio.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.settings import AppSettings
-from compile_studio.results.sweep_store import (
-    SHAPE_JSON,
-    SWEEP_JSON,
-    ShapeSweepRecord,
-    SweepDamaged,
-    SweepRecord,
-    load_shape_sweep,
-    load_sweep,
-)
+from compile_studio.results.shape_record import SHAPE_JSON, ShapeSweepRecord
+from compile_studio.results.sweep_load import load_shape_sweep, load_sweep
+from compile_studio.results.sweep_record import SWEEP_JSON, SweepDamaged, SweepRecord
 from compile_studio.shape_sweep_run import new_shape_sweep, shape_request
 from compile_studio.sweep import new_sweep
 from compile_studio.sweep_spec import SweepSpec

@@ -157,7 +157,7 @@ def test_only_regular_files_under_a_cap(tmp_path, monkeypatch):
     with pytest.raises(RunDamaged, match="not a regular file"):
         load_run(other)
     big = saved_run(tmp_path / "c")
-    monkeypatch.setattr("compile_studio.results.store.MAX_RUN_JSON_BYTES", 100)
+    monkeypatch.setattr("compile_studio.results.run_load.MAX_RUN_JSON_BYTES", 100)
     with pytest.raises(RunDamaged, match="larger than"):
         load_run(big)
 

@@ -8,7 +8,7 @@ import sys
 from compile_studio import cli
 from compile_studio.config import BenchmarkConfig
 from compile_studio.results import RunStore
-from compile_studio.results.store import RunWriter
+from compile_studio.results.run_files import RunWriter
 from compile_studio.session import RunSession
 
 

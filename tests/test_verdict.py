@@ -16,6 +16,7 @@ from compile_studio.config import AA_CONTROL, BenchmarkConfig
 from compile_studio.results import RunStore, load_run, summarize
 from compile_studio.results.export import markdown_report
 from compile_studio.results.recorder import RunRecorder
+from compile_studio.results.run_files import summary_to_csv
 from compile_studio.results.stats import (
     SpeedupInterval,
     block_bootstrap_speedup_interval,
@@ -24,7 +25,6 @@ from compile_studio.results.stats import (
     round_ratio_interval,
     sample_checks,
 )
-from compile_studio.results.store import summary_to_csv
 from compile_studio.results.verdict import VerdictKind, harness_note, judge, noise_floor
 
 # -- synthetic runs measured in rounds ------------------------------------------------------

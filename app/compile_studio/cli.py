@@ -51,7 +51,7 @@ from .results.formatting import (
     verdict_lines,
 )
 from .results.locations import default_run_store
-from .results.store import summary_of
+from .results.summary_cache import summary_of
 from .results.terminal import guarded
 from .session import Progress, RunSession
 from .supervisor import ProbeFailed, probe_environment

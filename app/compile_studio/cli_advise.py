@@ -22,7 +22,7 @@ from .results import RunDamaged, RunStore, load_run
 from .results.advice import advice_text, gather, load_why
 from .results.advice_rules import advise
 from .results.locations import default_run_store
-from .results.store import summary_of
+from .results.summary_cache import summary_of
 from .results.terminal import escape_controls
 
 

@@ -25,7 +25,7 @@ from .results.formatting import (
     text_table,
 )
 from .results.locations import default_run_store
-from .results.store import summary_of
+from .results.summary_cache import summary_of
 
 EXIT_OK = 0
 EXIT_BAD_CONFIG = 2

@@ -43,17 +43,10 @@ from .protocol import SHAPE_MODES
 from .results.formatting import (
     fmt_ms,
 )
-from .results.sweep_store import (
-    FAILED,
-    SWEEP_JSON,
-    ShapeSweepFolder,
-    ShapeSweepRecord,
-    SweepDamaged,
-    SweepFolder,
-    SweepRecord,
-    is_shape_sweep_folder,
-    load_shape_sweep,
-)
+from .results.shape_record import ShapeSweepRecord
+from .results.sweep_load import is_shape_sweep_folder, load_shape_sweep
+from .results.sweep_record import FAILED, SWEEP_JSON, SweepDamaged, SweepRecord
+from .results.sweep_store import ShapeSweepFolder, SweepFolder
 from .shape_sweep_run import SHAPE_REPEATS
 from .sweep import SweepRunner, new_sweep
 from .sweep_spec import DERIVED_PARAMS, SweepSpec, value_text

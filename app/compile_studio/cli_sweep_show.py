@@ -30,15 +30,9 @@ from .results.formatting import (
     text_table,
 )
 from .results.locations import default_data_dir
-from .results.sweep_store import (
-    FAILED,
-    ShapeSweepRecord,
-    SweepDamaged,
-    SweepRecord,
-    is_shape_sweep_folder,
-    load_shape_sweep,
-    load_sweep,
-)
+from .results.shape_record import ShapeSweepRecord
+from .results.sweep_load import is_shape_sweep_folder, load_shape_sweep, load_sweep
+from .results.sweep_record import FAILED, SweepDamaged, SweepRecord
 from .sweep_spec import describe_points, value_text
 
 
@@ -123,7 +117,7 @@ def print_sweep(record: SweepRecord, out: TextIO) -> None:
 def sweep_path(ref: str) -> Path | None:
     """The sweep folder ``ref`` names: a sweep folder, its sweep.json, or a sweep's name in the
     default sweeps folder; None when it names none (it may then be a run)."""
-    from .results.sweep_store import is_sweep_folder, sweep_folder_of
+    from .results.sweep_load import is_sweep_folder, sweep_folder_of
 
     path = Path(ref).expanduser()
     if is_sweep_folder(path):

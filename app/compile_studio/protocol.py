@@ -14,6 +14,7 @@ Pure Python; shared by every side (the worker, the supervisor, the results).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from dataclasses import dataclass, field
@@ -323,18 +324,30 @@ MAX_SHAPE_BATCHES = 64
 
 
 @dataclass
-class ShapeSweepRequest:
-    """What a shape-sweep worker runs: the config (its variants, model, device) at each batch size.
+class ShapeSweepSettings:
+    """How a shape sweep runs its config: batch sizes, dynamic modes, recompile limit, repeats.
 
     ``recompile_limit`` (0: torch's own) is set as Dynamo's recompile limit in
-    the worker; ``repeats`` timed calls per point give its median.
+    the worker; ``repeats`` timed calls per point give its median. Declared
+    once for the request (:class:`ShapeSweepRequest`) and the record kept of
+    the sweep (``results.shape_record.ShapeSweepRecord``).
     """
 
-    config: dict[str, Any]
     batches: list[int]
     modes: list[str] = field(default_factory=lambda: list(SHAPE_MODES))
     recompile_limit: int = 0
     repeats: int = 5
+
+    def settings(self) -> dict[str, Any]:
+        """These fields by name (lists copied): a request from a record, or a record from a request."""
+        return {f.name: copy.copy(getattr(self, f.name)) for f in dataclasses.fields(ShapeSweepSettings)}
+
+
+@dataclass
+class ShapeSweepRequest(ShapeSweepSettings):
+    """What a shape-sweep worker runs: the config (its variants, model, device) at each batch size."""
+
+    config: dict[str, Any] = field(kw_only=True)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)

@@ -18,17 +18,10 @@ from typing import Any
 from . import protocol
 from .config import MAX_BATCH, BenchmarkConfig, ConfigError, ConfigProblem
 from .protocol import RunStatus
-from .results.sweep_store import (
-    COMPLETE,
-    FAILED,
-    RUNNING,
-    STOPPED,
-    RecordBusy,
-    ShapePoint,
-    ShapeSweepFolder,
-    ShapeSweepRecord,
-    this_owner,
-)
+from .results.owner_lock import RecordBusy, this_owner
+from .results.shape_record import ShapePoint, ShapeSweepRecord
+from .results.sweep_record import COMPLETE, FAILED, RUNNING, STOPPED
+from .results.sweep_store import ShapeSweepFolder
 from .session import (
     STOPPED_BY_USER,
     hello_timeout_s,
@@ -85,20 +78,14 @@ def shape_request(
 def new_shape_sweep(request: protocol.ShapeSweepRequest, root: Path) -> ShapeSweepFolder:
     """A new shape-sweep folder under ``root`` (nothing run yet); raises OSError."""
     config = BenchmarkConfig.from_dict(request.config)
-    record = ShapeSweepRecord(
-        sweep_id="", created="", config=config, batches=list(request.batches), modes=list(request.modes),
-        recompile_limit=request.recompile_limit, repeats=request.repeats,
-    )
+    record = ShapeSweepRecord(sweep_id="", created="", config=config, **request.settings())
     slug = re.sub(r"_b\d+_", "_", config.slug(), count=1)
     return ShapeSweepFolder.create(Path(root), slug, record)
 
 
 def shape_request_of(record: ShapeSweepRecord) -> protocol.ShapeSweepRequest:
     """The request a saved shape sweep was made from."""
-    return protocol.ShapeSweepRequest(
-        config=record.config.to_dict(), batches=list(record.batches), modes=list(record.modes),
-        recompile_limit=record.recompile_limit, repeats=record.repeats,
-    )
+    return protocol.ShapeSweepRequest(config=record.config.to_dict(), **record.settings())
 
 
 @dataclass

@@ -29,21 +29,20 @@ from typing import Protocol
 from . import protocol
 from .config import BenchmarkConfig, ConfigProblem
 from .protocol import RunStatus, VariantStatus
+from .results.owner_lock import RecordBusy, this_owner
 from .results.store import RunStore
 from .results.summary import summarize
-from .results.sweep_store import (
+from .results.sweep_record import (
     COMPLETE,
     FAILED,
     PENDING,
     RUNNING,
     STOPPED,
     PointVariant,
-    RecordBusy,
-    SweepFolder,
     SweepPoint,
     SweepRecord,
-    this_owner,
 )
+from .results.sweep_store import SweepFolder
 from .session import (
     STOPPED_BY_USER,
     RunOutcome,

@@ -29,7 +29,7 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QGraphicsView, QWidget
 
 from ..config import BenchmarkConfig, ConfigError
-from ..results.store import atomic_write_bytes
+from ..results.file_io import atomic_write_bytes
 
 #: Items carrying this attribute set to True (crosshairs, hover labels) are hidden in exports.
 EXCLUDE_ATTR = "exclude_from_export"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..config import EnvironmentInfo
 from ..results import RunDamaged, RunResult
-from ..results.store import ensure_samples
+from ..results.run_load import ensure_samples
 
 #: The best speedup of a run whose summary is being computed (a run of an older version).
 PENDING_SPEEDUP = "…"

@@ -41,18 +41,12 @@ from .. import protocol
 from ..config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
 from ..model_specs import LayerSpecError, parse_layer_spec
 from ..results import RunDamaged, RunResult, load_run
+from ..results.file_io import atomic_write_text
 from ..results.run_result import batch_text
-from ..results.store import atomic_write_text
-from ..results.sweep_store import (
-    ShapeSweepRecord,
-    SweepDamaged,
-    SweepFolder,
-    SweepRecord,
-    is_shape_sweep_folder,
-    load_shape_sweep,
-    record_to_csv,
-    shape_record_to_csv,
-)
+from ..results.shape_record import ShapeSweepRecord, shape_record_to_csv
+from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
+from ..results.sweep_record import SweepDamaged, SweepRecord, record_to_csv
+from ..results.sweep_store import SweepFolder
 from ..shape_sweep_run import ShapeSweepOutcome, new_shape_sweep, parse_batches, shape_request
 from ..sweep import SweepOutcome, new_sweep, spec_of
 from ..sweep_spec import HIDDEN_WIDTH, SEQ_LEN, SweepSpec, describe_points, swept_fields, value_text

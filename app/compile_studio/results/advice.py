@@ -191,7 +191,7 @@ def _device_kind(device: str) -> str:
 def gather(run: Any, report: WhyReport, rows: Sequence[Any] | None = None) -> RunEvidence:
     """The rules' evidence from a loaded run, its diagnostics and its summary rows.
 
-    ``rows``: the summary rows (:func:`results.store.summary_of`); without
+    ``rows``: the summary rows (:func:`results.summary_cache.summary_of`); without
     them the run's known summary, else none (the figures are then unknown).
     """
     config = run.config.to_dict() if getattr(run, "config", None) is not None else {}

@@ -9,19 +9,19 @@ import tempfile
 from pathlib import Path
 
 from ..config import format_bytes
+from .file_io import current_umask
 from .formatting import SUMMARY_HEADERS, markdown_table, run_context, summary_cells, verdict_lines
-from .run_result import RunResult
-from .store import (
+from .run_files import (
     GPU_STATE_CSV,
     RUN_JSON,
     SAMPLES_CSV,
     SUMMARY_CSV,
-    current_umask,
     gpu_state_to_csv,
     run_to_json,
     samples_to_csv,
     summary_to_csv,
 )
+from .run_result import RunResult
 from .summary import summarize
 from .why import markdown_lines as why_markdown_lines
 

@@ -11,8 +11,9 @@ from typing import Any
 from .. import __version__, protocol
 from ..config import BenchmarkConfig
 from ..protocol import ErrorKind, RunStatus, VariantStatus
+from .run_files import RunWriter
 from .run_result import RunResult, gpu_state_rows
-from .store import RunStore, RunWriter
+from .store import RunStore
 from .summary import summarize
 from .why_files import compact as why_compact
 from .why_files import record_diagnostics

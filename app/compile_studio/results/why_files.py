@@ -163,7 +163,7 @@ def compact(why: dict[str, Any]) -> dict[str, Any]:
 
 def record_diagnostics(folder: Path, event: DiagnosticsEvent) -> None:
     """Write one variant's diagnostics into the run folder (atomically, file by file)."""
-    from .store import atomic_write_text
+    from .file_io import atomic_write_text
 
     folder = Path(folder)
     why = dict(event.why)

@@ -1,0 +1,357 @@
+"""Loading sweep and shape-sweep folders back, every value checked (SweepDamaged says why not).
+
+A sweep folder may come from elsewhere: everything read back is checked for
+type and size as run folders are (see :mod:`results.schema`). A field that
+does not fit falls back to its default, a point that does not fit is left
+out; both are listed in the record's ``load_problems``. A record left
+"running" by a process that is gone reads as stopped.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+from .owner_lock import held_by_a_process, owner_alive
+from .run_result import config_from_saved
+from .schema import (
+    MAX_NAME,
+    MAX_TEXT,
+    RunDamaged,
+    Schema,
+    Unfit,
+    check_regular_file,
+    conform,
+    parse_json_document,
+    read_bytes_capped,
+)
+from .shape_record import (
+    MAX_SHAPE_POINTS,
+    SHAPE_JSON,
+    SHAPE_KIND,
+    SHAPE_SCHEMA_VERSION,
+    ShapePoint,
+    ShapeSweepRecord,
+    kept_reasons,
+)
+from .sweep_record import (
+    MAX_POINT_VARIANTS,
+    MAX_POINTS,
+    MAX_SWEEP_JSON_BYTES,
+    PENDING,
+    POINT_STATUSES,
+    RUNNING,
+    STOPPED,
+    SWEEP_JSON,
+    SWEEP_SCHEMA_VERSION,
+    PointVariant,
+    SweepDamaged,
+    SweepPoint,
+    SweepRecord,
+)
+
+#: Why a point or sweep left "running" by a process that ended reads as stopped.
+INTERRUPTED = "interrupted: the process running the sweep ended (resume runs it again)"
+
+#: A run folder's name inside the sweep folder: one plain name, no path.
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
+
+
+def is_sweep_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a sweep folder or its sweep.json (cheap: the file's name only)."""
+    p = Path(path)
+    try:
+        if p.name == SWEEP_JSON and p.is_file():
+            return True
+        return p.is_dir() and (p / SWEEP_JSON).is_file()
+    except OSError:
+        return False
+
+
+def sweep_folder_of(path: Path) -> Path:
+    """The sweep folder ``path`` names (the folder itself, or the folder of its sweep.json)."""
+    return path.parent if path.name == SWEEP_JSON and not path.is_dir() else path
+
+
+_TOP_FIELDS: dict[str, Any] = {
+    "schema_version": int,
+    "app_version": str,
+    "kind": str,
+    "sweep_id": str,
+    "created": str,
+    "param": str,
+    "values_text": str,
+    "status": str,
+    "message": str,
+    "concurrency": int,
+    "owner_pid": int,
+    "owner_host": str,
+    "config": dict,
+    "environment": dict,
+    "points": list,
+}
+_VARIANT = Schema.of_dataclass("variant", PointVariant)
+_POINT = Schema.of_dataclass("point", SweepPoint, skip=("variants",))
+
+
+def _read_top(doc: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    out = {}
+    for key, hint in _TOP_FIELDS.items():
+        if key not in doc:
+            continue
+        value = doc[key]
+        if hint in (dict, list):
+            if isinstance(value, hint):
+                out[key] = value
+            else:
+                problems.append(f"sweep.json: {key} must be {'an object' if hint is dict else 'a list'}")
+            continue
+        try:
+            out[key] = conform(value, hint, MAX_TEXT)
+        except (Unfit, RecursionError) as exc:
+            problems.append(f"sweep.json: {key} {exc}")
+    return out
+
+
+def _read_point(k: int, data: Any, problems: list[str]) -> SweepPoint | None:
+    if not isinstance(data, dict):
+        problems.append(f"point {k} is not an object: left out")
+        return None
+    if "value" not in data or "index" not in data:
+        problems.append(f"point {k} has no index or value: left out")
+        return None
+    own: list[str] = []
+    values = _POINT.read(data, own)
+    if any(".index " in p or ".value " in p for p in own):
+        problems.append(f"point {k}: " + "; ".join(own))
+        return None
+    problems.extend(own)
+    status = values.get("status", PENDING)
+    if status not in POINT_STATUSES:
+        problems.append(f"point {k}: status {str(status)[:20]!r} is unknown: read as pending")
+        values["status"] = PENDING
+    for key in ("run",):
+        name = values.get(key, "")
+        if name and not _FOLDER_NAME.fullmatch(name):
+            problems.append(f"point {k}: run {name[:40]!r} is not a folder name: left out")
+            values[key] = ""
+    values["earlier_runs"] = [n for n in values.get("earlier_runs", []) if _FOLDER_NAME.fullmatch(n)]
+    point = SweepPoint(**values)
+    raw_variants = data.get("variants", [])
+    if not isinstance(raw_variants, list):
+        problems.append(f"point {k}: variants is not a list")
+        raw_variants = []
+    if len(raw_variants) > MAX_POINT_VARIANTS:
+        problems.append(f"point {k}: more than {MAX_POINT_VARIANTS} variants: the rest left out")
+        raw_variants = raw_variants[:MAX_POINT_VARIANTS]
+    for item in raw_variants:
+        got = _VARIANT.read(item, problems)
+        name = got.get("variant")
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME:
+            problems.append(f"point {k}: a variant without a name left out")
+            continue
+        point.variants.append(PointVariant(**got))
+    return point
+
+
+def load_sweep(path: str | Path) -> SweepRecord:
+    """Read a sweep folder (or its sweep.json); raises :class:`SweepDamaged` saying why it cannot.
+
+    A field that does not fit falls back to its default, a point that does not
+    fit is left out; both are listed in ``record.load_problems``.
+    """
+    folder = sweep_folder_of(Path(path))
+    target = folder / SWEEP_JSON
+    try:
+        return _load(folder, target)
+    except SweepDamaged:
+        raise
+    except RunDamaged as exc:
+        raise SweepDamaged(str(exc)) from None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError) as exc:
+        raise SweepDamaged(f"{SWEEP_JSON} cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def _load(folder: Path, target: Path) -> SweepRecord:
+    check_regular_file(target, MAX_SWEEP_JSON_BYTES)
+    doc = parse_json_document(read_bytes_capped(target, MAX_SWEEP_JSON_BYTES), SWEEP_JSON)
+    if not isinstance(doc, dict) or "points" not in doc or "param" not in doc:
+        raise SweepDamaged(f"{SWEEP_JSON} is not a Compile Studio sweep record")
+    problems: list[str] = []
+    top = _read_top(doc, problems)
+    param = top.get("param")
+    if not isinstance(param, str) or not param or len(param) > MAX_NAME:
+        raise SweepDamaged(f"{SWEEP_JSON}: the swept parameter is missing or not a short name")
+    raw_points = top.get("points")
+    if not isinstance(raw_points, list):
+        raise SweepDamaged(f"{SWEEP_JSON}: points is not a list")
+    if len(raw_points) > MAX_POINTS:
+        raise SweepDamaged(f"{SWEEP_JSON}: more than {MAX_POINTS:,} points")
+    config = config_from_saved(top.get("config"))
+    if config is None:
+        raise SweepDamaged(f"{SWEEP_JSON}: the base configuration is missing")
+    points = []
+    seen: set[int] = set()
+    for k, data in enumerate(raw_points):
+        point = _read_point(k, data, problems)
+        if point is None:
+            continue
+        if point.index in seen:
+            problems.append(f"point {k}: index {point.index} appears twice: left out")
+            continue
+        seen.add(point.index)
+        points.append(point)
+    environment = top.get("environment") or {}
+    try:
+        environment = conform(environment, Any)
+    except Unfit as exc:
+        problems.append(f"sweep.json: environment {exc}")
+        environment = {}
+    concurrency = top.get("concurrency", 1)
+    record = SweepRecord(
+        sweep_id=top.get("sweep_id") or folder.name,
+        created=top.get("created") or "",
+        param=param,
+        config=config,
+        points=points,
+        values_text=top.get("values_text") or "",
+        environment=environment if isinstance(environment, dict) else {},
+        status=top.get("status") or "incomplete",
+        message=top.get("message") or "",
+        concurrency=concurrency if isinstance(concurrency, int) and 1 <= concurrency <= 64 else 1,
+        app_version=top.get("app_version") or "",
+        schema_version=top.get("schema_version") or SWEEP_SCHEMA_VERSION,
+        owner_pid=top.get("owner_pid") or 0,
+        owner_host=top.get("owner_host") or "",
+        load_problems=problems,
+    )
+    _mark_interrupted(record, folder)
+    return record
+
+
+
+def _mark_interrupted(record: SweepRecord, folder: Path | None = None) -> None:
+    """Points (and a sweep) marked running whose owner is gone read as stopped.
+
+    The owner lock answers for a sweep run on this machine (a live owner holds
+    it; a reused pid does not); the recorded pid and host answer otherwise.
+    """
+    running = [p for p in record.points if p.status == RUNNING]
+    if not running and record.status != RUNNING:
+        return
+    held = held_by_a_process(folder) if folder is not None else None
+    here = not record.owner_host or record.owner_host == socket.gethostname()
+    if held is True:
+        return
+    if held is None or not here:
+        if owner_alive(record.owner_pid, record.owner_host):
+            return
+    for p in running:
+        p.status = STOPPED
+        p.message = INTERRUPTED
+    if record.status == RUNNING:
+        record.status = STOPPED
+        record.message = INTERRUPTED
+
+
+
+# -- shape sweeps ---------------------------------------------------------------------------
+
+def is_shape_sweep_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a shape-sweep folder or its shape_sweep.json (by the file's name)."""
+    p = Path(path)
+    try:
+        if p.name == SHAPE_JSON and p.is_file():
+            return True
+        return p.is_dir() and (p / SHAPE_JSON).is_file()
+    except OSError:
+        return False
+
+
+_SHAPE_POINT = Schema.of_dataclass("shape point", ShapePoint)
+_SHAPE_TOP: dict[str, Any] = {
+    "app_version": str, "sweep_id": str, "created": str, "status": str, "message": str,
+    "owner_pid": int, "owner_host": str, "recompile_limit": int, "repeats": int, "schema_version": int,
+}
+
+
+def load_shape_sweep(path: str | Path) -> ShapeSweepRecord:
+    """Read a shape-sweep folder (or its shape_sweep.json); :class:`SweepDamaged` saying why it cannot."""
+    p = Path(path)
+    folder = p.parent if p.name == SHAPE_JSON and not p.is_dir() else p
+    target = folder / SHAPE_JSON
+    try:
+        return _load_shape(folder, target)
+    except SweepDamaged:
+        raise
+    except RunDamaged as exc:
+        raise SweepDamaged(str(exc)) from None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError) as exc:
+        raise SweepDamaged(f"{SHAPE_JSON} cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def _load_shape(folder: Path, target: Path) -> ShapeSweepRecord:
+    check_regular_file(target, MAX_SWEEP_JSON_BYTES)
+    doc = parse_json_document(read_bytes_capped(target, MAX_SWEEP_JSON_BYTES), SHAPE_JSON)
+    if not isinstance(doc, dict) or doc.get("kind") != SHAPE_KIND or not isinstance(doc.get("points"), list):
+        raise SweepDamaged(f"{SHAPE_JSON} is not a Compile Studio shape-sweep record")
+    problems: list[str] = []
+    top: dict[str, Any] = {}
+    for key, hint in _SHAPE_TOP.items():
+        if key in doc:
+            try:
+                top[key] = conform(doc[key], hint, MAX_TEXT)
+            except (Unfit, RecursionError) as exc:
+                problems.append(f"{SHAPE_JSON}: {key} {exc}")
+    config = config_from_saved(doc.get("config"))
+    if config is None:
+        raise SweepDamaged(f"{SHAPE_JSON}: the configuration is missing")
+    batches = [b for b in doc.get("batches", []) if isinstance(b, int) and not isinstance(b, bool)] \
+        if isinstance(doc.get("batches"), list) else []
+    modes = [m for m in doc.get("modes", []) if isinstance(m, str) and len(m) <= MAX_NAME] \
+        if isinstance(doc.get("modes"), list) else []
+    raw = doc["points"]
+    if len(raw) > MAX_SHAPE_POINTS:
+        raise SweepDamaged(f"{SHAPE_JSON}: more than {MAX_SHAPE_POINTS:,} points")
+    points = []
+    for k, item in enumerate(raw):
+        own: list[str] = []
+        values = _SHAPE_POINT.read(item, own)
+        if not isinstance(values.get("variant"), str) or not isinstance(values.get("mode"), str) \
+                or not isinstance(values.get("batch"), int):
+            problems.append(f"point {k} has no variant, mode or batch: left out")
+            continue
+        problems.extend(f"point {k}: {p}" for p in own)
+        if "recompile_reasons" in values:
+            values["recompile_reasons"] = kept_reasons(values["recompile_reasons"])
+        points.append(ShapePoint(**values))
+    environment = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
+    try:
+        environment = conform(environment, Any)
+    except Unfit as exc:
+        problems.append(f"{SHAPE_JSON}: environment {exc}")
+        environment = {}
+    record = ShapeSweepRecord(
+        sweep_id=top.get("sweep_id") or folder.name,
+        created=top.get("created") or "",
+        config=config,
+        batches=batches,
+        modes=modes,
+        recompile_limit=top.get("recompile_limit") or 0,
+        repeats=top.get("repeats") or 5,
+        points=points,
+        environment=environment if isinstance(environment, dict) else {},
+        status=top.get("status") or "incomplete",
+        message=top.get("message") or "",
+        owner_pid=top.get("owner_pid") or 0,
+        owner_host=top.get("owner_host") or "",
+        app_version=top.get("app_version") or "",
+        schema_version=top.get("schema_version") or SHAPE_SCHEMA_VERSION,
+        load_problems=problems,
+    )
+    if record.status == RUNNING and not owner_alive(record.owner_pid, record.owner_host):
+        record.status = STOPPED
+        record.message = "interrupted: the process running the shape sweep ended"
+    return record
