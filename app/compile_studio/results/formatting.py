@@ -6,7 +6,8 @@ import math
 from typing import Any
 
 from ..config import format_bytes
-from .run_result import RunResult, SummaryRow
+from .run_result import RunResult
+from .summary import SummaryRow
 
 SUMMARY_HEADERS = [
     "variant",

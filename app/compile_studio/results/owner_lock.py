@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 try:
-    import fcntl
+    import fcntl as fcntl  # the lock's module, shared with sweep_store (None where there is none)
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 

@@ -21,9 +21,9 @@ from .run_result import (
     SCHEMA_VERSION,
     SUMMARY_VERSION,
     RunResult,
-    SummaryRow,
     summarize,
 )
+from .summary import SummaryRow
 
 RUN_JSON = "run.json"
 SAMPLES_CSV = "samples.csv"

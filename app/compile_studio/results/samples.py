@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -143,15 +143,15 @@ class VariantSamples:
     # -- the columns as lists --------------------------------------------------------------
     @property
     def iteration(self) -> list[int]:
-        return self.iteration_array().tolist()
+        return cast(list[int], self.iteration_array().tolist())
 
     @property
     def phase(self) -> list[str]:
-        return np.asarray(PHASE_NAMES, dtype=object)[self.phase_array()].tolist()
+        return cast(list[str], np.asarray(PHASE_NAMES, dtype=object)[self.phase_array()].tolist())
 
     @property
     def wall_ms(self) -> list[float]:
-        return self.wall_array().tolist()
+        return cast(list[float], self.wall_array().tolist())
 
     @property
     def device_ms(self) -> list[float | None]:
@@ -173,7 +173,7 @@ class VariantSamples:
         return value
 
     def measured_mask(self) -> np.ndarray:
-        return self.phase_array() == _MEASURE
+        return cast(np.ndarray, self.phase_array() == _MEASURE)
 
     def round_groups(self, device: bool = False) -> dict[int, np.ndarray]:
         """Measured samples (wall or device ms) by round index, in time order within each round.
@@ -202,7 +202,7 @@ class VariantSamples:
         return [groups[k] for k in sorted(groups)]
 
     def measured_wall_ms(self) -> np.ndarray:
-        return self.wall_array()[self.measured_mask()]
+        return cast(np.ndarray, self.wall_array()[self.measured_mask()])
 
     def measured_device_ms(self) -> np.ndarray | None:
         d = self.device_array()[self.measured_mask()]

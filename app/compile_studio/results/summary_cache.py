@@ -16,8 +16,9 @@ from typing import Any
 from .csv_readers import read_samples_csv
 from .file_io import atomic_write_text, json_safe
 from .run_files import SAMPLES_CSV
-from .run_result import SUMMARY_VERSION, RunResult, SummaryRow, summarize
+from .run_result import SUMMARY_VERSION, RunResult, summarize
 from .schema import MAX_RUN_JSON_BYTES, RunDamaged, Schema, parse_json_document, read_bytes_capped
+from .summary import SummaryRow
 
 _SUMMARY_ROW = Schema.of_dataclass("summary", SummaryRow)
 

@@ -19,8 +19,8 @@ from typing import Any
 from .. import __version__
 from ..config import BenchmarkConfig
 from .file_io import safe_cell
-from .run_result import SummaryRow
 from .schema import RunDamaged
+from .summary import SummaryRow
 
 SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
