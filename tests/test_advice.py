@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from compile_studio import cli_advise
-from compile_studio.config import BenchmarkConfig
-from compile_studio.protocol import RunStatus, VariantStatus
+from compile_studio.cli import advise as cli_advise
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.core.protocol import RunStatus, VariantStatus
 from compile_studio.results import RunResult, RunWriter, VariantResult
 from compile_studio.results.advice import (
     TIER_CALL,

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from compile_studio import affinity
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core import affinity
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore, load_run
-from compile_studio.session import RunSession
 
 
 def test_the_plan_gives_the_timing_thread_the_last_core_and_the_supervisor_the_first():

@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine.compile_host import CompileHostError
 from compile_studio.worker import IsolatedCompile
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compile_studio.config import (
+from compile_studio.core.config import (
     MAX_LAYER_WIDTH,
     BenchmarkConfig,
     ConfigError,
@@ -208,7 +208,7 @@ def test_config_file_json_is_plain(tmp_path):
 
 
 def test_dynamic_saved_as_a_flag_still_loads():
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
 
     assert BenchmarkConfig.from_dict({"dynamic": True}).dynamic == "true"
     # False passed nothing to torch.compile: torch's automatic mode
@@ -221,7 +221,7 @@ def test_dynamic_saved_as_a_flag_still_loads():
 
 
 def test_dynamic_reaches_torch_compile_as_chosen():
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
     from compile_studio.engine.variant import compile_kwargs
 
     def kwargs(mode: str) -> dict:

@@ -8,10 +8,11 @@ import json
 from dataclasses import dataclass
 
 import pytest
+from compile_studio.cli.commands.commands import build_parser
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QSpinBox
 
-from compile_studio.cli import build_parser
-from compile_studio.config import (
+from compile_studio.cli.config_flags import add_config_flags, config_from_args
+from compile_studio.core.config import (
     BenchmarkConfig,
     ConfigError,
     ConfigProblem,
@@ -19,7 +20,6 @@ from compile_studio.config import (
     config_fields,
     setting,
 )
-from compile_studio.config_cli import add_config_flags, config_from_args
 from compile_studio.gui.config_panel import ConfigPanel, VariantChecklist
 
 

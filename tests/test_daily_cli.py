@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from compile_studio import cli, protocol
+from compile_studio.cli import commands as cli
+from compile_studio.core import protocol
 from compile_studio.results import RunStore, load_run, summarize
 from compile_studio.results.formatting import fmt_break_even, fmt_pays_off, plural, summary_cells
 from compile_studio.results.recorder import RunRecorder
@@ -215,7 +216,7 @@ def test_show_into_a_closed_pipe_ends_without_a_traceback(store):
     """``show … | head -1``: the reader is gone before the table is written (its end is closed)."""
     code = (
         "import os, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 1)\n"
-        "from compile_studio.cli import main\n"
+        "from compile_studio.cli.commands.commands import main\n"
         "sys.exit(main(sys.argv[1:]))"
     )
     shown = subprocess.run(

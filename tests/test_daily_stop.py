@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import load_run
 from gui_helpers import RUN_TIMEOUT_MS, live_key, open_window, series_data

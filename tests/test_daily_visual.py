@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.export import _captioned, caption_html, save_plot_png
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.plots import PlotPanel

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from gui_helpers import RUN_TIMEOUT_MS, open_window
 
 BROKEN = {

@@ -6,11 +6,11 @@ import os
 
 import pytest
 
-from compile_studio import protocol
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.jobs.session import RunOutcome, RunSession
+from compile_studio.launchers.supervisor import WorkerLauncher
 from compile_studio.results import RunStore, load_run
-from compile_studio.session import RunOutcome, RunSession
-from compile_studio.supervisor import WorkerLauncher
 
 
 def run_config(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from compile_studio import protocol
+from compile_studio.core import protocol
 from compile_studio.engine.gpu_monitor import GpuMonitor
 from compile_studio.engine.sink import ListSink
 

@@ -14,7 +14,7 @@ from PySide6.QtCore import QEvent, QPoint, QRect, Qt
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel, QLineEdit
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui import export_actions
 from compile_studio.gui.help_menu import ShortcutsDialog, WindowShortcutGuard, window_shortcuts
 from compile_studio.gui.main_window import MainWindow
@@ -261,7 +261,7 @@ def test_help_menu_has_docs_shortcuts_and_about(qtbot, monkeypatch):
 
 
 def test_about_names_the_torch_the_worker_reported(qtbot):
-    from compile_studio.protocol import HelloEvent
+    from compile_studio.core.protocol import HelloEvent
 
     window = open_window(qtbot)
     window.hello = HelloEvent(protocol=1, environment={"torch": "9.9.9+test"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from compile_studio.config import BenchmarkConfig, EnvironmentInfo
+from compile_studio.core.config import BenchmarkConfig, EnvironmentInfo
 from compile_studio.gui.config_panel import ConfigPanel
 from compile_studio.gui.main_window import MainWindow
 
@@ -163,7 +163,7 @@ def test_spin_boxes_carry_units(qtbot):
 
 
 def test_unreadable_presets_offer_just_the_default_and_say_so(qtbot, monkeypatch, caplog):
-    from compile_studio import resources_path
+    from compile_studio.core import resources_path
 
     def missing():
         raise resources_path.ResourceMissing("missing resource: presets.json")

@@ -15,7 +15,7 @@ import pytest
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.export import (
     ExportError,
     copy_widget_to_clipboard,

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from PySide6.QtGui import QImage
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.benchmark_thread import has_finished
 from compile_studio.gui.main_window import CLOSED_DURING_RUN, MainWindow
 from compile_studio.gui.paths import runs_dir

@@ -15,15 +15,15 @@ import numpy as np
 import psutil
 import pytest
 
-from compile_studio import protocol
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.benchmark_thread import has_finished
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.settings import AppSettings
+from compile_studio.launchers.supervisor import probe_environment
 from compile_studio.results import load_run
 from compile_studio.results.recorder import RunRecorder
-from compile_studio.supervisor import probe_environment
 from gui_helpers import (
     RUN_TIMEOUT_MS,
     is_series_failed,
@@ -147,7 +147,7 @@ GUI_SCRIPT = textwrap.dedent(
     import json, sys
     from pathlib import Path
     from PySide6.QtWidgets import QApplication
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
     from compile_studio.gui.main_window import MainWindow
 
     app = QApplication([])

@@ -7,11 +7,11 @@ import shutil
 import numpy as np
 import pytest
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
+from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
-from compile_studio.session import RunSession
 from gui_helpers import legend_labels, run_and_wait, series_data
 
 

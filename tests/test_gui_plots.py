@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.plots import PlotPanel, SummaryBar, format_speedup
 from compile_studio.results import RunResult, VariantResult
 from gui_helpers import (

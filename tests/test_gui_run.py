@@ -10,7 +10,7 @@ import numpy as np
 import psutil
 from PySide6.QtGui import QGuiApplication
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.benchmark_thread import BenchmarkThread, has_finished
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir

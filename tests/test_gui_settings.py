@@ -7,7 +7,7 @@ import json
 import pytest
 from PySide6.QtCore import QSize
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import settings_file
 from compile_studio.gui.settings import AppSettings

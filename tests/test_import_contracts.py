@@ -13,9 +13,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "app" / "compile_studio"
 
-FRONT_ENDS = "Front ends, supervisor, session and results stay off the engine, the worker and torch"
+LAYERS = "Layers: front ends, jobs, launchers, results, worker, engine, core"
+FRONT_ENDS = "Front ends, jobs, launchers and results stay off the engine, the worker and torch"
 NO_QT = "Engine and results stay off Qt"
-WORKER_ONLY = "Worker and engine need only Python, torch, numpy and the shared modules"
+WORKER_ONLY = "Worker and engine need only Python, torch, numpy and the core"
 QT_IN_WINDOW = "Qt only in the window"
 
 
@@ -53,7 +54,7 @@ def contract_line(output: str, name: str) -> str:
 def test_the_tree_keeps_every_contract():
     result = lint_imports(ROOT / "app", ROOT / "pyproject.toml", ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    for name in (FRONT_ENDS, NO_QT, WORKER_ONLY, QT_IN_WINDOW):
+    for name in (LAYERS, FRONT_ENDS, NO_QT, WORKER_ONLY, QT_IN_WINDOW):
         assert contract_line(result.stdout, name) == "KEPT"
 
 
@@ -80,10 +81,10 @@ def test_the_tree_keeps_every_contract():
         ),
         ("engine/model.py", "import psutil", WORKER_ONLY, "compile_studio.engine.model -> psutil"),
         (
-            "session.py",
+            "jobs/session.py",
             "from PySide6 import QtCore",
             QT_IN_WINDOW,
-            "compile_studio.session -> PySide6",
+            "compile_studio.jobs.session -> PySide6",
         ),
         (
             "worker.py",
@@ -109,17 +110,42 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path, module, line, contract
     assert chain in result.stdout, result.stdout
 
 
-def test_every_module_outside_the_window_is_in_the_qt_contract():
-    """A new module cannot slip past the contract: each one beside gui/ is listed in it."""
+def test_every_module_is_in_a_layer_and_outside_the_window_in_the_qt_contract():
+    """A new module or folder cannot slip past the contracts: each one is in a layer, and each
+    one beside gui/ is listed in the Qt contract."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    (layers,) = [c for c in contracts if c["name"] == LAYERS]
+    in_layers = {m.strip() for layer in layers["layers"] for m in layer.split("|")}
     (qt,) = [c for c in contracts if c["name"] == QT_IN_WINDOW]
-    listed = set(qt["source_modules"])
     here = {
         f"compile_studio.{p.stem if p.is_file() else p.name}"
         for p in PACKAGE.iterdir()
-        if (p.suffix == ".py" and p.stem not in ("__init__", "__main__"))
-        or (p.is_dir() and (p / "__init__.py").exists() and p.name != "gui")
+        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
     }
-    assert here - listed == set(), "modules missing from the Qt contract"
+    assert here - in_layers == set(), "modules in no layer"
+    assert here - set(qt["source_modules"]) - {"compile_studio.gui", "compile_studio.__main__"} == set()
+
+
+@pytest.mark.parametrize(
+    ("module", "line"),
+    [
+        ("core/config.py", "from compile_studio.jobs import session"),
+        ("launchers/supervisor.py", "from compile_studio.jobs.session import RunSession"),
+        ("results/stats.py", "from compile_studio.launchers import remote"),
+    ],
+)
+def test_an_import_from_a_layer_above_breaks_the_layers(tmp_path, module, line):
+    source = tmp_path / "src"
+    copy = source / "compile_studio"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / module
+    target.write_text(target.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+    config = tmp_path / "pyproject.toml"
+    shutil.copyfile(ROOT / "pyproject.toml", config)
+
+    result = lint_imports(source, config, tmp_path)
+
+    assert result.returncode != 0, result.stdout
+    assert contract_line(result.stdout, LAYERS) == "BROKEN"

@@ -25,7 +25,7 @@ def imported_after(modules: list[str]) -> set[str]:
     [
         ["compile_studio.engine.runner", "compile_studio.engine.environment", "compile_studio.worker"],
         ["compile_studio.results", "compile_studio.results.export", "compile_studio.results.recorder"],
-        ["compile_studio.cli", "compile_studio.supervisor", "compile_studio.config"],
+        ["compile_studio.cli", "compile_studio.launchers.supervisor", "compile_studio.core.config"],
     ],
 )
 def test_no_qt_outside_the_gui(modules):
@@ -33,5 +33,5 @@ def test_no_qt_outside_the_gui(modules):
 
 
 def test_results_cli_and_supervisor_need_no_torch():
-    mods = ["compile_studio.results.export", "compile_studio.cli", "compile_studio.supervisor"]
+    mods = ["compile_studio.results.export", "compile_studio.cli", "compile_studio.launchers.supervisor"]
     assert "torch" not in imported_after(mods)

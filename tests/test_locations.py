@@ -9,7 +9,7 @@ import platformdirs
 import platformdirs.windows
 import pytest
 
-from compile_studio.app_info import APPLICATION, ORGANIZATION
+from compile_studio.core.app_info import APPLICATION, ORGANIZATION
 from compile_studio.results import locations
 from compile_studio.results.locations import DATA_DIR_ENV, default_data_dir, default_run_store
 

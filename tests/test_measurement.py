@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from compile_studio import protocol
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine import checks
 from compile_studio.engine.cache_flush import last_level_cache_bytes
 from compile_studio.engine.clocks import ClockReading, clock_change, read_cpu_mhz
 from compile_studio.engine.timing import CallTimer
+from compile_studio.jobs.session import RunSession
+from compile_studio.launchers.supervisor import WorkerLauncher
 from compile_studio.results import RunStore
-from compile_studio.session import RunSession
-from compile_studio.supervisor import WorkerLauncher
 
 BACKENDS = str(Path(__file__).with_name("backends_for_tests.py"))
 

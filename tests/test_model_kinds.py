@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine.models import build_workload, count_flops
+from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore, load_run
-from compile_studio.session import RunSession
 
 SMALL = {
     "batch_size": 2, "device": "cpu", "iterations": 6, "warmup": 1, "warmup_min_ms": 0,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from compile_studio import protocol
 from compile_studio.__main__ import strip_interpreter_flags
-from compile_studio.config import BenchmarkConfig
-from compile_studio.resources_path import (
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.core.resources_path import (
     APP_ID,
     ICON_SIZES,
     icon_path,
@@ -87,7 +87,7 @@ def _resources_seen_from(site_dir: Path) -> dict:
     """Import compile_studio from ``site_dir`` alone (no site-packages); locate resources."""
     code = (
         "import json, site, sys; site.addsitedir(sys.argv[1]);"
-        "import importlib.resources as ir, compile_studio.resources_path as r;"
+        "import importlib.resources as ir, compile_studio.core.resources_path as r;"
         "print(json.dumps({'module': __import__('compile_studio').__file__,"
         " 'package': str(ir.files('compile_studio.resources')),"
         " 'dir': str(r.resources_dir()), 'presets': len(r.load_presets()),"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from compile_studio import affinity
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core import affinity
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.jobs.session import RunSession
+from compile_studio.launchers.supervisor import WorkerLauncher
 from compile_studio.results import RunStore
-from compile_studio.session import RunSession
-from compile_studio.supervisor import WorkerLauncher
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 

@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from compile_studio import cli, protocol
-from compile_studio.config import BenchmarkConfig
-from compile_studio.remote import REMOTE_CACHE_ENV, RemoteLauncher, launcher_for
+from compile_studio.cli import commands as cli
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.jobs.session import RunSession
+from compile_studio.launchers.remote import REMOTE_CACHE_ENV, RemoteLauncher, launcher_for
+from compile_studio.launchers.targets import Target, save_targets
+from compile_studio.launchers.worker_bundle import build_bundle, bundle_sources
 from compile_studio.results.store import RunStore
-from compile_studio.session import RunSession
-from compile_studio.targets import Target, save_targets
-from compile_studio.worker_bundle import build_bundle, bundle_sources
 
 REPO = Path(__file__).resolve().parent.parent
 SSHD_SCRIPT = REPO / "packaging" / "dev" / "sshd-local.sh"

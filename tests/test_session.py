@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from compile_studio import cli, protocol
-from compile_studio.config import BenchmarkConfig
+from compile_studio.cli import commands as cli
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.jobs.session import Progress, RunSession
+from compile_studio.launchers.supervisor import ProbeFailed, WorkerLauncher, probe_environment
 from compile_studio.results import RunStore
-from compile_studio.session import Progress, RunSession
-from compile_studio.supervisor import ProbeFailed, WorkerLauncher, probe_environment
 
 
 def fake_worker(tmp_path: Path, version: int) -> WorkerLauncher:

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from compile_studio import cli, protocol
-from compile_studio.config import BenchmarkConfig, ConfigError
+from compile_studio.cli import commands as cli
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig, ConfigError
+from compile_studio.jobs.shape_sweep_run import parse_batches, shape_request
 from compile_studio.results.formatting import rough_speedup_header, rough_speedup_text
 from compile_studio.results.shape_record import (
     SHAPE_CSV,
@@ -20,7 +22,6 @@ from compile_studio.results.shape_record import (
 )
 from compile_studio.results.sweep_load import load_shape_sweep
 from compile_studio.results.sweep_record import SweepDamaged
-from compile_studio.shape_sweep_run import parse_batches, shape_request
 
 BATCHES = [1, 2, 3, 4, 5]
 LIMIT = 3

@@ -10,13 +10,13 @@ import time
 import psutil
 import pytest
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.standby import STANDBY_ENV
+from compile_studio.jobs.session import RunSession, standby_launcher
+from compile_studio.launchers.standby_worker import StandbyWorker
 from compile_studio.results import RunStore
-from compile_studio.session import RunSession, standby_launcher
-from compile_studio.standby_worker import StandbyWorker
 from gui_helpers import RUN_TIMEOUT_MS, open_window
 
 READY_TIMEOUT_MS = 60_000
@@ -225,7 +225,7 @@ def test_without_a_worker_started_ahead_the_probe_asks(qtbot, monkeypatch):
 
 
 def test_a_sweep_ends_a_worker_still_importing_and_none_starts_while_it_runs(qtbot):
-    from compile_studio.sweep_spec import SweepSpec
+    from compile_studio.jobs.sweep_spec import SweepSpec
 
     window = open_window(qtbot)
     qtbot.waitUntil(lambda: window.live.standby.standby is not None, timeout=5000)

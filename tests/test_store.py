@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from compile_studio import protocol
+from compile_studio.core import protocol
 from compile_studio.results import RunDamaged, RunResult, RunStore, load_run, summarize
 from compile_studio.results.export import ExportFailed, export_markdown, export_run
 from compile_studio.results.file_io import atomic_write_text

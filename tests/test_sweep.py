@@ -14,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from compile_studio import cli
-from compile_studio.config import BenchmarkConfig, ConfigError
+from compile_studio.cli import commands as cli
+from compile_studio.core.config import BenchmarkConfig, ConfigError
+from compile_studio.jobs.session import RunSession
+from compile_studio.jobs.sweep import SweepRunner, new_sweep
+from compile_studio.jobs.sweep_spec import SweepSpec, parse_range, x_positions
+from compile_studio.launchers.supervisor import WorkerLauncher
 from compile_studio.results import load_run
 from compile_studio.results.sweep_load import load_sweep
 from compile_studio.results.sweep_record import (
@@ -25,10 +29,6 @@ from compile_studio.results.sweep_record import (
     SweepDamaged,
 )
 from compile_studio.results.sweep_store import SweepFolder
-from compile_studio.session import RunSession
-from compile_studio.supervisor import WorkerLauncher
-from compile_studio.sweep import SweepRunner, new_sweep
-from compile_studio.sweep_spec import SweepSpec, parse_range, x_positions
 
 BATCHES = [1, 4, 16, 64, 256]
 
@@ -327,7 +327,7 @@ def test_values_ranges_and_axes():
 
 def test_sweep_modules_stay_off_torch_and_qt():
     code = (
-        "import sys; import compile_studio.sweep, compile_studio.shape_sweep_run, compile_studio.cli_sweep, compile_studio.cli_sweep_show;"
+        "import sys; import compile_studio.jobs.sweep, compile_studio.jobs.shape_sweep_run, compile_studio.cli.sweep, compile_studio.cli.sweep_show;"
         "bad = [m for m in ('torch', 'PySide6', 'pyqtgraph') if m in sys.modules]; print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=60)

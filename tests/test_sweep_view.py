@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
+from compile_studio.jobs.sweep_spec import SweepSpec
 from compile_studio.results.sweep_load import load_sweep
-from compile_studio.sweep_spec import SweepSpec
 
 SWEEP_TIMEOUT_MS = 120_000
 
@@ -96,7 +96,7 @@ def shape_folder(root):
 
 def test_the_sweep_view_shows_a_shape_sweep_with_the_limit_warning_and_exports_it(qtbot, tmp_path):
     from compile_studio.gui.sweep_view import SweepView
-    from compile_studio.sweep import new_sweep
+    from compile_studio.jobs.sweep import new_sweep
 
     view = SweepView(lambda: BenchmarkConfig(), tmp_path)
     qtbot.addWidget(view)

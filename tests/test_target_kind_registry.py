@@ -7,15 +7,20 @@ import json
 import pytest
 from PySide6.QtWidgets import QDialog
 
-from compile_studio import cli
-from compile_studio.config import BenchmarkConfig
+from compile_studio.cli import commands as cli
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.targets_dialog import TargetsDialog
-from compile_studio.remote import launcher_for
+from compile_studio.jobs.session import RunSession
+from compile_studio.launchers.remote import launcher_for
+from compile_studio.launchers.supervisor import WorkerLauncher
+from compile_studio.launchers.target_kinds import (
+    TargetKind,
+    kind_names,
+    register_kind,
+    unregister_kind,
+)
+from compile_studio.launchers.targets import Targets, load_targets, targets_file
 from compile_studio.results import RunStore
-from compile_studio.session import RunSession
-from compile_studio.supervisor import WorkerLauncher
-from compile_studio.target_kinds import TargetKind, kind_names, register_kind, unregister_kind
-from compile_studio.targets import Targets, load_targets, targets_file
 
 
 def _container_launcher(target, plan):

@@ -7,17 +7,17 @@ import shlex
 
 import pytest
 
-from compile_studio import cli
-from compile_studio.remote import (
+from compile_studio.cli import commands as cli
+from compile_studio.jobs.target_sessions import session_factory
+from compile_studio.launchers.remote import (
     GpuPool,
     LocalGpuLauncher,
     RemoteLauncher,
     launcher_for,
     srun_argv,
 )
-from compile_studio.supervisor import WorkerLauncher
-from compile_studio.target_sessions import session_factory
-from compile_studio.targets import (
+from compile_studio.launchers.supervisor import WorkerLauncher
+from compile_studio.launchers.targets import (
     Target,
     Targets,
     TargetsFileError,
@@ -140,7 +140,7 @@ def test_one_worker_per_gpu_on_a_multi_gpu_machine():
 
 
 def test_the_sweep_factory_hands_each_running_point_its_own_gpu(tiny_config, tmp_path):
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
 
     target = Target(name="local", kind="local", gpu_ids=(0, 1))
     factory = session_factory(target)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine import checks
+from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
-from compile_studio.session import RunSession
 
 #: a backend right on its first call, then ×1.01 on every output (and so on every gradient)
 WRONG_AFTER_FIRST = '''

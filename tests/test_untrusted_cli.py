@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from compile_studio import cli
-from compile_studio.config import BenchmarkConfig, ConfigError
+from compile_studio.cli import commands as cli
+from compile_studio.core.config import BenchmarkConfig, ConfigError
+from compile_studio.jobs.sweep import SweepRunner, local_worker_limit, new_sweep
+from compile_studio.jobs.sweep_spec import SweepSpec, parse_range
 from compile_studio.results.owner_lock import OWNER_LOCK
 from compile_studio.results.sweep_load import load_sweep
 from compile_studio.results.sweep_record import RUNNING
 from compile_studio.results.sweep_store import SweepFolder
 from compile_studio.results.terminal import escape_controls
-from compile_studio.sweep import SweepRunner, local_worker_limit, new_sweep
-from compile_studio.sweep_spec import SweepSpec, parse_range
 from untrusted_helpers import edit_json, saved_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,7 +88,7 @@ def test_resuming_a_received_sweep_does_not_import_the_code_it_names(tmp_path, c
 
 
 def test_a_terminal_is_asked_and_no_means_no(tmp_path):
-    from compile_studio.trust import agreed_in_terminal, named_code
+    from compile_studio.jobs.trust import agreed_in_terminal, named_code
 
     code, _ = _marker_code(tmp_path, "theirs")
     refs = named_code(BenchmarkConfig.from_dict({"model": "custom", "factory": f"{code}:make_model"}))
@@ -266,7 +266,7 @@ def test_a_flag_that_does_not_apply_is_refused(tmp_path, capsys, argv, flag):
 
 
 def test_a_factory_that_takes_the_field_gets_it(tmp_path):
-    from compile_studio.config_cli import flags_that_do_not_apply
+    from compile_studio.cli.config_flags import flags_that_do_not_apply
 
     code = tmp_path / "sized.py"
     code.write_text("def make_model(batch_size=1, layers='4,4'):\n    pass\n")

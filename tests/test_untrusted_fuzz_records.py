@@ -12,16 +12,16 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.settings import AppSettings
+from compile_studio.jobs.shape_sweep_run import new_shape_sweep, shape_request
+from compile_studio.jobs.sweep import new_sweep
+from compile_studio.jobs.sweep_spec import SweepSpec
+from compile_studio.launchers.targets import Targets, TargetsFileError, load_targets
 from compile_studio.results.shape_record import SHAPE_JSON, ShapeSweepRecord
 from compile_studio.results.sweep_load import load_shape_sweep, load_sweep
 from compile_studio.results.sweep_record import SWEEP_JSON, SweepDamaged, SweepRecord
-from compile_studio.shape_sweep_run import new_shape_sweep, shape_request
-from compile_studio.sweep import new_sweep
-from compile_studio.sweep_spec import SweepSpec
-from compile_studio.targets import Targets, TargetsFileError, load_targets
 from test_untrusted_loading import _json_values
 
 BASE = BenchmarkConfig.from_dict({"layers": "8,8", "device": "cpu", "variants": ["eager", "aot_eager"]})

@@ -20,13 +20,18 @@ from typing import Any
 import pytest
 
 from compile_studio import worker
-from compile_studio.config import BenchmarkConfig
-from compile_studio.remote import REMOTE_CACHE_ENV, RemoteLauncher, launcher_for
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.jobs.session import RunSession
+from compile_studio.launchers.remote import REMOTE_CACHE_ENV, RemoteLauncher, launcher_for
+from compile_studio.launchers.supervisor import WorkerStartFailed
+from compile_studio.launchers.targets import Target
+from compile_studio.launchers.worker_bundle import (
+    WorkerBundle,
+    build_bundle,
+    bundle_sources,
+    worker_bundle,
+)
 from compile_studio.results.store import RunStore
-from compile_studio.session import RunSession
-from compile_studio.supervisor import WorkerStartFailed
-from compile_studio.targets import Target
-from compile_studio.worker_bundle import WorkerBundle, build_bundle, bundle_sources, worker_bundle
 
 REPO = Path(__file__).resolve().parent.parent
 SSHD_SCRIPT = REPO / "packaging" / "dev" / "sshd-local.sh"
@@ -210,7 +215,7 @@ def test_side_commands_of_a_local_slurm_target_run_no_target_field_here(tmp_path
         ran.append(list(argv))
         return subprocess.CompletedProcess(argv, 0, b"", b"")
 
-    monkeypatch.setattr("compile_studio.remote.subprocess.run", record)
+    monkeypatch.setattr("compile_studio.launchers.remote.subprocess.run", record)
     launcher.queue_state()
     launcher.end_remote(None)
     assert [a[0] for a in ran] == ["squeue", "scancel"]

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui import settings as settings_module
 from compile_studio.gui.paths import SETTINGS_DIR_ENV, settings_file
 from compile_studio.gui.settings import AppSettings

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from compile_studio import cli
-from compile_studio.remote import ssh_argv
-from compile_studio.targets import (
+from compile_studio.cli import commands as cli
+from compile_studio.launchers.remote import ssh_argv
+from compile_studio.launchers.targets import (
     Target,
     Targets,
     TargetsFileError,

@@ -7,11 +7,11 @@ import json
 import shutil
 from pathlib import Path
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.paths import runs_dir
+from compile_studio.jobs.sweep import new_sweep
+from compile_studio.jobs.sweep_spec import SweepSpec
 from compile_studio.results import load_run
-from compile_studio.sweep import new_sweep
-from compile_studio.sweep_spec import SweepSpec
 from gui_helpers import open_window
 from untrusted_helpers import edit_json, saved_run
 

@@ -54,7 +54,7 @@ def test_a_run_read_with_problems_says_so_when_shown(qtbot, store_with_every_dam
 
 
 def test_the_run_in_progress_cannot_be_deleted_from_the_history(qtbot, tiny_config):
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
     from compile_studio.gui.history_panel import HistoryEntry
 
     window = MainWindow(probe=False)

@@ -9,11 +9,11 @@ import sys
 import textwrap
 import time
 
-from compile_studio import protocol
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.jobs.session import RunSession
+from compile_studio.launchers.supervisor import WORKER_PREFIX_ENV, WorkerLauncher, WorkerProcess
 from compile_studio.results import load_run
-from compile_studio.session import RunSession
-from compile_studio.supervisor import WORKER_PREFIX_ENV, WorkerLauncher, WorkerProcess
 
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 HUGE = "16," + "9" * 5000

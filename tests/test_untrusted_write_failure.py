@@ -5,11 +5,11 @@ from __future__ import annotations
 import errno
 import sys
 
-from compile_studio import cli
-from compile_studio.config import BenchmarkConfig
+from compile_studio.cli import commands as cli
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
 from compile_studio.results.run_files import RunWriter
-from compile_studio.session import RunSession
 
 
 def _fail_after(monkeypatch, calls: int, err: int) -> None:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from compile_studio.cli.commands.commands import build_parser
 
-from compile_studio import protocol
-from compile_studio.cli import build_parser
-from compile_studio.config import AS_GIVEN, BenchmarkConfig, config_fields
-from compile_studio.config_cli import config_from_args
+from compile_studio.cli.config_flags import config_from_args
+from compile_studio.core import protocol
+from compile_studio.core.config import AS_GIVEN, BenchmarkConfig, config_fields
 from compile_studio.engine import checks
 from compile_studio.engine.models import (
     FactoryError,
@@ -29,8 +29,8 @@ from compile_studio.engine.models import (
     output_leaves,
 )
 from compile_studio.engine.variant import checked_output
+from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
-from compile_studio.session import RunSession
 
 MODELS = Path(__file__).parent / "user_models"
 #: the BatchNorm CNN of examples/, as a spec relative to MODELS

@@ -11,8 +11,8 @@ import time
 import numpy as np
 import pytest
 
-from compile_studio import protocol
-from compile_studio.config import AA_CONTROL, BenchmarkConfig
+from compile_studio.core import protocol
+from compile_studio.core.config import AA_CONTROL, BenchmarkConfig
 from compile_studio.results import RunStore, load_run, summarize
 from compile_studio.results.export import markdown_report
 from compile_studio.results.recorder import RunRecorder
@@ -224,7 +224,7 @@ def test_one_round_falls_back_to_a_block_bootstrap():
 
 
 def print_run_text(run) -> str:
-    from compile_studio.cli import print_run
+    from compile_studio.cli.commands.commands import print_run
 
     out = io.StringIO()
     print_run(run, out)

@@ -14,10 +14,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from compile_studio import cli
-from compile_studio.config import BenchmarkConfig
+from compile_studio.cli import commands as cli
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine.compile_records import user_names as worker_user_names
 from compile_studio.engine.profiling import CALL_MARK, is_gemm, profile_figures
+from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore, load_run
 from compile_studio.results.export import markdown_report
 from compile_studio.results.formatting import verdict_lines
@@ -33,7 +34,6 @@ from compile_studio.results.why_files import (
     trace_file,
 )
 from compile_studio.results.why_rules import Evidence, evidence_of, peak_tflops
-from compile_studio.session import RunSession
 
 BASE = {
     "layers": "32,32,8", "batch_size": 4, "device": "cpu", "iterations": 12, "warmup": 2,

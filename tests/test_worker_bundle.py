@@ -7,7 +7,7 @@ import subprocess
 import sys
 import sysconfig
 
-from compile_studio.worker_bundle import PACKAGE, build_bundle, worker_files
+from compile_studio.launchers.worker_bundle import PACKAGE, build_bundle, worker_files
 
 # no site processing (-S): the editable install's import hook, which would find a module
 # the bundle lacks in this checkout, is not there; torch comes from site-packages by hand

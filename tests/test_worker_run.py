@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from compile_studio import protocol
+from compile_studio.core import protocol
+from compile_studio.launchers.supervisor import WorkerProcess, worker_command
 from compile_studio.results import RunStore, load_run, summarize
 from compile_studio.results.recorder import RunRecorder
-from compile_studio.supervisor import WorkerProcess, worker_command
 
 
 def decode(line: str) -> dict | None:

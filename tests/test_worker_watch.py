@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-from compile_studio import protocol
-from compile_studio.config import BenchmarkConfig
-from compile_studio.protocol import RunStatus
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.core.protocol import RunStatus
+from compile_studio.jobs.session import RunSession
+from compile_studio.jobs.worker_watch import WatchLimits, WorkerWatch
 from compile_studio.results import RunStore
-from compile_studio.session import RunSession
-from compile_studio.worker_watch import WatchLimits, WorkerWatch
 
 
 class Clock:
@@ -186,7 +186,7 @@ def test_a_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_sa
 def test_a_shape_sweep_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_points(
     tiny_config, tmp_path
 ):
-    from compile_studio.shape_sweep_run import ShapeSweepRun, new_shape_sweep, shape_request
+    from compile_studio.jobs.shape_sweep_run import ShapeSweepRun, new_shape_sweep, shape_request
 
     config = BenchmarkConfig.from_dict({**tiny_config, "variants": ["eager", "aot_eager"]})
     folder = new_shape_sweep(shape_request(config, list(range(1, 65)), repeats=200), tmp_path / "sweeps")

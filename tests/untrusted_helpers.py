@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from compile_studio import protocol
+from compile_studio.core import protocol
 from compile_studio.results import RunStore
 from compile_studio.results.recorder import RunRecorder
 

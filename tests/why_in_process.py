@@ -16,8 +16,8 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from compile_studio import protocol
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine.diagnostics import WhyCollector
 from compile_studio.engine.models import Workload, count_flops, own_forward
 from compile_studio.engine.runner import BenchmarkRunner

@@ -1,6 +1,6 @@
 """The worker process: ``python -m compile_studio.worker``.
 
-Speaks the protocol of :mod:`compile_studio.protocol`: says ``hello``, reads
+Speaks the protocol of :mod:`compile_studio.core.protocol`: says ``hello``, reads
 one JSON config line from stdin, runs it and streams events on stdout. The
 line ``stop`` on stdin, SIGTERM, or the end of stdin (the parent is gone) end
 it within about two seconds with the samples so far flushed and a ``done``
@@ -22,8 +22,8 @@ import traceback
 from collections.abc import Callable
 from typing import IO, NoReturn
 
-from . import affinity, protocol
-from .config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
+from .core import affinity, protocol
+from .core.config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
 from .engine.compile_host import (
     HOST_FLAG,
     CompileHost,
@@ -96,7 +96,7 @@ def _apply_memory_limit() -> None:
     if not extra:
         return
     if not extra.strip().isdigit() or len(extra.strip()) > 15:
-        from .env_vars import warn_ignored
+        from .core.env_vars import warn_ignored
 
         warn_ignored(MEMORY_LIMIT_ENV, extra, "not a number of bytes; no limit")
         return

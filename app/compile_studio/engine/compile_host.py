@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import IO
 
-from .. import protocol
+from ..core import protocol
 
 #: The worker's flag that makes it a compile host.
 HOST_FLAG = "--compile-host"
@@ -194,7 +194,7 @@ def time_first_call(
 ) -> int:
     """Time ``variant``'s first call under ``config_json``; one ``compiled`` or ``error``
     event on ``out``; the exit code (3: it failed)."""
-    from ..config import BenchmarkConfig
+    from ..core.config import BenchmarkConfig
     from .first_call import first_call_ms
 
     try:

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 import torch
 
-from .. import protocol
+from ..core import protocol
 from .compile_logs import LogTap
 from .compile_records import (
     LIMIT_FRAME,

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .. import protocol
+from ..core import protocol
 from . import checks
 from .clocks import CLOCK_CHANGE_WARN
 from .randomness import SEEDED, UNSEEDED
@@ -229,7 +229,7 @@ def drift_verdict(run: RunState, v: Variant) -> tuple[float | None, float | None
 
 def cudagraph_state(run: RunState, v: Variant) -> str | None:
     """Whether a CUDA-graph variant used its graphs, in words; None for the others."""
-    from ..config import CUDAGRAPH_VARIANTS
+    from ..core.config import CUDAGRAPH_VARIANTS
 
     if v.name not in CUDAGRAPH_VARIANTS:
         return None

@@ -8,8 +8,8 @@ import time
 
 import torch
 
-from .. import protocol
-from ..config import BenchmarkConfig
+from ..core import protocol
+from ..core.config import BenchmarkConfig
 from .models import build_workload, conversion_dtype
 from .randomness import use_eager_random_numbers
 from .run_errors import Stopped

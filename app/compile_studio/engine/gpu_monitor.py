@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any
 
-from .. import protocol
+from ..core import protocol
 
 SAMPLE_INTERVAL_S = 0.1
 SEND_INTERVAL_S = 0.5

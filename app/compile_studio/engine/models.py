@@ -39,8 +39,8 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
-from ..config import AS_GIVEN, BenchmarkConfig, config_fields
-from ..model_specs import factory_file, parse_cnn_spec, parse_transformer_spec
+from ..core.config import AS_GIVEN, BenchmarkConfig, config_fields
+from ..core.model_specs import factory_file, parse_cnn_spec, parse_transformer_spec
 from .backends import import_file
 from .model import _ACTIVATIONS, MLP, TORCH_DTYPES
 

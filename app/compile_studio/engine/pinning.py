@@ -12,7 +12,7 @@ import os
 
 import torch
 
-from .. import affinity
+from ..core import affinity
 
 
 class TimingThreadPin:

@@ -7,8 +7,8 @@ import traceback
 
 import torch
 
-from .. import protocol
-from ..config import BenchmarkConfig, format_bytes
+from ..core import protocol
+from ..core.config import BenchmarkConfig, format_bytes
 
 
 class Stopped(Exception):

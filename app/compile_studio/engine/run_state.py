@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import torch
 
-from .. import protocol
-from ..config import BenchmarkConfig
+from ..core import protocol
+from ..core.config import BenchmarkConfig
 from . import checks
 from .cache_flush import CacheFlush
 from .clocks import ClockProbe

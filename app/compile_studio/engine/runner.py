@@ -33,8 +33,8 @@ from typing import Any
 
 import torch
 
-from .. import protocol
-from ..config import BenchmarkConfig
+from ..core import protocol
+from ..core.config import BenchmarkConfig
 from . import checks
 from .cache_flush import CacheFlush
 from .clocks import clock_change

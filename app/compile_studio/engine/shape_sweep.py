@@ -48,8 +48,8 @@ from typing import Any
 
 import torch
 
-from .. import protocol
-from ..config import BenchmarkConfig, ConfigError, ConfigProblem
+from ..core import protocol
+from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from . import checks
 from .compile_records import CompileRecords, guard_reasons
 from .models import Workload, build_workload, conversion_dtype, model_dtype, move_inputs

@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any
 
-from .. import protocol
+from ..core import protocol
 
 #: Samples are sent at most this often (seconds).
 BATCH_INTERVAL_S = protocol.SAMPLE_BATCH_S

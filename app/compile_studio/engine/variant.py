@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..config import AA_CONTROL, CUDAGRAPH_VARIANTS, BenchmarkConfig
+from ..core.config import AA_CONTROL, CUDAGRAPH_VARIANTS, BenchmarkConfig
 from .models import Workload, build_workload, dtype_name, output_leaves
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
-from ..app_info import APPLICATION, ORGANIZATION
+from ..core.app_info import APPLICATION, ORGANIZATION
 
 
 def application_icon() -> QIcon | None:
     """The shipped icon (all sizes), or None when the resources are not installed."""
     try:
-        from ..resources_path import icon_paths
+        from ..core.resources_path import icon_paths
 
         paths = icon_paths()
     except Exception:  # noqa: BLE001 - an icon is optional
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if icon is not None:
         app.setWindowIcon(icon)
     try:
-        from ..resources_path import stylesheet
+        from ..core.resources_path import stylesheet
 
         style = stylesheet()
         if style:

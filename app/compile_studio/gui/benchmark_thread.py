@@ -1,7 +1,7 @@
 """Background threads of the GUI: one benchmark run, and the start-up environment probe.
 
-Both only relay: the run is a :class:`~compile_studio.session.RunSession`,
-the probe :func:`~compile_studio.supervisor.probe_environment`; their results
+Both only relay: the run is a :class:`~compile_studio.jobs.session.RunSession`,
+the probe :func:`~compile_studio.launchers.supervisor.probe_environment`; their results
 reach the GUI thread as Qt signals (queued calls). torch never enters the
 GUI process.
 """
@@ -14,18 +14,18 @@ import numpy as np
 import shiboken6
 from PySide6.QtCore import QObject, QThread, Signal
 
-from .. import protocol
-from ..config import BenchmarkConfig
-from ..results import RunResult, RunStore, summarize
-from ..results.run_result import gpu_state_rows
-from ..session import Progress, RunSession
-from ..standby_worker import StandbyWorker
-from ..supervisor import (
+from ..core import protocol
+from ..core.config import BenchmarkConfig
+from ..jobs.session import Progress, RunSession
+from ..launchers.standby_worker import StandbyWorker
+from ..launchers.supervisor import (
     ProbeFailed,
     WorkerLauncher,
     WorkerProcess,
     probe_environment,
 )
+from ..results import RunResult, RunStore, summarize
+from ..results.run_result import gpu_state_rows
 
 
 def has_finished(thread: QThread, wait_ms: int = 0) -> bool:

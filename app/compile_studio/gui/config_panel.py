@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..config import (
+from ..core.config import (
     AA_CONTROL,
     AS_GIVEN,
     BenchmarkConfig,
@@ -55,7 +55,7 @@ def load_presets(
 ) -> tuple[list[dict[str, Any]], str | None]:
     """The shipped presets and None, or just the default config and why the file was unreadable."""
     try:
-        from ..resources_path import load_presets as load_shipped
+        from ..core.resources_path import load_presets as load_shipped
 
         presets = load_shipped()
         if not presets:

@@ -28,7 +28,7 @@ from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QRegion
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QGraphicsView, QWidget
 
-from ..config import BenchmarkConfig, ConfigError
+from ..core.config import BenchmarkConfig, ConfigError
 from ..results.file_io import atomic_write_bytes
 
 #: Items carrying this attribute set to True (crosshairs, hover labels) are hidden in exports.

@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMenu, QVBoxLayout, QWidget
 
-from ..config import BenchmarkConfig
+from ..core.config import BenchmarkConfig
 from ..results import RunResult
 from ..results.run_result import batch_text
 from .plots import PlotPanel

@@ -36,8 +36,8 @@ from PySide6.QtWidgets import (
 )
 
 from .. import __version__
-from ..app_info import APPLICATION
-from ..resources_path import ResourceMissing, resources_dir
+from ..core.app_info import APPLICATION
+from ..core.resources_path import ResourceMissing, resources_dir
 from .paths import data_dir, runs_dir
 
 #: the licence the application ships under (pyproject.toml)

@@ -9,7 +9,7 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
-from ..config import EnvironmentInfo
+from ..core.config import EnvironmentInfo
 from ..results import RunDamaged, RunResult
 from ..results.run_load import ensure_samples
 

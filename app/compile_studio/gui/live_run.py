@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
-from ..config import BenchmarkConfig
-from ..protocol import CompiledEvent, ErrorKind, Phase, RunStatus, VariantStatus
+from ..core.config import BenchmarkConfig
+from ..core.protocol import CompiledEvent, ErrorKind, Phase, RunStatus, VariantStatus
+from ..jobs.session import Progress
+from ..launchers.supervisor import WorkerLauncher
 from ..results import RunResult, RunStore, SummaryRow
-from ..session import Progress
-from ..supervisor import WorkerLauncher
 from .benchmark_thread import BenchmarkThread, has_finished
 from .plots.buffers import DISPLAY_POINTS, SampleBuffer
 from .run_identity import RunKeys
@@ -81,7 +81,7 @@ class LiveRun(QObject):
     log_line = Signal(str)
     #: a note on the run for the log
     note = Signal(str)
-    #: the worker's :class:`~compile_studio.protocol.HelloEvent`
+    #: the worker's :class:`~compile_studio.core.protocol.HelloEvent`
     hello = Signal(object)
     #: the run ended (its RunResult)
     finished = Signal(object)

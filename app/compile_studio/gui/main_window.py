@@ -33,9 +33,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..config import BenchmarkConfig, EnvironmentInfo
-from ..env_vars import int_from_env
-from ..protocol import HelloEvent, RunStatus
+from ..core.config import BenchmarkConfig, EnvironmentInfo
+from ..core.env_vars import int_from_env
+from ..core.protocol import HelloEvent, RunStatus
 from ..results import RunResult, RunStore, SummaryRow, summarize
 from ..results.formatting import why_sentence
 from .benchmark_thread import EnvironmentProbe

@@ -128,7 +128,7 @@ def _run_once(app: Any, store_root: Path, variants: list[str], t_start: float) -
     """Build the window, run the tiny benchmark, print what happened; the problems found."""
     from PySide6.QtCore import QEventLoop, QTimer
 
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
     from compile_studio.gui.main_window import MainWindow
     from compile_studio.results import summarize
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings
 
-from ..app_info import APPLICATION, ORGANIZATION
-from ..config import BenchmarkConfig, ConfigError, ConfigProblem
+from ..core.app_info import APPLICATION, ORGANIZATION
+from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from .paths import settings_file
 
 _CONFIG_KEY = "run/last_config"

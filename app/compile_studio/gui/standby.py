@@ -4,9 +4,9 @@ Starting a worker costs seconds (Python, then ``import torch``). The window's
 :class:`~compile_studio.gui.live_run.LiveRun` keeps a :class:`StandbyKeeper`:
 shortly after the window opens, and once a run has fully ended, it starts a
 local worker that imports torch, says hello and waits for its config
-(:class:`~compile_studio.standby_worker.StandbyWorker`; its hello is read on a
+(:class:`~compile_studio.launchers.standby_worker.StandbyWorker`; its hello is read on a
 background thread). Run hands it to the session when it is the process the
-run would have started anyway (:func:`~compile_studio.session.fresh_worker_reason`);
+run would have started anyway (:func:`~compile_studio.jobs.session.fresh_worker_reason`);
 otherwise the run starts a new worker as usual. Never during a run: a run in
 progress is not disturbed by a process importing torch.
 ``COMPILE_STUDIO_STANDBY=0`` turns it off.
@@ -19,10 +19,10 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from ..config import BenchmarkConfig
-from ..session import fresh_worker_reason, hello_timeout_s, standby_launcher
-from ..standby_worker import StandbyWorker
-from ..supervisor import WorkerLauncher, WorkerStartFailed
+from ..core.config import BenchmarkConfig
+from ..jobs.session import fresh_worker_reason, hello_timeout_s, standby_launcher
+from ..launchers.standby_worker import StandbyWorker
+from ..launchers.supervisor import WorkerLauncher, WorkerStartFailed
 
 #: Set to ``0`` to start no worker ahead of a run.
 STANDBY_ENV = "COMPILE_STUDIO_STANDBY"

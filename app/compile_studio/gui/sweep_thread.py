@@ -1,4 +1,4 @@
-"""A sweep run off the GUI thread: a :class:`~compile_studio.sweep.SweepRunner` relayed as Qt signals.
+"""A sweep run off the GUI thread: a :class:`~compile_studio.jobs.sweep.SweepRunner` relayed as Qt signals.
 
 As :class:`~compile_studio.gui.benchmark_thread.BenchmarkThread` does for one
 run: the runner (its sessions, the workers, the sweep folder's files) lives
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QThread, Signal
 
-from .. import protocol
+from ..core import protocol
+from ..jobs.shape_sweep_run import ShapeSweepOutcome, ShapeSweepRun
+from ..jobs.sweep import SessionFactory, SweepOutcome, SweepRunner
 from ..results.sweep_store import ShapeSweepFolder, SweepFolder
-from ..shape_sweep_run import ShapeSweepOutcome, ShapeSweepRun
-from ..sweep import SessionFactory, SweepOutcome, SweepRunner
 
 
 class SweepThread(QThread):
@@ -80,7 +80,7 @@ class SweepThread(QThread):
 
 
 class ShapeSweepThread(QThread):
-    """Runs a shape sweep (:class:`~compile_studio.sweep.ShapeSweepRun`: one worker) off the GUI thread."""
+    """Runs a shape sweep (:class:`~compile_studio.jobs.sweep.ShapeSweepRun`: one worker) off the GUI thread."""
 
     #: a copy of the shape sweep's record (ShapeSweepRecord) after each point
     point_changed = Signal(object)

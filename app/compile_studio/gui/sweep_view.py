@@ -37,9 +37,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import protocol
-from ..config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
-from ..model_specs import LayerSpecError, parse_layer_spec
+from ..core import protocol
+from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
+from ..core.model_specs import LayerSpecError, parse_layer_spec
+from ..jobs.shape_sweep_run import ShapeSweepOutcome, new_shape_sweep, parse_batches, shape_request
+from ..jobs.sweep import SweepOutcome, new_sweep, spec_of
+from ..jobs.sweep_spec import (
+    HIDDEN_WIDTH,
+    SEQ_LEN,
+    SweepSpec,
+    describe_points,
+    swept_fields,
+    value_text,
+)
 from ..results import RunDamaged, RunResult, load_run
 from ..results.file_io import atomic_write_text
 from ..results.run_result import batch_text
@@ -47,9 +57,6 @@ from ..results.shape_record import ShapeSweepRecord, shape_record_to_csv
 from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
 from ..results.sweep_record import SweepDamaged, SweepRecord, record_to_csv
 from ..results.sweep_store import SweepFolder
-from ..shape_sweep_run import ShapeSweepOutcome, new_shape_sweep, parse_batches, shape_request
-from ..sweep import SweepOutcome, new_sweep, spec_of
-from ..sweep_spec import HIDDEN_WIDTH, SEQ_LEN, SweepSpec, describe_points, swept_fields, value_text
 from .export import ExportError, save_plot_png, save_plot_svg
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
 from .sweep_thread import ShapeSweepThread, SweepThread

@@ -1,7 +1,7 @@
 """Where a run goes, in the window: a target chooser and a dialog to add and edit targets.
 
 The targets live in the same ``targets.json`` the CLI reads
-(:mod:`compile_studio.targets`); every edit is checked there before it is saved.
+(:mod:`compile_studio.launchers.targets`); every edit is checked there before it is saved.
 A target of the file that cannot be used is listed as such, with the reason,
 and cannot be chosen. Saving merges the dialog's changes into the file as it
 is then, under the file's lock, so a target another process added meanwhile
@@ -30,10 +30,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..remote import launcher_for
-from ..supervisor import WorkerLauncher
-from ..target_kinds import kind_names, kind_words, target_kind
-from ..targets import (
+from ..launchers.remote import launcher_for
+from ..launchers.supervisor import WorkerLauncher
+from ..launchers.target_kinds import kind_names, kind_words, target_kind
+from ..launchers.targets import (
     LOCAL,
     LOCAL_TARGET,
     Target,

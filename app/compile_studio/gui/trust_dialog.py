@@ -17,9 +17,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..config import BenchmarkConfig
+from ..core.config import BenchmarkConfig
+from ..jobs.trust import CodeRef, code_from_file, describe, named_code
 from ..results.run_result import plain_text
-from ..trust import CodeRef, code_from_file, describe, named_code
 
 #: What the window says when the user did not agree to run the code.
 NOT_AGREED = "Not run: the code named by a received file was not agreed to (nothing was started)"

@@ -245,7 +245,7 @@ Rule = Callable[[RunEvidence], Iterable[Suggestion]]
 
 def _problems(config: dict[str, Any], env: dict[str, Any]) -> set[tuple[str, str]] | None:
     """The problems of ``config`` on the run's machine; None when it cannot even be read."""
-    from ..config import BenchmarkConfig, ConfigError, EnvironmentInfo
+    from ..core.config import BenchmarkConfig, ConfigError, EnvironmentInfo
 
     try:
         info = EnvironmentInfo.from_hello(env) if env.get("devices") else None

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 
-from ..config import CUDAGRAPH_MIN_WARMUP, CUDAGRAPH_VARIANTS, MAX_BATCH
+from ..core.config import CUDAGRAPH_MIN_WARMUP, CUDAGRAPH_VARIANTS, MAX_BATCH
 from .advice import (
     TIER_CALL,
     TIER_COMPILE,
@@ -271,7 +271,7 @@ def rule_batch(facts: RunEvidence) -> Iterator[Suggestion]:
 
 def _factory_takes_batch(facts: RunEvidence) -> bool:
     """Whether a custom model's factory takes ``batch_size`` (its file read, not run)."""
-    from ..config import BenchmarkConfig, ConfigError
+    from ..core.config import BenchmarkConfig, ConfigError
 
     try:
         return BenchmarkConfig.from_dict(facts.config).factory_takes("batch_size")

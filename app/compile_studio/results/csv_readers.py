@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol import Phase
+from ..core.protocol import Phase
 from .file_io import read_cell
 from .run_files import SAMPLES_COLUMNS, SAMPLES_COLUMNS_V1
 from .run_result import GPU_STATE_COLUMNS, NO_ROUND, PHASE_NAMES, RunResult

@@ -8,7 +8,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from ..config import format_bytes
+from ..core.config import format_bytes
 from .file_io import current_umask
 from .formatting import SUMMARY_HEADERS, markdown_table, run_context, summary_cells, verdict_lines
 from .run_files import (

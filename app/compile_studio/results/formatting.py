@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..config import format_bytes
+from ..core.config import format_bytes
 from .run_result import RunResult
 from .summary import SummaryRow
 

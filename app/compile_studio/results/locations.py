@@ -8,7 +8,7 @@ from pathlib import Path
 
 import platformdirs
 
-from ..app_info import APPLICATION, ORGANIZATION
+from ..core.app_info import APPLICATION, ORGANIZATION
 
 DATA_DIR_ENV = "COMPILE_STUDIO_DATA_DIR"
 

@@ -8,9 +8,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, protocol
-from ..config import BenchmarkConfig
-from ..protocol import ErrorKind, RunStatus, VariantStatus
+from .. import __version__
+from ..core import protocol
+from ..core.config import BenchmarkConfig
+from ..core.protocol import ErrorKind, RunStatus, VariantStatus
 from .run_files import RunWriter
 from .run_result import RunResult, gpu_state_rows
 from .store import RunStore
@@ -42,7 +43,7 @@ def describe_write_error(exc: OSError, folder: Path) -> str:
 class RunRecorder:
     """Consumes protocol events, keeps the :class:`RunResult`, writes the run folder.
 
-    Used by :class:`~compile_studio.session.RunSession`. ``folder`` None
+    Used by :class:`~compile_studio.jobs.session.RunSession`. ``folder`` None
     keeps the run in memory only. The summary is computed when a variant ends
     and when the run ends, and stored in run.json; writes in between store
     the last one computed.

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..protocol import RunStatus, VariantStatus
+from ..core.protocol import RunStatus, VariantStatus
 from .csv_readers import read_gpu_state_csv, read_header, read_samples_csv
 from .run_files import GPU_STATE_CSV, RUN_JSON, SAMPLES_CSV
 from .run_result import SCHEMA_VERSION, RunResult, VariantResult, config_from_saved

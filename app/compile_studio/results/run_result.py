@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..config import AA_CONTROL, AS_GIVEN, BenchmarkConfig, ConfigError
-from ..protocol import (
+from ..core.config import AA_CONTROL, AS_GIVEN, BenchmarkConfig, ConfigError
+from ..core.protocol import (
     CompiledEvent,
     GpuStateEvent,
     RunStatus,

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..protocol import Phase
+from ..core.protocol import Phase
 
 #: The phases a sample can be in, by code (the ``phase`` column of :class:`VariantSamples`).
 PHASE_NAMES: tuple[str, ...] = tuple(str(p) for p in Phase)

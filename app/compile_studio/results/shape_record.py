@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .. import __version__
-from ..config import BenchmarkConfig
-from ..protocol import ShapePointEvent, ShapeSweepSettings
+from ..core.config import BenchmarkConfig
+from ..core.protocol import ShapePointEvent, ShapeSweepSettings
 from .file_io import json_safe, safe_cell
 from .sweep_record import PENDING
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..config import AA_CONTROL, BenchmarkConfig
+from ..core.config import AA_CONTROL, BenchmarkConfig
 from .samples import VariantSamples
 from .stats import (
     SampleChecks,

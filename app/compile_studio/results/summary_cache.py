@@ -134,7 +134,7 @@ def summary_cache_dir() -> Path:
         return Path(data) / "cache" / "summaries"
     import platformdirs
 
-    from ..app_info import APPLICATION, ORGANIZATION
+    from ..core.app_info import APPLICATION, ORGANIZATION
 
     return platformdirs.user_cache_path(APPLICATION, ORGANIZATION) / "summaries"
 

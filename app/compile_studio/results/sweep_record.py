@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .. import __version__
-from ..config import BenchmarkConfig
+from ..core.config import BenchmarkConfig
 from .file_io import safe_cell
 from .schema import RunDamaged
 from .summary import SummaryRow

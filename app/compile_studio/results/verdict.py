@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-from ..config import AA_CONTROL
+from ..core.config import AA_CONTROL
 from .stats import SampleChecks, SpeedupInterval
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..protocol import DiagnosticsEvent
+from ..core.protocol import DiagnosticsEvent
 from .schema import (
     MAX_NAME,
     MAX_VARIANTS,

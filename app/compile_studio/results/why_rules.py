@@ -249,7 +249,7 @@ def evidence_of(
     dtype: str | None = None,
 ) -> Evidence:
     """The sentence's evidence from a compact copy (:func:`compact`) of variant ``name``'s figures."""
-    from ..config import CUDAGRAPH_VARIANTS
+    from ..core.config import CUDAGRAPH_VARIANTS
 
     device = "cuda" if data.get("device") == "cuda" else "cpu"
     kernels = _num(data.get("kernels_per_call"))

@@ -15,8 +15,8 @@ import numpy as np
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTabWidget, QWidget
 
-from ...config import AS_GIVEN, BenchmarkConfig
-from ...protocol import VariantStatus
+from ...core.config import AS_GIVEN, BenchmarkConfig
+from ...core.protocol import VariantStatus
 from ...results import RunResult, summarize
 from ...results.run_result import batch_text
 from ...results.samples import PHASE_NAMES

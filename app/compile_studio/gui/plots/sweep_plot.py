@@ -18,9 +18,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QColor
 
+from ...jobs.sweep_spec import value_text, x_positions
 from ...results.shape_record import ShapeSweepRecord
 from ...results.sweep_record import PointVariant, SweepPoint, SweepRecord
-from ...sweep_spec import value_text, x_positions
 from .hover import hover_label, track_mouse
 from .style import FOREGROUND, MUTED, make_legend, series_color, style_plot_item, with_alpha
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import protocol
-from .config import BenchmarkConfig
-from .remote import GpuPool, launcher_for
-from .results.store import RunStore
+from ..core import protocol
+from ..core.config import BenchmarkConfig
+from ..launchers.remote import GpuPool, launcher_for
+from ..launchers.target_kinds import target_kind
+from ..launchers.targets import Target, Targets, load_targets
+from ..results.store import RunStore
 from .session import RunSession
-from .target_kinds import target_kind
-from .targets import Target, Targets, load_targets
 
 
 def session_for(
@@ -22,7 +22,7 @@ def session_for(
     targets: Targets | None = None,
     **kwargs: Any,
 ) -> RunSession:
-    """A :class:`~compile_studio.session.RunSession` whose worker runs on ``target``.
+    """A :class:`~compile_studio.jobs.session.RunSession` whose worker runs on ``target``.
 
     Sweep point ``index`` gets its own worker (its own GPU, or its own job step).
     """

@@ -80,8 +80,8 @@ from typing import Any
 
 import platformdirs
 
-from .app_info import ORGANIZATION
-from .plain_file import UnreadableFile, read_regular_file
+from ..core.app_info import ORGANIZATION
+from ..core.plain_file import UnreadableFile, read_regular_file
 from .target_kinds import kind_names, target_kind
 from .target_options import HOST_NAME, USER_NAME
 from .target_options import (  # the option checks are part of what this module offers

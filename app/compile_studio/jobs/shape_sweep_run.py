@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import protocol
-from .config import MAX_BATCH, BenchmarkConfig, ConfigError, ConfigProblem
-from .protocol import RunStatus
-from .results.owner_lock import RecordBusy, this_owner
-from .results.shape_record import ShapePoint, ShapeSweepRecord
-from .results.sweep_record import COMPLETE, FAILED, RUNNING, STOPPED
-from .results.sweep_store import ShapeSweepFolder
+from ..core import protocol
+from ..core.config import MAX_BATCH, BenchmarkConfig, ConfigError, ConfigProblem
+from ..core.protocol import RunStatus
+from ..launchers.supervisor import WorkerLauncher, WorkerProcess
+from ..results.owner_lock import RecordBusy, this_owner
+from ..results.shape_record import ShapePoint, ShapeSweepRecord
+from ..results.sweep_record import COMPLETE, FAILED, RUNNING, STOPPED
+from ..results.sweep_store import ShapeSweepFolder
 from .session import (
     STOPPED_BY_USER,
     hello_timeout_s,
     without_early_compile_host,
 )
-from .supervisor import WorkerLauncher, WorkerProcess
 from .sweep_spec import SweepSpec
 from .worker_watch import WatchLimits, WorkerWatch
 

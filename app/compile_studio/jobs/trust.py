@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from .config import BenchmarkConfig
-from .model_specs import factory_file
+from ..core.config import BenchmarkConfig
+from ..core.model_specs import factory_file
 
 #: Files larger than this are named but not hashed (they are not Python sources people write).
 MAX_HASHED_BYTES = 64 * 1024 * 1024
@@ -37,7 +37,7 @@ class CodeRef:
 
     def line(self) -> str:
         """One line for a terminal or a dialog (control characters made visible)."""
-        from .results.run_result import plain_text
+        from ..results.run_result import plain_text
 
         where = plain_text(self.path, 400) if self.path else "imported by name"
         digest = f"sha256 {self.sha256}" if self.sha256 else plain_text(self.note, 200)
@@ -56,7 +56,7 @@ def _hash(path: Path) -> tuple[str | None, str]:
 
 
 def _module_source(target: str, model_path: str) -> Path | None:
-    from .model_specs import _module_file
+    from ..core.model_specs import _module_file
 
     return _module_file(target, model_path)
 

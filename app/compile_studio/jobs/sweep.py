@@ -2,7 +2,7 @@
 
 A sweep answers "where does torch.compile pay off?" with a curve: each point
 is a whole run (eager plus the chosen variants, under the same rules as a
-single run) driven by a :class:`~compile_studio.session.RunSession` into its
+single run) driven by a :class:`~compile_studio.jobs.session.RunSession` into its
 own run folder inside the sweep folder (see :mod:`results.sweep_store`).
 
 :class:`SweepRunner` runs the missing points, ``concurrency`` at a time
@@ -26,13 +26,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from . import protocol
-from .config import BenchmarkConfig, ConfigProblem
-from .protocol import RunStatus, VariantStatus
-from .results.owner_lock import RecordBusy, this_owner
-from .results.store import RunStore
-from .results.summary import summarize
-from .results.sweep_record import (
+from ..core import protocol
+from ..core.config import BenchmarkConfig, ConfigProblem
+from ..core.protocol import RunStatus, VariantStatus
+from ..results.owner_lock import RecordBusy, this_owner
+from ..results.store import RunStore
+from ..results.summary import summarize
+from ..results.sweep_record import (
     COMPLETE,
     FAILED,
     PENDING,
@@ -42,7 +42,7 @@ from .results.sweep_record import (
     SweepPoint,
     SweepRecord,
 )
-from .results.sweep_store import SweepFolder
+from ..results.sweep_store import SweepFolder
 from .session import (
     STOPPED_BY_USER,
     RunOutcome,

@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cli_common import EXIT_BAD_CONFIG as EXIT_BAD
-from .cli_common import EXIT_FAILED, EXIT_OK, RUN_REF_HELP, RunNotFound, resolve_run
-from .results import RunDamaged, RunStore, load_run
-from .results.locations import default_run_store
-from .results.why import why_text
-from .results.why_files import load_why
+from ..results import RunDamaged, RunStore, load_run
+from ..results.locations import default_run_store
+from ..results.why import why_text
+from ..results.why_files import load_why
+from .common import EXIT_BAD_CONFIG as EXIT_BAD
+from .common import EXIT_FAILED, EXIT_OK, RUN_REF_HELP, RunNotFound, resolve_run
 
 
 def register(sub: Any) -> None:

@@ -13,12 +13,9 @@ import argparse
 import sys
 from typing import Any
 
-from .cli_common import EXIT_BAD_CONFIG as EXIT_BAD
-from .cli_common import EXIT_FAILED, EXIT_OK
-from .results.formatting import text_table
-from .supervisor import WorkerStartFailed
-from .target_kinds import kind_names, kind_words
-from .targets import (
+from ..launchers.supervisor import WorkerStartFailed
+from ..launchers.target_kinds import kind_names, kind_words
+from ..launchers.targets import (
     LOCAL,
     SSH_CONFIG_KEYS,
     Targets,
@@ -27,6 +24,9 @@ from .targets import (
     load_targets,
     update_targets,
 )
+from ..results.formatting import text_table
+from .common import EXIT_BAD_CONFIG as EXIT_BAD
+from .common import EXIT_FAILED, EXIT_OK
 
 SSH_OPTION_HELP = (
     "ssh: one more ssh argument (repeatable; write it as --ssh-option=-oKEY=VALUE). Accepted: "
@@ -153,7 +153,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _check(name: str, targets: Any) -> int:
-    from .remote import RemoteLauncher, launcher_for
+    from ..launchers.remote import RemoteLauncher, launcher_for
 
     try:
         launcher = launcher_for(name, targets)

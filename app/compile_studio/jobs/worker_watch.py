@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import protocol
+from ..core import protocol
 
 #: Phases in which samples are expected as the calls go on.
 _TIMED = (protocol.Phase.WARMUP, protocol.Phase.MEASURE)

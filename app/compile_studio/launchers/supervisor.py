@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import protocol
+from ..core import protocol
 
 #: A command put in front of the worker (e.g. ``ssh gpu-node``), split as a shell would (shlex).
 WORKER_PREFIX_ENV = "COMPILE_STUDIO_WORKER_PREFIX"
@@ -83,7 +83,7 @@ class WorkerLauncher:
             cmd = [self.python, "-m", "compile_studio.worker", *args]
         return [*self.prefix, *cmd]
 
-    # -- hooks of launchers that reach another machine (compile_studio.remote) ------------
+    # -- hooks of launchers that reach another machine (compile_studio.launchers.remote) ------------
     def worker_config(self, config: dict[str, Any]) -> dict[str, Any]:
         """The config as the worker gets it (a remote launcher ships a factory file and
         names its copy there)."""

@@ -1,11 +1,11 @@
 """Workers on an SSH host or in Slurm job steps: launchers built from a target (no Qt, no torch).
 
-A :class:`RemoteLauncher` is a :class:`~compile_studio.supervisor.WorkerLauncher`
+A :class:`RemoteLauncher` is a :class:`~compile_studio.launchers.supervisor.WorkerLauncher`
 whose command line reaches the target through the system ``ssh`` client
 (``-T``, BatchMode: no terminal, so the JSON lines stay clean) and/or ``srun``
 (a job step streams stdin and stdout). Before the worker starts,
 :meth:`RemoteLauncher.prepare` asks the remote Python whether it has torch and
-the worker bundle (:mod:`compile_studio.worker_bundle`), and copies the bundle
+the worker bundle (:mod:`compile_studio.launchers.worker_bundle`), and copies the bundle
 when it is missing, verified by its sha256. The cache folder and the bundle are
 used only when they belong to the user and no one else can write them. The
 worker starts with ``python -c`` (never ``-m``, which imports from the current
@@ -37,10 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import protocol
+from ..core import protocol
+from ..core.model_specs import factory_file
 from .gpu_pool import GpuPool, PooledGpu
 from .gpu_pool import LocalGpuLauncher as LocalGpuLauncher
-from .model_specs import factory_file
 from .remote_programs import BOOT, CHECK, INSTALL, REMOTE_CACHE_ENV, local_cache, remote_cache
 from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
 from .target_kinds import LaunchPlan, target_kind

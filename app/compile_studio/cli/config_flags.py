@@ -12,7 +12,7 @@ import argparse
 import json
 from typing import Any
 
-from .config import BenchmarkConfig, ConfigError, ConfigProblem, FieldSpec, config_fields
+from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem, FieldSpec, config_fields
 
 
 def add_config_flags(
@@ -117,7 +117,7 @@ def flags_that_do_not_apply(config: BenchmarkConfig, given: set[str]) -> list[Co
     ``--factory`` with another model, ``--model-path`` without a ``package.module``
     factory, or a size (``--batch-size``, ``--layers``, …) a custom factory does not take.
     """
-    from .model_specs import factory_file, factory_signature
+    from ..core.model_specs import factory_file, factory_signature
 
     problems: list[ConfigProblem] = []
     custom = config.model == "custom"

@@ -15,17 +15,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .config import BenchmarkConfig, ConfigProblem
-from .results import RunDamaged, RunResult, RunStore, load_run, summarize
-from .results.formatting import (
+from ..core.config import BenchmarkConfig, ConfigProblem
+from ..results import RunDamaged, RunResult, RunStore, load_run, summarize
+from ..results.formatting import (
     SUMMARY_HEADERS,
     fmt_speedup_ratio,
     plural,
     summary_cells,
     text_table,
 )
-from .results.locations import default_run_store
-from .results.summary_cache import summary_of
+from ..results.locations import default_run_store
+from ..results.summary_cache import summary_of
 
 EXIT_OK = 0
 EXIT_BAD_CONFIG = 2
@@ -134,7 +134,7 @@ def code_agreed(config: BenchmarkConfig, source: str, args: argparse.Namespace, 
     A field the user gave as a flag is theirs (not asked); with ``from_flags``
     False (a resumed folder) every named piece of code is asked about.
     """
-    from .trust import agreed_in_terminal, code_from_file
+    from ..jobs.trust import agreed_in_terminal, code_from_file
 
     given = set()
     if from_flags:

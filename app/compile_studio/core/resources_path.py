@@ -77,7 +77,7 @@ def icon_paths() -> list[Path]:
 def load_presets() -> list[dict[str, Any]]:
     """The shipped presets: ``[{"name", "description", "config": {...}}, ...]``.
 
-    ``config`` is a partial :class:`compile_studio.config.BenchmarkConfig` dict
+    ``config`` is a partial :class:`compile_studio.core.config.BenchmarkConfig` dict
     (fields left out keep their defaults). The preset marked ``"default": true``
     comes first.
     """

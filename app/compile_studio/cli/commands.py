@@ -19,8 +19,24 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
-from . import __version__, protocol
-from .cli_common import (  # noqa: F401 - shared with the other command modules, re-exported
+from .. import __version__
+from ..core import protocol
+from ..core.config import ConfigError
+from ..core.protocol import RunStatus, VariantStatus
+from ..jobs.session import Progress, RunSession
+from ..launchers.supervisor import ProbeFailed, probe_environment
+from ..results import RunDamaged, RunResult, RunStore, summarize
+from ..results.formatting import (
+    SUMMARY_HEADERS,
+    plural,
+    summary_cells,
+    text_table,
+    verdict_lines,
+)
+from ..results.locations import default_run_store
+from ..results.summary_cache import summary_of
+from ..results.terminal import guarded
+from .common import (  # noqa: F401 - shared with the other command modules, re-exported
     EXIT_BAD_CONFIG,
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
@@ -39,22 +55,7 @@ from .cli_common import (  # noqa: F401 - shared with the other command modules,
     resolve_run,
     store_folders,
 )
-from .config import ConfigError
-from .config_cli import add_config_flags, config_from_args
-from .protocol import RunStatus, VariantStatus
-from .results import RunDamaged, RunResult, RunStore, summarize
-from .results.formatting import (
-    SUMMARY_HEADERS,
-    plural,
-    summary_cells,
-    text_table,
-    verdict_lines,
-)
-from .results.locations import default_run_store
-from .results.summary_cache import summary_of
-from .results.terminal import guarded
-from .session import Progress, RunSession
-from .supervisor import ProbeFailed, probe_environment
+from .config_flags import add_config_flags, config_from_args
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,7 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _more_commands() -> list:
     """Subcommands kept in their own modules: each ``register(sub)`` adds a parser
     whose defaults carry ``handler`` (a function of the parsed arguments)."""
-    from . import cli_advise, cli_sweep, cli_targets, cli_why
+    from . import advise as cli_advise
+    from . import sweep as cli_sweep
+    from . import targets as cli_targets
+    from . import why as cli_why
 
     return [cli_advise.register, cli_sweep.register, cli_targets.register, cli_why.register]
 
@@ -254,8 +258,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     launcher = None
     if getattr(args, "target", None):
-        from .remote import launcher_for
-        from .targets import TargetsFileError
+        from ..launchers.remote import launcher_for
+        from ..launchers.targets import TargetsFileError
 
         try:
             launcher = launcher_for(args.target)
@@ -302,7 +306,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from . import cli_sweep_show
+    from . import sweep_show as cli_sweep_show
 
     if cli_sweep_show.is_sweep_ref(args.run):
         return cli_sweep_show.show_sweep(args.run)

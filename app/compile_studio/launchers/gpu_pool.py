@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import protocol
+from ..core import protocol
 from .supervisor import WorkerLauncher
 
 if TYPE_CHECKING:

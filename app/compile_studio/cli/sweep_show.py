@@ -12,15 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from .cli_common import (
-    EXIT_BAD_CONFIG,
-    EXIT_FAILED,
-    EXIT_OK,
-    cmd_compare,
-    compare_table,
-)
-from .results import RunDamaged, RunResult, load_run
-from .results.formatting import (
+from ..jobs.sweep_spec import describe_points, value_text
+from ..results import RunDamaged, RunResult, load_run
+from ..results.formatting import (
     break_even_text,
     fmt_interval,
     fmt_ms,
@@ -29,11 +23,17 @@ from .results.formatting import (
     rough_speedup_text,
     text_table,
 )
-from .results.locations import default_data_dir
-from .results.shape_record import ShapeSweepRecord
-from .results.sweep_load import is_shape_sweep_folder, load_shape_sweep, load_sweep
-from .results.sweep_record import FAILED, SweepDamaged, SweepRecord
-from .sweep_spec import describe_points, value_text
+from ..results.locations import default_data_dir
+from ..results.shape_record import ShapeSweepRecord
+from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep, load_sweep
+from ..results.sweep_record import FAILED, SweepDamaged, SweepRecord
+from .common import (
+    EXIT_BAD_CONFIG,
+    EXIT_FAILED,
+    EXIT_OK,
+    cmd_compare,
+    compare_table,
+)
 
 
 def default_sweep_root() -> Path:
@@ -117,7 +117,7 @@ def print_sweep(record: SweepRecord, out: TextIO) -> None:
 def sweep_path(ref: str) -> Path | None:
     """The sweep folder ``ref`` names: a sweep folder, its sweep.json, or a sweep's name in the
     default sweeps folder; None when it names none (it may then be a run)."""
-    from .results.sweep_load import is_sweep_folder, sweep_folder_of
+    from ..results.sweep_load import is_sweep_folder, sweep_folder_of
 
     path = Path(ref).expanduser()
     if is_sweep_folder(path):

@@ -13,9 +13,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .config import BenchmarkConfig, ConfigError, ConfigProblem, FieldSpec, config_fields
-from .model_specs import LayerSpecError, factory_signature, parse_layer_spec, parse_transformer_spec
-from .results.sweep_record import MAX_POINTS, PointValue, SweepRecord
+from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem, FieldSpec, config_fields
+from ..core.model_specs import (
+    LayerSpecError,
+    factory_signature,
+    parse_layer_spec,
+    parse_transformer_spec,
+)
+from ..results.sweep_record import MAX_POINTS, PointValue, SweepRecord
 
 #: Parameters made from a part of a field: each hidden width of the MLP, one layer's
 #: width (``layer:K``, K counted from 0 = the input width), the transformer's sequence length.

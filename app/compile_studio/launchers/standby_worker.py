@@ -11,7 +11,7 @@ import time
 import weakref
 from collections.abc import Callable
 
-from . import protocol
+from ..core import protocol
 from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
 
 #: every standby worker of this process not yet closed (ended at exit: no orphan)

@@ -16,14 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cli_common import EXIT_BAD_CONFIG as EXIT_BAD
-from .cli_common import EXIT_FAILED, EXIT_OK, RUN_REF_HELP, RunNotFound, resolve_run
-from .results import RunDamaged, RunStore, load_run
-from .results.advice import advice_text, gather, load_why
-from .results.advice_rules import advise
-from .results.locations import default_run_store
-from .results.summary_cache import summary_of
-from .results.terminal import escape_controls
+from ..results import RunDamaged, RunStore, load_run
+from ..results.advice import advice_text, gather, load_why
+from ..results.advice_rules import advise
+from ..results.locations import default_run_store
+from ..results.summary_cache import summary_of
+from ..results.terminal import escape_controls
+from .common import EXIT_BAD_CONFIG as EXIT_BAD
+from .common import EXIT_FAILED, EXIT_OK, RUN_REF_HELP, RunNotFound, resolve_run
 
 
 def add_parser(sub: Any) -> None:

@@ -3,7 +3,7 @@
 :class:`RunSession` is the one place a run is driven from, for the window
 (through ``gui.benchmark_thread``, which relays its events as Qt signals) and
 the CLI alike. It has no Qt and no torch: it starts the worker through a
-:class:`~compile_studio.supervisor.WorkerLauncher`, checks its protocol
+:class:`~compile_studio.launchers.supervisor.WorkerLauncher`, checks its protocol
 version, feeds every event to a :class:`~compile_studio.results.recorder.RunRecorder`
 (the run folder) and to :class:`Progress`, and decides how the run ended.
 """
@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import affinity, protocol
-from .config import BenchmarkConfig, ConfigProblem
-from .env_vars import warn_ignored
-from .model_specs import factory_file
-from .protocol import ErrorKind, RunStatus, VariantStatus
-from .results.recorder import RunRecorder
-from .results.run_result import RunResult
-from .results.store import RunStore
-from .standby_worker import StandbyWorker
-from .supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
+from ..core import affinity, protocol
+from ..core.config import BenchmarkConfig, ConfigProblem
+from ..core.env_vars import warn_ignored
+from ..core.model_specs import factory_file
+from ..core.protocol import ErrorKind, RunStatus, VariantStatus
+from ..launchers.standby_worker import StandbyWorker
+from ..launchers.supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
+from ..results.recorder import RunRecorder
+from ..results.run_result import RunResult
+from ..results.store import RunStore
 from .worker_watch import WatchLimits, WorkerWatch
 
 STOPPED_BY_USER = "stopped by the user"
@@ -216,7 +216,7 @@ class RunSession:
         watch_limits: WatchLimits | None = None,
     ):
         self.config = config
-        #: when a quiet worker is warned about and stopped (see :mod:`compile_studio.worker_watch`)
+        #: when a quiet worker is warned about and stopped (see :mod:`compile_studio.jobs.worker_watch`)
         self.watch_limits = watch_limits or WatchLimits()
         #: warnings the session itself raised about the worker (kept with the run)
         self.watch_warnings: list[str] = []
@@ -307,7 +307,7 @@ class RunSession:
     def _note_load(recorder: RunRecorder, key: str) -> None:
         """The machine's load (other programs, CPU use) kept with the run, where readable."""
         try:
-            from .results.machine_load import machine_load
+            from ..results.machine_load import machine_load
 
             recorder.run.measurement[key] = machine_load().to_dict()
         except Exception:  # noqa: BLE001 - psutil missing or /proc unreadable: no reading
@@ -369,7 +369,7 @@ class RunSession:
             worker.kill()
 
         if self.launcher.waits_in_queue():
-            from .queue_clock import QueueClock
+            from ..launchers.queue_clock import QueueClock
 
             return QueueClock(self.launcher, self.hello_timeout, expire, self._on_queued)
 

@@ -12,7 +12,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from .plain_file import UnreadableFile, read_regular_file
+from ..core.plain_file import UnreadableFile, read_regular_file
 
 #: The largest ssh config file a ``-F`` option may name.
 MAX_SSH_CONFIG_BYTES = 256 * 1024

@@ -19,7 +19,19 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-from .cli_common import (
+from ..core.config import ConfigError, ConfigProblem, config_fields
+from ..core.protocol import SHAPE_MODES
+from ..jobs.shape_sweep_run import SHAPE_REPEATS
+from ..jobs.sweep import SweepRunner, new_sweep
+from ..jobs.sweep_spec import DERIVED_PARAMS, SweepSpec, value_text
+from ..results.formatting import (
+    fmt_ms,
+)
+from ..results.shape_record import ShapeSweepRecord
+from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
+from ..results.sweep_record import FAILED, SWEEP_JSON, SweepDamaged, SweepRecord
+from ..results.sweep_store import ShapeSweepFolder, SweepFolder
+from .common import (
     EXIT_BAD_CONFIG,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -29,7 +41,8 @@ from .cli_common import (
     interrupts_stop,
     print_problems,
 )
-from .cli_sweep_show import (
+from .config_flags import add_config_flags, config_from_args
+from .sweep_show import (
     cmd_compare_any,
     default_sweep_root,
     print_shape_sweep,
@@ -37,19 +50,6 @@ from .cli_sweep_show import (
     speedup_text,
     sweep_path,
 )
-from .config import ConfigError, ConfigProblem, config_fields
-from .config_cli import add_config_flags, config_from_args
-from .protocol import SHAPE_MODES
-from .results.formatting import (
-    fmt_ms,
-)
-from .results.shape_record import ShapeSweepRecord
-from .results.sweep_load import is_shape_sweep_folder, load_shape_sweep
-from .results.sweep_record import FAILED, SWEEP_JSON, SweepDamaged, SweepRecord
-from .results.sweep_store import ShapeSweepFolder, SweepFolder
-from .shape_sweep_run import SHAPE_REPEATS
-from .sweep import SweepRunner, new_sweep
-from .sweep_spec import DERIVED_PARAMS, SweepSpec, value_text
 
 SWEEP_HELP = """\
 Each point is a whole run (eager plus the chosen variants, as `run` does it) kept
@@ -180,8 +180,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     factory: Any = None
     target_workers = 1
     if args.target:
-        from .target_sessions import session_factory
-        from .targets import TargetsFileError, load_targets
+        from ..jobs.target_sessions import session_factory
+        from ..launchers.targets import TargetsFileError, load_targets
 
         try:
             target = load_targets().get(args.target)
@@ -287,8 +287,8 @@ def _shape_launcher(target_name: str | None) -> Any:
     """The launcher of ``--target`` (None: this machine); KeyError/ValueError saying why not."""
     if not target_name:
         return None
-    from .remote import launcher_for
-    from .targets import load_targets
+    from ..launchers.remote import launcher_for
+    from ..launchers.targets import load_targets
 
     targets = load_targets()
     return launcher_for(targets.get(target_name), targets)
@@ -296,8 +296,8 @@ def _shape_launcher(target_name: str | None) -> Any:
 
 def cmd_shape_sweep(args: argparse.Namespace) -> int:
     """``sweep --shape``: the batch sizes in one worker per dynamic mode; a table per mode."""
-    from .shape_sweep_run import ShapeSweepRun, new_shape_sweep, parse_batches, shape_request
-    from .targets import TargetsFileError
+    from ..jobs.shape_sweep_run import ShapeSweepRun, new_shape_sweep, parse_batches, shape_request
+    from ..launchers.targets import TargetsFileError
 
     if args.param is not None:
         _print_problems([ConfigProblem("--param", "a shape sweep varies the batch size: leave --param out")])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 
 PACKAGE = Path(__file__).resolve().parent
 #: Where the worker's imports start (``engine/`` is taken whole); every module of the

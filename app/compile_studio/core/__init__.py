@@ -1,0 +1,1 @@
+"""What every layer shares: the configuration, the worker protocol, model specs, environment variables."""
