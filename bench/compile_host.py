@@ -21,8 +21,8 @@ import sys
 import threading
 import time
 
-from compile_studio import protocol
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine.compile_host import HOST_FLAG, CompileHost
 
 

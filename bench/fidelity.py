@@ -121,7 +121,7 @@ def timer_child(request: dict[str, Any]) -> int:
     import torch
     from torch.utils import benchmark
 
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
     from compile_studio.engine.environment import compile_modes
     from compile_studio.engine.model import TORCH_DTYPES
     from compile_studio.engine.run_state import apply_precision, resolve_device

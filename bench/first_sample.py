@@ -27,7 +27,7 @@ CONFIG = {
 
 def one_try(app, store: Path, standby: bool) -> float:
     """Seconds from Run to the first sample in a fresh window."""
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
     from compile_studio.gui.main_window import MainWindow
 
     os.environ["COMPILE_STUDIO_STANDBY"] = "1" if standby else "0"

@@ -153,7 +153,7 @@ def bench_live(calls: int, store: Path) -> None:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
     from compile_studio.gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
     from compile_studio.gui.benchmark_thread import BenchmarkThread, has_finished
     from compile_studio.gui.main_window import MainWindow
 

@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="compile-studio-ui-bench-"))
     os.environ.setdefault("COMPILE_STUDIO_DATA_DIR", str(scratch / "data"))
     os.environ.setdefault("COMPILE_STUDIO_SETTINGS_DIR", str(scratch / "settings"))
-    from compile_studio.config import BenchmarkConfig
+    from compile_studio.core.config import BenchmarkConfig
     from compile_studio.results.machine_load import machine_load
 
     print(f"machine: {machine_load().summary()}; display: {os.environ.get('DISPLAY') or os.environ.get('QT_QPA_PLATFORM')}")

@@ -12,7 +12,7 @@ import math
 import statistics
 from typing import Any
 
-from compile_studio.config import CUDAGRAPH_VARIANTS, BenchmarkConfig, format_bytes
+from compile_studio.core.config import CUDAGRAPH_VARIANTS, BenchmarkConfig, format_bytes
 from compile_studio.engine import checks as rule
 from compile_studio.engine.clocks import CLOCK_CHANGE_WARN
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compile_studio import protocol
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
 
 from .app_checks import check_app_run, judge_clocks
 from .environment import compile_threads
@@ -76,9 +76,9 @@ def run_app(
 
     ``stop_after_s``: the run is asked to stop after that many seconds.
     """
+    from compile_studio.jobs.session import RunSession
+    from compile_studio.launchers.supervisor import WorkerLauncher
     from compile_studio.results import load_run
-    from compile_studio.session import RunSession
-    from compile_studio.supervisor import WorkerLauncher
 
     config.validate()
     measure_t: list[float] = []

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from compile_studio import __version__ as APP_VERSION
-from compile_studio.config import format_bytes
+from compile_studio.core.config import format_bytes
 from compile_studio.engine.cache_flush import CacheFlush, last_level_cache_bytes
 from compile_studio.engine.clocks import ClockProbe, read_cpu_mhz
 

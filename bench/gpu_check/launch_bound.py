@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from compile_studio.config import BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine.environment import compile_modes
 from compile_studio.engine.model import TORCH_DTYPES
 from compile_studio.engine.run_state import apply_precision

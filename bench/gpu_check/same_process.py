@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from compile_studio.config import CUDAGRAPH_VARIANTS, BenchmarkConfig, format_bytes
+from compile_studio.core.config import CUDAGRAPH_VARIANTS, BenchmarkConfig, format_bytes
 from compile_studio.engine import checks as rule
 from compile_studio.engine.cache_flush import CacheFlush
 from compile_studio.engine.environment import compile_modes
