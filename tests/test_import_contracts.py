@@ -42,6 +42,17 @@ def lint_imports(source_root: Path, config: Path, cwd: Path) -> subprocess.Compl
     )
 
 
+def lint_with_a_line_added(tmp_path: Path, module: str, line: str) -> subprocess.CompletedProcess[str]:
+    """lint-imports on a copy of the package with ``line`` added to ``module``."""
+    copy = tmp_path / "src" / "compile_studio"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / module
+    target.write_text(target.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+    config = tmp_path / "pyproject.toml"
+    shutil.copyfile(ROOT / "pyproject.toml", config)
+    return lint_imports(tmp_path / "src", config, tmp_path)
+
+
 def contract_line(output: str, name: str) -> str:
     """The summary line of contract ``name`` (``... KEPT`` or ``... BROKEN``)."""
     flat = " ".join(output.split())
@@ -95,16 +106,7 @@ def test_the_tree_keeps_every_contract():
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(tmp_path, module, line, contract, chain):
-    source = tmp_path / "src"
-    copy = source / "compile_studio"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    target = copy / module
-    target.write_text(target.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
-    config = tmp_path / "pyproject.toml"
-    shutil.copyfile(ROOT / "pyproject.toml", config)
-
-    result = lint_imports(source, config, tmp_path)
-
+    result = lint_with_a_line_added(tmp_path, module, line)
     assert result.returncode != 0, result.stdout
     assert contract_line(result.stdout, contract) == "BROKEN"
     assert chain in result.stdout, result.stdout
@@ -137,15 +139,6 @@ def test_every_module_is_in_a_layer_and_outside_the_window_in_the_qt_contract():
     ],
 )
 def test_an_import_from_a_layer_above_breaks_the_layers(tmp_path, module, line):
-    source = tmp_path / "src"
-    copy = source / "compile_studio"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    target = copy / module
-    target.write_text(target.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
-    config = tmp_path / "pyproject.toml"
-    shutil.copyfile(ROOT / "pyproject.toml", config)
-
-    result = lint_imports(source, config, tmp_path)
-
+    result = lint_with_a_line_added(tmp_path, module, line)
     assert result.returncode != 0, result.stdout
     assert contract_line(result.stdout, LAYERS) == "BROKEN"

@@ -135,6 +135,15 @@ def test_the_slowest_recent_call_sets_the_expected_gap():
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
+def resume(pid: int | None) -> None:
+    """SIGCONT a worker the test stopped (if it is still there)."""
+    if pid:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
 def test_a_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_samples(tiny_config, tmp_path):
     config = BenchmarkConfig.from_dict({**tiny_config, "variants": ["eager"], "iterations": 1_000_000,
                                         "rounds": 1, "diagnostics": False})
@@ -171,11 +180,7 @@ def test_a_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_sa
         runner.join(60)
         assert not runner.is_alive(), "the run did not end at the watch's limit"
     finally:
-        if pid:
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+        resume(pid)
     result = outcome[0]
     assert result.status == RunStatus.INCOMPLETE
     assert "sent nothing" in result.run.message
@@ -210,11 +215,7 @@ def test_a_shape_sweep_worker_stopped_by_sigstop_is_warned_about_then_stopped_ke
         runner.join(60)
         assert not runner.is_alive(), "the shape sweep did not end at the watch's limit"
     finally:
-        if pid:
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+        resume(pid)
     (result,) = outcome
     assert result.record.status == "stopped" and "sent nothing" in result.record.message
     assert result.record.points, "the points measured before the stop are kept"
