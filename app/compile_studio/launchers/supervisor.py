@@ -38,7 +38,7 @@ def safe_start_folder() -> str:
     Python 3.10 has no ``-P``; starting in the package's own parent means only
     what is already importable is importable.
     """
-    folder = Path(__file__).resolve().parent.parent
+    folder = Path(__file__).resolve().parents[2]  # launchers/ -> compile_studio/ -> its parent
     return str(folder) if folder.is_dir() else tempfile.gettempdir()
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from .. import __version__
 
-PACKAGE = Path(__file__).resolve().parent
+#: the compile_studio package folder (this module is in its launchers/)
+PACKAGE = Path(__file__).resolve().parents[1]
 #: Where the worker's imports start (``engine/`` is taken whole); every module of the
 #: package these import, directly or not, goes in too (:func:`worker_files`).
 WORKER_ROOTS = ("__init__.py", "worker.py")
