@@ -8,9 +8,9 @@ import json
 from dataclasses import dataclass
 
 import pytest
-from compile_studio.cli.commands.commands import build_parser
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QSpinBox
 
+from compile_studio.cli.commands import build_parser
 from compile_studio.cli.config_flags import add_config_flags, config_from_args
 from compile_studio.core.config import (
     BenchmarkConfig,

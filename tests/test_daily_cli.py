@@ -216,7 +216,7 @@ def test_show_into_a_closed_pipe_ends_without_a_traceback(store):
     """``show … | head -1``: the reader is gone before the table is written (its end is closed)."""
     code = (
         "import os, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 1)\n"
-        "from compile_studio.cli.commands.commands import main\n"
+        "from compile_studio.cli.commands import main\n"
         "sys.exit(main(sys.argv[1:]))"
     )
     shown = subprocess.run(

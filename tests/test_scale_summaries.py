@@ -79,7 +79,7 @@ def test_summary_is_computed_once_per_variant_and_read_back_equal(tmp_path, monk
 
 
 def test_a_run_without_stored_summary_opens_and_is_summarised_once(tmp_path, monkeypatch, capsys):
-    from compile_studio.cli.commands.commands import main
+    from compile_studio.cli.commands import main
 
     rec = record(RunStore(tmp_path))
     finish(rec)

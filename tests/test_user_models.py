@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from compile_studio.cli.commands.commands import build_parser
 
+from compile_studio.cli.commands import build_parser
 from compile_studio.cli.config_flags import config_from_args
 from compile_studio.core import protocol
 from compile_studio.core.config import AS_GIVEN, BenchmarkConfig, config_fields

@@ -224,7 +224,7 @@ def test_one_round_falls_back_to_a_block_bootstrap():
 
 
 def print_run_text(run) -> str:
-    from compile_studio.cli.commands.commands import print_run
+    from compile_studio.cli.commands import print_run
 
     out = io.StringIO()
     print_run(run, out)
