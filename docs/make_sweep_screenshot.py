@@ -43,7 +43,7 @@ def main() -> int:
     from compile_studio.core.config import BenchmarkConfig
     from compile_studio.gui.export import save_widget_png
     from compile_studio.gui.main_window import MainWindow
-    from compile_studio.gui.sweep_view import show_dock
+    from compile_studio.gui.sweep_dock import show_dock
     from compile_studio.jobs.sweep_spec import SweepSpec
 
     app = QApplication.instance() or QApplication(sys.argv)

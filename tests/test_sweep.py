@@ -350,7 +350,7 @@ def _window(qtbot):
 def test_sweep_view_shows_a_finished_sweep_hover_double_click_and_exports(stopped_then_resumed, qtbot, tmp_path):
     from PySide6.QtGui import QColor, QImage
 
-    from compile_studio.gui.sweep_view import show_dock
+    from compile_studio.gui.sweep_dock import show_dock
 
     folder = stopped_then_resumed["folder"]
     window = _window(qtbot)

@@ -52,7 +52,7 @@ def test_a_sweep_from_the_window_updates_point_by_point_and_stops(qtbot):
 def test_the_new_sweep_dialog_checks_the_values_as_typed(qtbot):
     from PySide6.QtWidgets import QDialogButtonBox
 
-    from compile_studio.gui.sweep_view import SweepDialog
+    from compile_studio.gui.sweep_dialogs import SweepDialog
 
     dialog = SweepDialog(BenchmarkConfig(layers="64,128,128,10"))
     qtbot.addWidget(dialog)
@@ -133,7 +133,7 @@ def test_the_sweep_view_shows_a_shape_sweep_with_the_limit_warning_and_exports_i
 
 
 def test_a_shape_sweep_from_the_window_runs_in_one_worker_and_warns_of_the_limit(qtbot):
-    from compile_studio.gui.sweep_view import ShapeSweepDialog
+    from compile_studio.gui.sweep_dialogs import ShapeSweepDialog
     from compile_studio.results.sweep_load import load_shape_sweep
 
     window = MainWindow(probe=False)

@@ -52,7 +52,7 @@ from .plots.panel import run_hint
 from .settings import AppSettings
 from .standby import AFTER_RUN_DELAY_MS, standby_enabled
 from .summary_table import SummaryTableModel, SummaryTableView
-from .sweep_view import install_sweep_view
+from .sweep_dock import install_sweep_view
 from .targets_dialog import install_target_chooser
 from .trust_dialog import NOT_AGREED, CodeConsent, code_fields, code_from_loaded
 from .verdict_lines import VerdictLines

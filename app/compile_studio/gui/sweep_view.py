@@ -6,9 +6,8 @@ its values from :class:`SweepDialog`. Double-clicking a point asks the window
 to show that point's run (:attr:`SweepView.run_requested`); problems go to
 :attr:`SweepView.message` (the window's banner).
 
-Over 500 lines because the dialog, the view and the few lines that install
-them in the main window (a dock and the Sweep menu) are one feature; the
-chart is in plots/sweep_plot.py, the thread in sweep_thread.py.
+The dialogs are in sweep_dialogs.py, the dock and the Sweep menu in
+sweep_dock.py, the chart in plots/sweep_plot.py, the thread in sweep_thread.py.
 """
 
 from __future__ import annotations
@@ -16,230 +15,43 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QComboBox,
     QDialog,
-    QDialogButtonBox,
     QDockWidget,
     QFileDialog,
-    QFormLayout,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QProgressBar,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from ..core import protocol
-from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
-from ..core.model_specs import LayerSpecError, parse_layer_spec
-from ..jobs.shape_sweep_run import ShapeSweepOutcome, new_shape_sweep, parse_batches, shape_request
+from ..core.config import BenchmarkConfig, ConfigError, EnvironmentInfo
+from ..jobs.shape_sweep_run import ShapeSweepOutcome, new_shape_sweep
 from ..jobs.sweep import SweepOutcome, new_sweep, spec_of
 from ..jobs.sweep_spec import (
-    HIDDEN_WIDTH,
-    SEQ_LEN,
     SweepSpec,
     describe_points,
-    swept_fields,
     value_text,
 )
 from ..results import RunDamaged, RunResult, load_run
 from ..results.file_io import atomic_write_text
-from ..results.run_result import batch_text
 from ..results.shape_record import ShapeSweepRecord, shape_record_to_csv
 from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
 from ..results.sweep_record import SweepDamaged, SweepRecord, record_to_csv
 from ..results.sweep_store import SweepFolder
 from .export import ExportError, save_plot_png, save_plot_svg
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
+from .sweep_dialogs import ShapeSweepDialog, SweepDialog
 from .sweep_thread import ShapeSweepThread, SweepThread
 from .trust_dialog import NOT_AGREED, CodeConsent, code_of_configs
 
 #: How often the progress bar follows a running sweep.
 PROGRESS_INTERVAL_MS = 250
-#: Values offered for a parameter when the dialog opens.
-SUGGESTED_VALUES = {
-    "batch_size": "1:1024:x2",
-    HIDDEN_WIDTH: "64:1024:x2",
-    SEQ_LEN: "32:512:x2",
-    "dtype": "fp32,bf16",
-    "dynamic": "auto,false,true",
-    "workload": "inference,training",
-}
-
-
-def dialog_params(base: BenchmarkConfig) -> list[str]:
-    """The parameters the dialog offers for ``base``: the common ones first, ``layer:K`` per layer."""
-    common = ["batch_size", HIDDEN_WIDTH, "dtype", "dynamic", "workload"]
-    if base.model == "transformer":
-        common.insert(2, SEQ_LEN)
-    try:
-        layers = [f"layer:{k}" for k in range(len(parse_layer_spec(base.layers)))]
-    except LayerSpecError:
-        layers = []
-    rest = [name for name in swept_fields() if name not in common]
-    return common + layers + rest
-
-
-class SweepDialog(QDialog):
-    """Asks for the parameter, its values and how many points run at once; checks them as typed."""
-
-    def __init__(self, base: BenchmarkConfig, env: EnvironmentInfo | None = None, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setWindowTitle("New sweep")
-        self.base = base
-        self.env = env
-        self.param = QComboBox()
-        self.param.addItems(dialog_params(base))
-        self.param.setEditable(False)
-        self.values = QLineEdit()
-        self.values.setPlaceholderText("1,4,16,64 or a range: 1:1024:x2, 64:512:+64")
-        self.concurrency = QSpinBox()
-        self.concurrency.setRange(1, 16)
-        self.concurrency.setToolTip(
-            "points run at once; above 1 they share this machine's cores, which changes what they measure"
-        )
-        self.problem_label = QLabel()
-        self.problem_label.setWordWrap(True)
-        self.problem_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.problem_label.setStyleSheet("color: #B00020;")
-        base_text = QLabel(f"Base: {base.model_text()} · {batch_text(base, read_factory=True)} · {base.dtype} · "
-                           f"{', '.join(base.variants)} (the form's configuration)")
-        base_text.setWordWrap(True)
-        base_text.setTextFormat(Qt.TextFormat.PlainText)
-        form = QFormLayout()
-        form.addRow("Parameter", self.param)
-        form.addRow("Values", self.values)
-        form.addRow("Points at once", self.concurrency)
-        self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-        )
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Run sweep")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        lay = QVBoxLayout(self)
-        lay.addWidget(base_text)
-        lay.addLayout(form)
-        lay.addWidget(self.problem_label)
-        lay.addWidget(self.buttons)
-        self.param.currentTextChanged.connect(self._suggest)
-        self.values.textChanged.connect(self.check)
-        self._suggest(self.param.currentText())
-
-    def _suggest(self, param: str) -> None:
-        self.values.setText(SUGGESTED_VALUES.get(param, ""))
-        self.check()
-
-    def spec(self) -> SweepSpec:
-        """The sweep as typed; raises ConfigError saying what is wrong."""
-        text = self.values.text().strip()
-        param = self.param.currentText()
-        if not text:
-            raise ConfigError([ConfigProblem("values", "type the values")])
-        is_range = ":" in text and "," not in text and ";" not in text and param not in ("layers", "transformer", "cnn")
-        spec = SweepSpec.parse(param, None if is_range else text, text if is_range else None)
-        problems = spec.problems(self.base)
-        if self.env is not None and not problems:
-            for value in spec.values:
-                problems.extend(
-                    ConfigProblem(p.field, f"{param}={value_text(value)}: {p.message}")
-                    for p in spec.point_config(self.base, value).problems(self.env)
-                )
-        if problems:
-            raise ConfigError(problems)
-        return spec
-
-    def check(self) -> bool:
-        """Show what is wrong (if anything); Run sweep is enabled only when nothing is."""
-        try:
-            spec = self.spec()
-        except ConfigError as exc:
-            self.problem_label.setText("; ".join(str(p) for p in exc.problems[:4]))
-            ok = False
-        else:
-            self.problem_label.setText(f"{len(spec.values)} points: " + ", ".join(map(value_text, spec.values[:12]))
-                                       + (" …" if len(spec.values) > 12 else ""))
-            ok = True
-        self.problem_label.setStyleSheet("color: #B00020;" if not ok else "color: #333333;")
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
-        return ok
-
-
-#: Batch sizes a new shape sweep offers.
-SUGGESTED_BATCHES = "1,2,4,8,16,32,64"
-
-
-class ShapeSweepDialog(QDialog):
-    """Asks for a shape sweep's batch sizes and Dynamo's recompile limit; checks them as typed."""
-
-    def __init__(self, base: BenchmarkConfig, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setWindowTitle("New shape sweep")
-        self.base = base
-        self.values = QLineEdit(SUGGESTED_BATCHES)
-        self.values.setPlaceholderText("batch sizes: 1,2,4,8 or a range: 1:512:x2")
-        self.limit = QSpinBox()
-        self.limit.setRange(0, 10_000)
-        self.limit.setSpecialValueText("torch's own")
-        self.limit.setToolTip("Dynamo's recompile limit in the worker; lower it to see where the cliff is")
-        self.problem_label = QLabel()
-        self.problem_label.setWordWrap(True)
-        self.problem_label.setTextFormat(Qt.TextFormat.PlainText)
-        about = QLabel(
-            "One worker calls each compiled variant at each batch size in turn, for dynamic=false, auto "
-            f"and true, and records the recompiles and compile time each batch size causes. Base: "
-            f"{base.model_text()} · {base.dtype} · {', '.join(base.variants)} (the form's configuration)"
-        )
-        about.setWordWrap(True)
-        about.setTextFormat(Qt.TextFormat.PlainText)
-        form = QFormLayout()
-        form.addRow("Batch sizes", self.values)
-        form.addRow("Recompile limit", self.limit)
-        self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-        )
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Run shape sweep")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        lay = QVBoxLayout(self)
-        lay.addWidget(about)
-        lay.addLayout(form)
-        lay.addWidget(self.problem_label)
-        lay.addWidget(self.buttons)
-        self.values.textChanged.connect(self.check)
-        self.check()
-
-    def request(self) -> protocol.ShapeSweepRequest:
-        """The shape sweep as typed; raises ConfigError saying what is wrong."""
-        text = self.values.text().strip()
-        if not text:
-            raise ConfigError([ConfigProblem("batch sizes", "type the batch sizes")])
-        is_range = ":" in text and "," not in text
-        batches = parse_batches(None if is_range else text, text if is_range else None)
-        return shape_request(self.base, batches, recompile_limit=self.limit.value())
-
-    def check(self) -> bool:
-        """Show what is wrong (if anything); Run is enabled only when nothing is."""
-        try:
-            request = self.request()
-        except ConfigError as exc:
-            self.problem_label.setText("; ".join(str(p) for p in exc.problems[:4]))
-            ok = False
-        else:
-            self.problem_label.setText(f"{len(request.batches)} batch sizes × 3 modes")
-            ok = True
-        self.problem_label.setStyleSheet("color: #B00020;" if not ok else "color: #333333;")
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
-        return ok
-
-
 class SweepView(QWidget):
     """A sweep's chart with New / Open / Resume / Stop and exports (PNG, SVG, CSV)."""
 
@@ -735,65 +547,3 @@ def _configs_to_run(record: SweepRecord) -> list[BenchmarkConfig]:
             except (ConfigError, TypeError, ValueError):
                 continue
     return configs
-
-
-def install_sweep_view(window: Any) -> SweepView:
-    """Give the main window its Sweep view (a dock, hidden until used) and a Sweep menu.
-
-    Sweep folders go beside the window's run store (``<data>/sweeps``); the base
-    of a new sweep is the form's configuration; double-clicking a point shows
-    its run in the window (``window.show_run``). Returns the view.
-    """
-    view = SweepView(
-        window.config_panel.config,
-        window.store.root.parent / "sweeps",
-        lambda: window.environment,
-        busy=lambda: "A run is in progress: start the sweep when it has ended" if window.is_running() else "",
-    )
-    view.run_requested.connect(window.show_run)
-    consent = getattr(window, "code_consent", None)
-    if consent is not None:
-        view.code_consent = consent
-    agree_base = getattr(window, "form_code_agreed", None)
-    if agree_base is not None:
-        view.agree_base = agree_base
-    view.message.connect(window.show_error)
-    view.log_line.connect(window.log.append_line)
-    dock = QDockWidget("Sweep", window)
-    dock.setObjectName("sweepDock")
-    dock.setWidget(view)
-    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-    dock.hide()
-    view.dock = dock
-
-    def shown(then: Callable[[], object]) -> Callable[[], None]:
-        def call() -> None:
-            show_dock(window, dock)
-            then()
-
-        return call
-
-    menu = window.menuBar().addMenu("&Sweep")
-    for text, slot, shortcut in (
-        ("New sweep…", shown(view.new_sweep_dialog), "Ctrl+Shift+R"),
-        ("New shape sweep…", shown(view.new_shape_sweep_dialog), None),
-        ("Open sweep…", shown(view.open_dialog), None),
-        ("Resume sweep", shown(view.resume), None),
-        ("Stop sweep", view.stop, None),
-    ):
-        act = QAction(text, window)
-        if shortcut:
-            act.setShortcut(QKeySequence(shortcut))
-        act.triggered.connect(lambda *_, s=slot: s())
-        menu.addAction(act)
-        window.addAction(act)
-    menu.addSeparator()
-    menu.addAction(dock.toggleViewAction())
-    return view
-
-
-def show_dock(window: Any, dock: QDockWidget) -> None:
-    """Show the sweep dock over about half of the window's width."""
-    dock.show()
-    dock.raise_()
-    window.resizeDocks([dock], [max(480, int(window.width() * 0.55))], Qt.Orientation.Horizontal)

@@ -1,0 +1,76 @@
+"""The Sweep view in the main window: its dock and the Sweep menu."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+)
+
+from .sweep_view import SweepView
+
+
+def install_sweep_view(window: Any) -> SweepView:
+    """Give the main window its Sweep view (a dock, hidden until used) and a Sweep menu.
+
+    Sweep folders go beside the window's run store (``<data>/sweeps``); the base
+    of a new sweep is the form's configuration; double-clicking a point shows
+    its run in the window (``window.show_run``). Returns the view.
+    """
+    view = SweepView(
+        window.config_panel.config,
+        window.store.root.parent / "sweeps",
+        lambda: window.environment,
+        busy=lambda: "A run is in progress: start the sweep when it has ended" if window.is_running() else "",
+    )
+    view.run_requested.connect(window.show_run)
+    consent = getattr(window, "code_consent", None)
+    if consent is not None:
+        view.code_consent = consent
+    agree_base = getattr(window, "form_code_agreed", None)
+    if agree_base is not None:
+        view.agree_base = agree_base
+    view.message.connect(window.show_error)
+    view.log_line.connect(window.log.append_line)
+    dock = QDockWidget("Sweep", window)
+    dock.setObjectName("sweepDock")
+    dock.setWidget(view)
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+    dock.hide()
+    view.dock = dock
+
+    def shown(then: Callable[[], object]) -> Callable[[], None]:
+        def call() -> None:
+            show_dock(window, dock)
+            then()
+
+        return call
+
+    menu = window.menuBar().addMenu("&Sweep")
+    for text, slot, shortcut in (
+        ("New sweep…", shown(view.new_sweep_dialog), "Ctrl+Shift+R"),
+        ("New shape sweep…", shown(view.new_shape_sweep_dialog), None),
+        ("Open sweep…", shown(view.open_dialog), None),
+        ("Resume sweep", shown(view.resume), None),
+        ("Stop sweep", view.stop, None),
+    ):
+        act = QAction(text, window)
+        if shortcut:
+            act.setShortcut(QKeySequence(shortcut))
+        act.triggered.connect(lambda *_, s=slot: s())
+        menu.addAction(act)
+        window.addAction(act)
+    menu.addSeparator()
+    menu.addAction(dock.toggleViewAction())
+    return view
+
+
+def show_dock(window: Any, dock: QDockWidget) -> None:
+    """Show the sweep dock over about half of the window's width."""
+    dock.show()
+    dock.raise_()
+    window.resizeDocks([dock], [max(480, int(window.width() * 0.55))], Qt.Orientation.Horizontal)
