@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -168,6 +169,24 @@ class PointPrinter:
         self.message(text)
 
 
+def _report(outcome: Any, what: str, print_record: Callable[[Any, TextIO], None]) -> int:
+    """A sweep's or a shape sweep's end on the terminal (its table, where it is saved) and exit code."""
+    if outcome.refused is not None:
+        _print_problems(outcome.refused)
+        sys.stderr.write(f"the {what} is kept in {outcome.folder}\n")
+        return EXIT_BAD_CONFIG
+    print_record(outcome.record, sys.stdout)
+    if outcome.write_error:
+        sys.stdout.write(f"not saved in full: {outcome.write_error}\n")
+    else:
+        sys.stdout.write(f"saved: {outcome.folder}\n")
+    if outcome.stop_requested:
+        return EXIT_INTERRUPTED
+    if outcome.failed or outcome.write_error:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     shape_only = [f for f, v in (("--modes", args.modes), ("--recompile-limit", args.recompile_limit),
                                  ("--repeats", args.repeats)) if v is not None]
@@ -265,20 +284,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     with interrupts_stop(lambda: runner.stop_requested, on_signal):
         outcome = runner.run()
-    if outcome.refused is not None:
-        _print_problems(outcome.refused)
-        sys.stderr.write(f"the sweep is kept in {outcome.folder}\n")
-        return EXIT_BAD_CONFIG
-    print_sweep(outcome.record, sys.stdout)
-    if outcome.write_error:
-        sys.stdout.write(f"not saved in full: {outcome.write_error}\n")
-    else:
-        sys.stdout.write(f"saved: {outcome.folder}\n")
-    if outcome.stop_requested:
-        return EXIT_INTERRUPTED
-    if outcome.failed or outcome.write_error:
-        return EXIT_FAILED
-    return EXIT_OK
+    return _report(outcome, "sweep", print_sweep)
 
 
 # -- shape sweeps ----------------------------------------------------------------------------
@@ -377,20 +383,7 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
 
     with interrupts_stop(lambda: run.stop_requested, on_signal):
         outcome = run.run()
-    if outcome.refused is not None:
-        _print_problems(outcome.refused)
-        sys.stderr.write(f"the shape sweep is kept in {outcome.folder}\n")
-        return EXIT_BAD_CONFIG
-    print_shape_sweep(outcome.record, sys.stdout)
-    if outcome.write_error:
-        sys.stdout.write(f"not saved in full: {outcome.write_error}\n")
-    else:
-        sys.stdout.write(f"saved: {outcome.folder}\n")
-    if outcome.stop_requested:
-        return EXIT_INTERRUPTED
-    if outcome.failed or outcome.write_error:
-        return EXIT_FAILED
-    return EXIT_OK
+    return _report(outcome, "shape sweep", print_shape_sweep)
 
 
 __all__ = ["cmd_shape_sweep", "cmd_sweep", "register"]
