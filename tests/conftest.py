@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,6 +22,9 @@ os.environ.setdefault(
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
 # no worker started ahead in window tests (tests/test_standby.py turns it on): one process per run
 os.environ.setdefault("COMPILE_STUDIO_STANDBY", "0")
+
+#: Starts (and stops) an sshd on a free local port with keys of its own (tests of SSH targets).
+SSHD_SCRIPT = Path(__file__).resolve().parent.parent / "packaging" / "dev" / "sshd-local.sh"
 
 #: The smallest useful benchmark: runs in well under a second per variant.
 TINY = {
@@ -133,3 +138,25 @@ def pytest_xdist_auto_num_workers(config) -> int:
     except AttributeError:
         cores = os.cpu_count() or 1
     return max(1, min(4, cores))
+
+
+@pytest.fixture(scope="module")
+def ssh_config(tmp_path_factory):
+    """The ssh config file of an sshd on this machine (one per test module); skips without one."""
+    if shutil.which("ssh") is None:
+        pytest.skip("no ssh client (apt-get install openssh-client)")
+    folder = tmp_path_factory.mktemp("sshd")
+    proc = subprocess.run([str(SSHD_SCRIPT), str(folder)], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        pytest.skip(f"no local sshd (packaging/dev/sshd-local.sh): {proc.stderr.strip()[-300:]}")
+    yield proc.stdout.strip().splitlines()[-1]
+    subprocess.run([str(SSHD_SCRIPT), str(folder), "stop"], timeout=30)
+
+
+@pytest.fixture
+def box(ssh_config):
+    """An SSH target: this machine through the test sshd, with this Python."""
+    from compile_studio.launchers.targets import Target
+
+    return Target(name="box", kind="ssh", host="compile-studio-local",
+                  ssh_options=("-F", ssh_config), python=sys.executable)

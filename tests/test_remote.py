@@ -29,7 +29,6 @@ from compile_studio.launchers.worker_bundle import build_bundle, bundle_sources
 from compile_studio.results.store import RunStore
 
 REPO = Path(__file__).resolve().parent.parent
-SSHD_SCRIPT = REPO / "packaging" / "dev" / "sshd-local.sh"
 SLURM_SCRIPT = REPO / "packaging" / "dev" / "slurm-local.sh"
 SLURM_CONF = "/tmp/compile-studio-slurm/slurm.conf"
 STOP_LIMIT_S = 5.0
@@ -48,25 +47,6 @@ def remote_cache(tmp_path_factory):
         os.environ.pop(REMOTE_CACHE_ENV, None)
     else:
         os.environ[REMOTE_CACHE_ENV] = old
-
-
-@pytest.fixture(scope="module")
-def ssh_config(tmp_path_factory):
-    if shutil.which("ssh") is None:
-        pytest.skip("no ssh client (apt-get install openssh-client)")
-    folder = tmp_path_factory.mktemp("sshd")
-    proc = subprocess.run([str(SSHD_SCRIPT), str(folder)], capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        pytest.skip(f"no local sshd (packaging/dev/sshd-local.sh): {proc.stderr.strip()[-300:]}")
-    yield proc.stdout.strip().splitlines()[-1]
-    subprocess.run([str(SSHD_SCRIPT), str(folder), "stop"], timeout=30)
-
-
-@pytest.fixture
-def box(ssh_config) -> Target:
-    """An SSH target: this machine through the test sshd, with this Python."""
-    return Target(name="box", kind="ssh", host="compile-studio-local",
-                  ssh_options=("-F", ssh_config), python=sys.executable)
 
 
 def _slurm_answers() -> bool:

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,28 +32,7 @@ from compile_studio.launchers.worker_bundle import (
 )
 from compile_studio.results.store import RunStore
 
-REPO = Path(__file__).resolve().parent.parent
-SSHD_SCRIPT = REPO / "packaging" / "dev" / "sshd-local.sh"
 SLURM_CONF = "/tmp/compile-studio-slurm/slurm.conf"
-
-
-@pytest.fixture(scope="module")
-def ssh_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if shutil.which("ssh") is None:
-        pytest.skip("no ssh client (apt-get install openssh-client)")
-    folder = tmp_path_factory.mktemp("sshd")
-    proc = subprocess.run([str(SSHD_SCRIPT), str(folder)], capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        pytest.skip(f"no local sshd (packaging/dev/sshd-local.sh): {proc.stderr.strip()[-300:]}")
-    yield proc.stdout.strip().splitlines()[-1]
-    subprocess.run([str(SSHD_SCRIPT), str(folder), "stop"], timeout=30)
-
-
-@pytest.fixture
-def box(ssh_config: str) -> Target:
-    """An SSH target: this machine through the test sshd, with this Python."""
-    return Target(name="box", kind="ssh", host="compile-studio-local",
-                  ssh_options=("-F", ssh_config), python=sys.executable)
 
 
 def _plant(folder: Path, marker: Path) -> None:
