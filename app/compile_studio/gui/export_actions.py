@@ -285,7 +285,9 @@ class ExportActions(QObject):
         panel.latency.set_log_scale(self._plots.latency.log_scale_checkbox.isChecked())
         layout.addWidget(panel.latency, 1)
         panel.latency.show()
+        # the figure is a picture, not a control: no check boxes in it
         panel.latency.log_scale_checkbox.hide()
+        panel.latency.legend_checkbox.hide()
         shown = self._plots.latency_plot.size()
         width = max(720, shown.width())
         figure.resize(width, max(420, shown.height()) + caption.heightForWidth(width - 16) + 24)

@@ -107,6 +107,7 @@ class MainWindow(QMainWindow):
         self.hello: HelloEvent | None = None
         self.current_run: RunResult | None = None
         self.last_error: str = ""
+        self.probe_problem = ""
         self._probe: EnvironmentProbe | None = None
         #: the worker started ahead ended before its hello: the probe asks instead
         self._standby_hello_failed = False
@@ -446,6 +447,8 @@ class MainWindow(QMainWindow):
     def _probe_failed(self, message: str) -> None:
         self.env_label.setText("worker not available")
         self.show_error(message)
+        #: the banner's text saying the worker could not be asked (cleared with a new target)
+        self.probe_problem = self.error_text
 
     def set_hello(self, hello: HelloEvent) -> None:
         """Use the environment a worker reported (device list, compile variants, versions)."""

@@ -21,7 +21,8 @@ from PySide6.QtGui import QAction, QBrush, QColor, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QFrame, QHeaderView, QMenu, QTableView, QWidget
 
 from ..results import SummaryRow
-from ..results.formatting import HEADER_HELP, SUMMARY_HEADERS, summary_cells
+from ..results.formatting import HEADER_HELP, SUMMARY_HEADERS, plural, summary_cells
+from ..results.verdict import CAUSE_WORDS, VerdictCause, cause_of
 
 _FAILED = QColor("#F8D7DA")
 _WRONG = QColor("#FFE0B2")
@@ -34,6 +35,18 @@ _Index = QModelIndex | QPersistentModelIndex
 FROZEN_COLUMNS = ("run", "variant")
 #: Widest a column gets when fitted to its contents (px); its tooltip holds the whole text.
 MAX_COLUMN_WIDTH = 240
+
+
+def verdict_tooltip(row: SummaryRow) -> str:
+    """The verdict cell's tooltip: its sentence, which leads with the part of the rule that decided it.
+
+    A sentence kept from an older summary that leads with something else (a
+    check named where the interval includes 1.00) is preceded by the cause.
+    """
+    cause = cause_of(row.verdict, row.verdict_reason, row.speedup_lo, row.speedup_hi)
+    if cause is VerdictCause.INTERVAL_INCLUDES_ONE and "includes 1.00" not in row.verdict_reason:
+        return f"{row.verdict}: decided by {CAUSE_WORDS[cause]}.\n\n{row.verdict_reason}"
+    return row.verdict_text
 
 
 @dataclass(frozen=True)
@@ -153,14 +166,15 @@ class SummaryTableModel(QAbstractTableModel):
 
     def _tooltip(self, row: SummaryRow, column: str) -> str | None:
         if column == "verdict" and row.verdict:
-            return row.verdict_text
+            return verdict_tooltip(row)
         if column == "checks" and row.n:
             return (row.checks + "\n\n" if row.checks else "") + (
                 "Checks of this variant's timed calls: drift (its per-round medians move by more "
                 "than 10 % across the run), two levels (the calls fall into a fast and a slow "
-                "group), heavy tail (p99 more than twice the median). Drift and two levels "
-                "block a verdict unless the whole interval lies farther from 1.00 than they "
-                "could move a median; a heavy tail is only reported."
+                "group), heavy tail (p99 more than twice the median). Where the speedup's "
+                "interval is clear of 1.00, drift and two levels block a verdict unless the "
+                "whole interval lies farther from 1.00 than they could move a median; a heavy "
+                "tail is only reported."
             )
         if column == "round spread %" and row.round_spread_pct is not None:
             return "How far this variant's per-round medians lie apart: max / min − 1."
@@ -174,7 +188,7 @@ class SummaryTableModel(QAbstractTableModel):
             )
         if row.recompiles_in_window:
             notes.append(
-                f"{row.recompiles_in_window} recompile(s) inside the timed window: "
+                f"{plural(row.recompiles_in_window, 'recompile')} inside the timed window: "
                 "not steady state."
             )
         if row.allclose is False:

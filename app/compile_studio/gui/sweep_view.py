@@ -40,6 +40,7 @@ from ..jobs.sweep_spec import (
 )
 from ..results import RunDamaged, RunResult, load_run
 from ..results.file_io import atomic_write_text
+from ..results.formatting import plural
 from ..results.shape_record import ShapeSweepRecord, shape_record_to_csv
 from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
 from ..results.sweep_record import SweepDamaged, SweepRecord, record_to_csv
@@ -466,11 +467,11 @@ class SweepView(QWidget):
         self.shape_record = record
         self.shape_plot.set_record(record)
         self.shape_plot.show()
-        self.title.setText(f"Shape sweep: {record.title()}")
+        self.title.setText(shape_title(record))
         parts = [f"[{record.status}]"]
         for variant, mode in record.series():
             points = record.points_of(variant, mode)
-            parts.append(f"{variant} dynamic={mode}: {sum(p.recompiles for p in points)} recompiles")
+            parts.append(f"{variant} dynamic={mode}: {plural(sum(p.recompiles for p in points), 'recompile')}")
         if record.message:
             parts.append(record.message)
         if self.shape_thread is not None:
@@ -518,7 +519,7 @@ class SweepView(QWidget):
             return False
         suffix = path.suffix.lower()
         plot = self.shape_plot if shape is not None else self.plot
-        title = f"Shape sweep: {shape.title()}" if shape is not None else f"Sweep: {self.record.title()}"  # type: ignore[union-attr]
+        title = shape_title(shape) if shape is not None else f"Sweep: {self.record.title()}"  # type: ignore[union-attr]
         try:
             if suffix == ".svg":
                 save_plot_svg(plot, path, title=title)
@@ -547,3 +548,11 @@ def _configs_to_run(record: SweepRecord) -> list[BenchmarkConfig]:
             except (ConfigError, TypeError, ValueError):
                 continue
     return configs
+
+
+def shape_title(record: ShapeSweepRecord) -> str:
+    """A shape sweep's title as a heading: ``Shape sweep over batch 1,8 · MLP … · fp32 · cpu``."""
+    title = record.title()
+    if not title.lower().startswith("shape sweep"):
+        title = f"shape sweep: {title}"
+    return title[:1].upper() + title[1:]

@@ -402,20 +402,38 @@ def install_target_chooser(window: Any) -> TargetChooser:
     if chooser.problem:
         window.statusBar().showMessage(chooser.problem, 20000)
 
+    #: the banner's text when it says the last target could not be used ("" when it does not)
+    target_problem = [""]
+
+    def say(message: str) -> None:
+        window.show_error(message)
+        target_problem[0] = message
+
     def probe_target(_: str) -> None:
         old = window._probe
         if old is not None:
             old.cancel()
             old.wait(5000)
+        # what the banner said about the target left behind is no longer true
+        shown = window.error_text
+        if shown and shown in (target_problem[0], getattr(window, "probe_problem", "")):
+            window.hide_error()
+        target_problem[0] = ""
         window.hello = None
         try:
             launcher = chooser.launcher()
         except (KeyError, ValueError) as exc:
-            window.show_error(str(exc.args[0]))
+            say(str(exc.args[0]))
             return
         probe = EnvironmentProbe(window, launcher=launcher)
         probe.probed.connect(window.set_hello)
-        probe.failed.connect(window._probe_failed)
+
+        def failed(message: str, probe: EnvironmentProbe = probe) -> None:
+            if window._probe is probe:  # not a probe of a target left since
+                window._probe_failed(message)
+                target_problem[0] = window.error_text
+
+        probe.failed.connect(failed)
         window._probe = probe
         window.env_label.setText(f"asking {chooser.current().describe()}…")
         probe.start()

@@ -8,8 +8,9 @@ interval is the noise floor of this machine now. "Cannot tell" when the
 interval contains 1.00, when drift or two levels make eager's or the
 variant's median unfit (unless the whole interval lies farther from 1.00
 than the drift or the gap between the two levels could move a median), or
-when the difference is inside the noise floor;
-the sentence then says what to do about it. A wrong output is "incorrect"
+when the difference is inside the noise floor, tried in that order; the
+first that applies is the verdict's ``cause`` (:class:`VerdictCause`) and
+leads its sentence, which then says what to do about it. A wrong output is "incorrect"
 whatever its speed. Pure Python and numpy.
 
 The verdict judges the wall-time speedup: the time a caller waits per call,
@@ -47,15 +48,83 @@ class VerdictKind(str, Enum):
         return str(self.value)
 
 
+class VerdictCause(str, Enum):
+    """Which part of the rule decided a verdict (see :func:`judge`)."""
+
+    #: the variant failed: no timed call completed
+    FAILED = "failed"
+    #: the output differs from the fp64 reference
+    INCORRECT = "incorrect"
+    #: the speedup's 95 % interval includes 1.00 (the rounds disagree too much to tell)
+    INTERVAL_INCLUDES_ONE = "interval includes 1.00"
+    #: drift or two levels make a median unfit, and the interval lies within what they could move
+    CHECKS = "checks"
+    #: the difference is inside the A/A control's noise floor
+    NOISE_FLOOR = "noise floor"
+    #: the whole interval lies on one side of 1.00
+    INTERVAL_CLEAR = "interval clear of 1.00"
+    #: the whole interval lies farther from 1.00 than the failed checks could move a median
+    BEYOND_CHECKS = "beyond the checks"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+#: What each cause says, after "decided by": the part of the rule that gave the verdict.
+CAUSE_WORDS = {
+    VerdictCause.FAILED: "the variant failed: no timed call completed",
+    VerdictCause.INCORRECT: "the output differs from the fp64 reference beyond tolerance; speed does not count",
+    VerdictCause.INTERVAL_INCLUDES_ONE: "the speedup's 95 % interval includes 1.00: the rounds do not "
+    "agree closely enough to say faster or slower",
+    VerdictCause.CHECKS: "the checks (drift or two levels) make a median unfit, and the interval lies "
+    "within what they could move it",
+    VerdictCause.NOISE_FLOOR: "the difference is inside the A/A control's noise floor",
+    VerdictCause.INTERVAL_CLEAR: "the whole 95 % interval lies on one side of 1.00",
+    VerdictCause.BEYOND_CHECKS: "the whole 95 % interval lies farther from 1.00 than the failed checks "
+    "could move a median",
+}
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """A kind and one sentence saying why (and, for "cannot tell", what to do)."""
+    """A kind and one sentence saying why (and, for "cannot tell", what to do).
+
+    ``cause`` names the part of the rule that decided it (None: not said).
+    """
 
     kind: VerdictKind
     reason: str
+    cause: VerdictCause | None = None
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.reason}"
+
+
+def cause_of(
+    verdict: str, reason: str, lo: float | None = None, hi: float | None = None
+) -> VerdictCause | None:
+    """The cause of a verdict as a summary row keeps it: its kind, sentence and interval.
+
+    Read from the interval where it decides (a "cannot tell" whose interval
+    includes 1.00 is decided by that, whatever else its sentence names), else
+    from the words :func:`judge` wrote; None for no verdict.
+    """
+    if not verdict:
+        return None
+    if verdict == VerdictKind.FAILED:
+        return VerdictCause.FAILED
+    if verdict == VerdictKind.INCORRECT:
+        return VerdictCause.INCORRECT
+    covers_one = lo is not None and hi is not None and lo <= 1.0 <= hi
+    if verdict == VerdictKind.CANNOT_TELL:
+        if covers_one or (lo is None and "includes 1.00" in reason):
+            return VerdictCause.INTERVAL_INCLUDES_ONE
+        if "inside the A/A noise floor" in reason:
+            return VerdictCause.NOISE_FLOOR
+        return VerdictCause.CHECKS
+    if "beyond what the checks saw" in reason:
+        return VerdictCause.BEYOND_CHECKS
+    return VerdictCause.INTERVAL_CLEAR
 
 
 ADVICE = "close other programs or raise rounds"
@@ -196,13 +265,14 @@ def judge(
     (:func:`harness_note`) follows the interval in the sentence.
     """
     if status == "failed":
-        return Verdict(VerdictKind.FAILED, error or "no timed call completed")
+        return Verdict(VerdictKind.FAILED, error or "no timed call completed", VerdictCause.FAILED)
     if allclose is False:
         detail = f" ({correctness_problems[0]})" if correctness_problems else ""
         speed = f"; its speed ({interval.point:.2f}× eager) does not count" if interval else ""
         return Verdict(
             VerdictKind.INCORRECT,
             f"the output differs from the fp64 reference beyond tolerance{detail}{speed}",
+            VerdictCause.INCORRECT,
         )
     if interval is None:
         return None
@@ -218,35 +288,42 @@ def judge(
         kind = VerdictKind.FASTER if interval.lo > 1.0 else VerdictKind.SLOWER
     if name == AA_CONTROL:
         return _aa_verdict(kind, interval, unfit)
-    if outgrown:
-        return Verdict(
-            kind,
-            f"{shown} of {baseline_name}'s speed{_one_round_note(interval)}: the whole interval "
-            f"lies beyond what the checks saw (" + "; ".join(unfit) + ")",
-        )
-    if unfit:
-        reason = (
-            f"{shown}, but not resolvable on this machine now: " + "; ".join(unfit) + f"; {ADVICE}"
-        )
-        return Verdict(kind, reason)
     if covers_one:
+        # the interval decides; checks that failed too are named after it, not as the cause
         spread = [
             s
             for s in (_spread_words(baseline_name, baseline_checks), _spread_words(name, checks))
             if s is not None
         ]
         why = ("; ".join(spread) + "; ") if spread else ""
+        also = f" (the checks also saw: {'; '.join(unfit)})" if unfit else ""
         return Verdict(
             kind,
-            f"{shown} includes 1.00: not resolvable on this machine now: {why}{ADVICE}",
+            f"{shown} includes 1.00: not resolvable on this machine now: {why}{ADVICE}{also}",
+            VerdictCause.INTERVAL_INCLUDES_ONE,
         )
+    if outgrown:
+        return Verdict(
+            kind,
+            f"{shown} of {baseline_name}'s speed{_one_round_note(interval)}: the whole interval "
+            f"lies beyond what the checks saw (" + "; ".join(unfit) + ")",
+            VerdictCause.BEYOND_CHECKS,
+        )
+    if unfit:
+        reason = (
+            f"{shown}, but not resolvable on this machine now: " + "; ".join(unfit) + f"; {ADVICE}"
+        )
+        return Verdict(kind, reason, VerdictCause.CHECKS)
     if floor is not None and abs(math.log(interval.point)) <= math.log1p(floor):
         return Verdict(
             VerdictKind.CANNOT_TELL,
             f"{shown} is inside the A/A noise floor: differences smaller than {_pct(floor)} "
             f"are not resolvable on this machine now; {ADVICE}",
+            VerdictCause.NOISE_FLOOR,
         )
-    return Verdict(kind, f"{shown} of {baseline_name}'s speed{_one_round_note(interval)}")
+    return Verdict(
+        kind, f"{shown} of {baseline_name}'s speed{_one_round_note(interval)}", VerdictCause.INTERVAL_CLEAR
+    )
 
 
 def _aa_verdict(kind: VerdictKind, interval: SpeedupInterval, unfit: list[str]) -> Verdict:
@@ -255,14 +332,23 @@ def _aa_verdict(kind: VerdictKind, interval: SpeedupInterval, unfit: list[str]) 
     assert own is not None
     shown = interval_text(interval)
     floor = f"differences smaller than {_pct(own)} are not resolvable on this machine now"
+    if interval.covers(1.0):
+        cause = VerdictCause.INTERVAL_INCLUDES_ONE
+    else:
+        cause = VerdictCause.CHECKS if kind is VerdictKind.CANNOT_TELL else VerdictCause.INTERVAL_CLEAR
     if unfit:
         return Verdict(
-            kind, f"A/A control (eager measured again) {shown}: {floor}, and " + "; ".join(unfit) + f"; {ADVICE}"
+            kind,
+            f"A/A control (eager measured again) {shown}: {floor}, and " + "; ".join(unfit) + f"; {ADVICE}",
+            cause,
         )
     if kind is VerdictKind.CANNOT_TELL:
-        return Verdict(kind, f"A/A control (eager measured again) {shown}{_one_round_note(interval)}: {floor}")
+        return Verdict(
+            kind, f"A/A control (eager measured again) {shown}{_one_round_note(interval)}: {floor}", cause
+        )
     return Verdict(
         kind,
         f"A/A control (eager measured again) {shown}: two copies of one model differ here, "
         f"so {floor}; {ADVICE}",
+        cause,
     )

@@ -26,8 +26,9 @@ from .tab import PlotTab, TabSpec, register_tab
 
 #: Shown on the GPU tab while no run shown has GPU readings.
 NO_GPU_READINGS = (
-    "No GPU readings: they are recorded on CUDA runs with nvidia-ml-py installed "
-    "(pip install 'compile-studio[nvml]')."
+    "No GPU readings: they are recorded on CUDA runs with nvidia-ml-py installed where the worker "
+    "runs: pip install nvidia-ml-py (the nvml extra: pip install -e '.[nvml]' in a source "
+    "checkout, pip install 'compile-studio[nvml]' with the wheel)."
 )
 #: A run with more variant segments than this (interleaved blocks) gets its boundary
 #: lines and bands but no name labels, which would overlap; the hover text names them.

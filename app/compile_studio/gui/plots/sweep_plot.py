@@ -19,6 +19,7 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QColor
 
 from ...jobs.sweep_spec import value_text, x_positions
+from ...results.formatting import plural
 from ...results.shape_record import ShapeSweepRecord
 from ...results.sweep_record import PointVariant, SweepPoint, SweepRecord
 from .hover import hover_label, track_mouse
@@ -63,7 +64,7 @@ def point_text(param: str, point: SweepPoint, v: PointVariant) -> str:
         lines.append(f"compile {v.compile_s:.2f} s")
     if v.variant != "eager" and v.compile_s is not None:
         if v.verdict == "faster" and _finite(v.break_even_calls):
-            lines.append(f"pays off after {math.ceil(v.break_even_calls or 0):,} calls")
+            lines.append(f"pays off after {plural(math.ceil(v.break_even_calls or 0), 'call')}")
         elif v.verdict == "slower":
             lines.append("never pays off (slower)")
     if _finite(v.tflops):
@@ -72,9 +73,9 @@ def point_text(param: str, point: SweepPoint, v: PointVariant) -> str:
     if v.allclose is not None:
         extra.append("correct" if v.allclose else "WRONG output")
     if v.recompiles:
-        extra.append(f"{v.recompiles} recompiles")
+        extra.append(plural(v.recompiles, "recompile"))
     if v.graph_breaks:
-        extra.append(f"{v.graph_breaks} graph breaks")
+        extra.append(plural(v.graph_breaks, "graph break"))
     if extra:
         lines.append(" · ".join(extra))
     if v.error:
