@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -46,7 +47,8 @@ def test_history_lists_window_and_headless_runs_and_overlays_both(qtbot, window,
     for row in texts:
         assert row[4] == "complete"
         assert row[3] == "eager, aot_eager"
-        assert row[5].endswith("×")
+        # the best verdict, with the speedup where it is one
+        assert re.fullmatch(r"(faster|slower) \d+\.\d\d×|cannot tell|incorrect|failed", row[5]), row[5]
         assert row[2].startswith("cpu")
     assert any("headless" in row[1] for row in texts)
     assert any("from window" in row[1] for row in texts)

@@ -1,4 +1,4 @@
-"""A line of the run history and how it reads: the entry (run or damaged folder), its name, date and best speedup.
+"""A line of the run history and how it reads: the entry (run or damaged folder), its name, date and best verdict.
 
 No widgets here: :mod:`gui.history_panel` shows these entries.
 """
@@ -9,11 +9,12 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
-from ..core.config import EnvironmentInfo
-from ..results import RunDamaged, RunResult
+from ..core.config import AA_CONTROL, EnvironmentInfo
+from ..results import RunDamaged, RunResult, SummaryRow, summarize
 from ..results.run_load import ensure_samples
+from ..results.verdict import VerdictKind
 
-#: The best speedup of a run whose summary is being computed (a run of an older version).
+#: The best verdict of a run whose summary is being computed (a run of an older version).
 PENDING_SPEEDUP = "…"
 
 
@@ -21,7 +22,7 @@ class HistoryEntry:
     """One line of the history: a run (or a damaged folder and why), where it lives.
 
     A run of the store is listed from its run.json alone (its stored summary
-    gives the best speedup); :attr:`run` reads its samples the first time it
+    gives the best verdict); :attr:`run` reads its samples the first time it
     is asked for (a run whose samples cannot be read then turns damaged).
     """
 
@@ -127,11 +128,72 @@ def samples_bytes(path: Path) -> int:
         return 0
 
 
-def speedup_text(run: RunResult) -> str:
-    """The best speedup as listed: from the summary known (stored or cached), else pending."""
-    speedup = run.best_speedup()
-    if speedup is not None:
-        return f"{speedup:.2f}×"
+def _judged(rows: list[SummaryRow]) -> list[SummaryRow]:
+    return [r for r in rows if r.name not in ("eager", AA_CONTROL) and r.verdict]
+
+
+def best_verdict(run: RunResult) -> SummaryRow | None:
+    """The compiled variant with the best verdict: the fastest found faster, else one that
+    cannot tell, else the least slow, else an incorrect one, else a failed one (None: none
+    judged, or the summary is not known yet)."""
+    rows = _rows_known(run)
+    if rows is None:
+        return None
+    judged = _judged(rows)
+    for kind in (VerdictKind.FASTER, VerdictKind.CANNOT_TELL, VerdictKind.SLOWER):
+        found = [r for r in judged if r.verdict == kind]
+        if found:
+            return max(found, key=lambda r: r.speedup if r.speedup is not None else 0.0)
+    for kind in (VerdictKind.INCORRECT, VerdictKind.FAILED):
+        found = [r for r in judged if r.verdict == kind]
+        if found:
+            return found[0]
+    return None
+
+
+def _rows_known(run: RunResult) -> list[SummaryRow] | None:
+    """The run's summary if known, or computed now for a run whose samples are read; else None."""
+    rows = run.known_summary()
+    if rows is None and run.samples_loaded and run.baseline is not None:
+        rows = summarize(run)
+    return rows
+
+
+def best_verdict_text(run: RunResult) -> str:
+    """The best verdict as listed: ``faster 1.40×``, ``cannot tell``, ``slower 0.82×``,
+    ``incorrect``, ``failed``; pending while the summary is computed; ``–`` with none."""
     if run.known_summary() is None and not run.samples_loaded:
         return PENDING_SPEEDUP
-    return "–"
+    row = best_verdict(run)
+    if row is None:
+        return "–"
+    if row.verdict in (VerdictKind.FASTER, VerdictKind.SLOWER) and row.speedup is not None:
+        return f"{row.verdict} {row.speedup:.2f}×"
+    return row.verdict
+
+
+def best_verdict_tip(run: RunResult) -> str:
+    """Which variant the best verdict is of, and its sentence ("" with none)."""
+    row = best_verdict(run)
+    return f"best verdict: {row.name}: {row.verdict_text}" if row is not None else ""
+
+
+def run_line(run: RunResult) -> str:
+    """A run in the history: what tells runs of one model apart first, then the model.
+
+    ``label · b256 · fp32 · 06-01 14:02 · MLP 1024,1024,512,10`` (no label: from the batch on).
+    """
+    config = run.config
+    if config is None:
+        return run.message or "samples only"
+    label = config.label.strip()
+    when = _short_time(run.created)
+    parts = [label, f"b{run.batch() or '?'}", run.dtype_text(), when, config.model_text()]
+    return " · ".join(p for p in parts if p)
+
+
+def _short_time(created: str) -> str:
+    try:
+        return datetime.fromisoformat(created).strftime("%m-%d %H:%M")
+    except (TypeError, ValueError):
+        return ""

@@ -36,13 +36,18 @@ from .history_entry import (
     date_text_of_folder,
     entry_date,
     run_device,
+    best_verdict_text,
+    best_verdict_tip,
+    run_line,
     samples_bytes,
-    speedup_text,
 )
 from .history_entry import run_display_name as run_display_name  # the window's too
 from .history_menu import confirm_with_dialog, history_menu
 
 COLUMNS = ["date", "model", "device", "variants", "status", "best speedup"]
+#: The header of each column (the best speedup column holds the best verdict: "faster 1.40×",
+#: "cannot tell", "slower 0.82×", "incorrect", "failed").
+HEADERS = {"best speedup": "best verdict", "model": "run"}
 #: The columns left to right as shown: what a run is, how it did, then the rest.
 VISUAL_ORDER = ["model", "best speedup", "status", "date", "device", "variants"]
 #: Widest the model column starts (px): the column takes what the best speedup and the
@@ -99,7 +104,7 @@ class HistoryPanel(QWidget):
 
         self.tree = QTreeWidget()
         self.tree.setColumnCount(len(COLUMNS))
-        self.tree.setHeaderLabels(COLUMNS)
+        self.tree.setHeaderLabels([HEADERS.get(c, c) for c in COLUMNS])
         self.tree.setRootIsDecorated(False)
         self.tree.setAlternatingRowColors(True)
         self.tree.setToolTip(
@@ -215,10 +220,12 @@ class HistoryPanel(QWidget):
                 run.set_summary(rows, counts)
         item = self.item_for(entry)
         if item is not None:
-            text = speedup_text(run)
+            text = best_verdict_text(run)
             item.setText(_SPEEDUP, "–" if text == PENDING_SPEEDUP else text)
             if not isinstance(rows, list):
                 item.setToolTip(_SPEEDUP, f"No summary: {counts}")
+            else:
+                item.setToolTip(_SPEEDUP, "\n".join(filter(None, [best_verdict_tip(run), item.toolTip(_MODEL)])))
 
     def _fill(self) -> None:
         self._updating = True
@@ -297,19 +304,13 @@ class HistoryPanel(QWidget):
             item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsUserCheckable)
         else:
             config = run.config
-            model = (
-                f"{config.model_text()} · b{run.batch() or '?'} · {run.dtype_text()}"
-                if config is not None
-                else run.message or "samples only"
-            )
-            label = config.label.strip() if config is not None else ""
             texts = [
                 date_text(run.created),
-                (f"{label} · " if label else "") + model,
+                run_line(run),
                 run_device(run) if config is not None else "",
                 ", ".join(run.variants),
                 run.status + (" (opened)" if entry.external else ""),
-                speedup_text(run),
+                best_verdict_text(run),
             ]
             item = QTreeWidgetItem(texts)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -322,6 +323,9 @@ class HistoryPanel(QWidget):
             tip = "\n".join([texts[1], str(entry.path)] + ([run.message] if run.message else []))
             for c in range(len(COLUMNS)):
                 item.setToolTip(c, tip)
+            best = best_verdict_tip(run) if texts[-1] != PENDING_SPEEDUP else ""
+            if best:
+                item.setToolTip(_SPEEDUP, f"{best}\n{tip}")
         item.setData(0, _ROLE, self._key(entry))
         return item
 
