@@ -4,7 +4,13 @@ A field's kind picks its widget (choices: a combo box, int: a spin box with
 the field's bounds and unit, bool: a check box, text: a line edit); a field
 whose metadata names a ``widget`` gets that special one (``variants``: a
 checklist, ``device``: the devices the worker found). Every edit is validated
-at once and each problem shows under its field.
+at once and each problem shows under its field, in a line kept for it so the
+rows below never move when a message comes or goes.
+
+The fields are in two groups: the model (its kind, then only the fields that
+kind uses: :func:`field_model_kinds`) and the measurement (every other
+field). A field hidden for the kind chosen keeps its value, and is in every
+configuration the form gives.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFormLayout,
+    QGroupBox,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -47,6 +54,27 @@ CUSTOM_PRESET = "Custom"
 FALLBACK_VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "aot_eager")
 
 _ERROR_STYLE = "color: #B00020;"
+
+#: The model kinds each model-specific field applies to; a field not named here applies to
+#: every kind. A field's own ``model_kinds`` metadata, where its declaration has one, wins.
+MODEL_KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "layers": ("mlp", "mlp_ln_residual"),
+    "activation": ("mlp", "mlp_ln_residual", "cnn"),
+    "transformer": ("transformer",),
+    "cnn": ("cnn",),
+    "factory": ("custom",),
+    "model_path": ("custom",),
+}
+#: The field that picks the model kind (the form groups the others by it).
+MODEL_FIELD = "model"
+
+
+def field_model_kinds(spec: FieldSpec) -> tuple[str, ...] | None:
+    """The model kinds ``spec`` applies to; None: every kind (a field of the measurement)."""
+    declared = getattr(spec, "model_kinds", None)
+    if declared:
+        return tuple(declared)
+    return MODEL_KIND_FIELDS.get(spec.name)
 _SPIN_LIMITS = (-(2**31), 2**31 - 1)
 
 
@@ -226,10 +254,18 @@ class ConfigPanel(QWidget):
         )
         self.error_labels: dict[str, QLabel] = {}
         self._editors: dict[str, FieldEditor] = {}
-        form = QFormLayout()
-        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        form.addRow("Preset", self._with_error_label("preset", self.preset_combo))
-        for spec in config_fields(config_cls):
+        #: field name -> the model kinds it applies to (only the model-specific fields)
+        self._kinds_of: dict[str, tuple[str, ...]] = {}
+        #: field name -> (its form, the row's field widget): to show or hide the row
+        self._rows: dict[str, tuple[QFormLayout, QWidget]] = {}
+        specs = config_fields(config_cls)
+        grouped = any(spec.name == MODEL_FIELD for spec in specs)
+        top = _form()
+        top.addRow("Preset", self._with_error_label("preset", self.preset_combo, keep_line=False))
+        model_form, run_form = (_form(), _form()) if grouped else (top, top)
+        for spec in specs:
+            kinds = field_model_kinds(spec) if grouped else None
+            form = model_form if spec.name == MODEL_FIELD or kinds is not None else run_form
             editor = self._factories[spec.widget or spec.kind](spec)
             editor.widget.setObjectName(f"field_{spec.name}")
             tip = _sentence(spec.help)
@@ -237,11 +273,24 @@ class ConfigPanel(QWidget):
             label = QLabel(spec.label)
             label.setToolTip(tip)
             label.setBuddy(editor.widget)
-            form.addRow(label, self._with_error_label(spec.name, editor.widget))
+            box = self._with_error_label(spec.name, editor.widget, keep_line=spec.kind != "bool")
+            form.addRow(label, box)
+            self._rows[spec.name] = (form, box)
             self._editors[spec.name] = editor
+            if kinds is not None:
+                self._kinds_of[spec.name] = kinds
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        outer.addLayout(form)
+        outer.addLayout(top)
+        if grouped:
+            self.model_group = QGroupBox("Model")
+            self.model_group.setObjectName("modelGroup")
+            self.model_group.setLayout(model_form)
+            self.run_group = QGroupBox("Measurement")
+            self.run_group.setObjectName("runGroup")
+            self.run_group.setLayout(run_form)
+            outer.addWidget(self.model_group)
+            outer.addWidget(self.run_group)
         outer.addStretch(1)
 
         self.preset_combo.currentIndexChanged.connect(self._preset_chosen)
@@ -327,7 +376,13 @@ class ConfigPanel(QWidget):
             offer,
         )
 
-    def _with_error_label(self, field_name: str, widget: QWidget) -> QWidget:
+    def _with_error_label(self, field_name: str, widget: QWidget, keep_line: bool = True) -> QWidget:
+        """``widget`` above the line its problems show in.
+
+        ``keep_line``: the line keeps its height while empty, so a message coming
+        or going moves no row below it (a check box, which cannot hold a bad
+        value, has no line kept).
+        """
         box = QWidget()
         lay = QVBoxLayout(box)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -337,6 +392,15 @@ class ConfigPanel(QWidget):
         label.setObjectName(f"error_{field_name}")
         label.setStyleSheet(_ERROR_STYLE)
         label.setWordWrap(True)
+        font = label.font()
+        if font.pointSizeF() > 0:
+            font.setPointSizeF(font.pointSizeF() * 0.9)
+            label.setFont(font)
+        if keep_line:
+            policy = label.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)
+            label.setSizePolicy(policy)
+            label.setMinimumHeight(label.fontMetrics().height())
         label.hide()
         lay.addWidget(label)
         self.error_labels[field_name] = label
@@ -359,6 +423,7 @@ class ConfigPanel(QWidget):
         if self._updating:
             return
         self._follow_model_kind()
+        self._show_fields_of_kind()
         self._sync_preset()
         self._revalidate()
         self.changed.emit()
@@ -380,6 +445,28 @@ class ConfigPanel(QWidget):
                 dtype.set(self._config_cls().dtype)
         finally:
             self._updating = False
+
+    def _show_fields_of_kind(self) -> None:
+        """Show the model-specific fields of the kind chosen; hide (not clear) the others."""
+        model = self._editors.get(MODEL_FIELD)
+        if model is None:
+            return
+        kind = model.get()
+        for name, kinds in self._kinds_of.items():
+            form, box = self._rows[name]
+            form.setRowVisible(box, kind in kinds)
+
+    def is_field_shown(self, field_name: str) -> bool:
+        """Whether the form shows ``field_name`` for the model kind chosen (KeyError: no such field)."""
+        if field_name not in self._editors:
+            raise KeyError(field_name)
+        kinds = self._kinds_of.get(field_name)
+        model = self._editors.get(MODEL_FIELD)
+        return kinds is None or model is None or model.get() in kinds
+
+    def shown_fields(self) -> list[str]:
+        """The fields the form shows now, in declaration order."""
+        return [name for name in self._editors if self.is_field_shown(name)]
 
     def _sync_preset(self) -> None:
         """Show the preset the fields match, or Custom."""
@@ -405,6 +492,13 @@ class ConfigPanel(QWidget):
         if self.preset_problem:
             by_field["preset"] = [self.preset_problem]
         for p in self._problems:
+            if p.field in self._editors and not self.is_field_shown(p.field):
+                # a field hidden for this model kind: said under the model kind, by its label
+                label = next(s.label for s in config_fields(self._config_cls) if s.name == p.field)
+                by_field.setdefault(MODEL_FIELD, []).append(
+                    f"{label} (not used by this model kind, hidden): {p.message}"
+                )
+                continue
             by_field.setdefault(p.field, []).append(p.message)
         for field_name, label in self.error_labels.items():
             messages = by_field.get(field_name)
@@ -417,7 +511,7 @@ class ConfigPanel(QWidget):
         # a problem with a field that has no widget of its own shows under the last field
         orphan = [p for p in self._problems if p.field not in self.error_labels]
         if orphan:
-            label = self.error_labels[next(reversed(self._editors))]
+            label = self.error_labels[next(n for n in reversed(self._editors) if self.is_field_shown(n))]
             label.setText("\n".join(filter(None, [label.text(), *(str(p) for p in orphan)])))
             label.show()
 
@@ -439,6 +533,7 @@ class ConfigPanel(QWidget):
         finally:
             self._updating = False
         self._model_kind = getattr(config, "model", None)
+        self._show_fields_of_kind()
         self._sync_preset()
         self._revalidate()
         self.changed.emit()
@@ -497,6 +592,12 @@ class ConfigPanel(QWidget):
     @property
     def warmup_spin(self) -> QSpinBox:
         return self.widget_for("warmup")  # type: ignore[return-value]
+
+
+def _form() -> QFormLayout:
+    form = QFormLayout()
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+    return form
 
 
 def _sentence(text: str) -> str:
