@@ -4,9 +4,10 @@ The window shows; it does not run. A :class:`~compile_studio.gui.live_run.LiveRu
 holds the running benchmark's state and says what changed; the File menu's
 exports are :class:`~compile_studio.gui.export_actions.ExportActions`.
 
-Over 500 lines because it is the one place the five panels (form, plots,
-table, log, history) and the status bar are laid out and wired to each other
-and to the live run; each piece of that wiring is a few lines.
+The panes are built and sized in :mod:`window_panes`, the menus in
+:mod:`window_menus`, the machine's environment asked for in
+:mod:`window_environment`, what the plots and table show in :mod:`window_views`;
+this module wires them to the live run.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import (
     QFrame,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
     QProgressBar,
@@ -28,35 +28,37 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSplitter,
     QTabWidget,
-    QToolButton,
-    QVBoxLayout,
-    QWidget,
 )
 
 from ..core.config import BenchmarkConfig, EnvironmentInfo
 from ..core.env_vars import int_from_env
 from ..core.protocol import HelloEvent, RunStatus
 from ..results import RunResult, RunStore, SummaryRow, summarize
-from ..results.formatting import why_sentence
 from .benchmark_thread import EnvironmentProbe
 from .config_panel import ConfigPanel
-from .export_actions import ExportActions, window_action
+from .export_actions import ExportActions
 from .gc_guard import collect_on_gui_thread
 from .help_menu import HelpMenu, WindowShortcutGuard
 from .history_panel import HistoryPanel, run_display_name
 from .live_run import LiveRun
 from .log_panel import LogPanel
 from .paths import runs_dir
-from .plots import PlotPanel, SummaryBar
+from .plots import PlotPanel
 from .plots.panel import run_hint
 from .settings import AppSettings
-from .standby import AFTER_RUN_DELAY_MS, standby_enabled
+from .standby import AFTER_RUN_DELAY_MS
 from .summary_table import SummaryTableModel, SummaryTableView
-from .sweep_dock import install_sweep_view
-from .targets_dialog import install_target_chooser
+from .sweep_view import SweepView
+from .targets_dialog import TargetChooser
 from .trust_dialog import NOT_AGREED, CodeConsent, code_fields, code_from_loaded
 from .verdict_lines import VerdictLines
 from .why_view import WhyView
+from .window_environment import hello_from_standby, probe_failed, set_hello, start_probe
+from .window_menus import build_menus
+from .window_panes import BOTTOM_PANE_HEIGHT as BOTTOM_PANE_HEIGHT  # where it was first
+from .window_panes import HISTORY_WIDTH as HISTORY_WIDTH  # where it was first
+from .window_panes import bottom_tab_changed, build_panes, fit_form_width, form_width
+from .window_views import rebuild_views, update_live_bars, update_table
 
 #: Plot repaint interval: at most ~30 repaints a second, however fast samples come.
 REFRESH_INTERVAL_MS = 33
@@ -65,19 +67,8 @@ REFRESH_INTERVAL_MS = 33
 LIVE_REFRESH_INTERVAL_MS = int_from_env("COMPILE_STUDIO_LIVE_REFRESH_MS", 200, 10, 10_000)
 #: How long closing the window waits for a running worker to stop (it is killed by then).
 CLOSE_WAIT_MS = 8000
-#: Starting height (px) of the pane under the plots (summary table, log, why): the
-#: header and a few rows; the plots take the rest of the window's height.
-BOTTOM_PANE_HEIGHT = 210
-#: Starting width (px) of the history: its model (elided to what fits), best speedup and
-#: status columns side by side, at 1280 px as at 1500.
-HISTORY_WIDTH = 300
 #: The message a run folder keeps when the window went away during the run.
 CLOSED_DURING_RUN = "the window was closed during the run; the samples measured until then are kept"
-
-_BANNER_STYLE = (
-    "QFrame#errorBanner { background: #FDECEA; border: 1px solid #F5C2C0; border-radius: 3px; }"
-    " QLabel { color: #7A1010; }"
-)
 
 
 class MainWindow(QMainWindow):
@@ -91,6 +82,41 @@ class MainWindow(QMainWindow):
 
     run_finished = Signal(object)
     environment_changed = Signal(object)
+
+    # the panes (made by window_panes.build_panes)
+    config_panel: ConfigPanel
+    run_button: QPushButton
+    stop_button: QPushButton
+    run_blocker_label: QLabel
+    error_banner: QFrame
+    error_label: QLabel
+    plots: PlotPanel
+    table_model: SummaryTableModel
+    table_view: SummaryTableView
+    log: LogPanel
+    bottom_tabs: QTabWidget
+    why_view: WhyView
+    centre_splitter: QSplitter
+    history: HistoryPanel
+    main_splitter: QSplitter
+    verdict_lines: VerdictLines
+    env_label: QLabel
+    phase_label: QLabel
+    progress_bar: QProgressBar
+    _form_scroll: QScrollArea
+    #: whether the panes keep the widths the window chose (until the user drags a handle)
+    _auto_widths: bool
+    # the menus' actions and what they install (made by window_menus.build_menus)
+    open_action: QAction
+    quit_action: QAction
+    run_action: QAction
+    stop_action: QAction
+    log_scale_action: QAction
+    refresh_history_action: QAction
+    sweep_view: SweepView
+    target_chooser: TargetChooser
+    help_menu: HelpMenu
+    shortcut_guard: WindowShortcutGuard
 
     def __init__(
         self,
@@ -149,162 +175,17 @@ class MainWindow(QMainWindow):
 
     # -- construction ---------------------------------------------------------------
     def _build_widgets(self) -> None:
-        self.config_panel = ConfigPanel()
-        self.config_panel.changed.connect(self._update_run_state)
-        scroll = QScrollArea()
-        scroll.setWidget(self.config_panel)
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        # narrower than the form: scroll rather than cut its fields off
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        scroll.setMinimumWidth(240)  # the window fits a small screen; the splitter's first size fits the form
-        self.run_button = QPushButton("Run")
-        self.run_button.setDefault(True)
-        self.run_button.clicked.connect(lambda: self.start_run())
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.clicked.connect(self.stop_run)
-        self.run_blocker_label = QLabel()
-        self.run_blocker_label.setObjectName("runBlocker")
-        self.run_blocker_label.setWordWrap(True)
-        self.run_blocker_label.setStyleSheet("color: #B00020;")
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.run_button)
-        buttons.addWidget(self.stop_button)
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(6, 4, 2, 4)
-        left_layout.addWidget(scroll, 1)
-        left_layout.addWidget(self.run_blocker_label)
-        left_layout.addLayout(buttons)
-
-        self.error_banner = QFrame()
-        self.error_banner.setObjectName("errorBanner")
-        self.error_banner.setStyleSheet(_BANNER_STYLE)
-        self.error_label = QLabel()
-        # messages quote run labels and files from elsewhere: never rendered as markup
-        self.error_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.error_label.setWordWrap(True)
-        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        close_banner = QToolButton()
-        close_banner.setText("×")
-        close_banner.setToolTip("Hide this message")
-        close_banner.clicked.connect(self.hide_error)
-        banner_layout = QHBoxLayout(self.error_banner)
-        banner_layout.setContentsMargins(8, 4, 4, 4)
-        banner_layout.addWidget(self.error_label, 1)
-        banner_layout.addWidget(close_banner, 0, Qt.AlignmentFlag.AlignTop)
-        self.error_banner.hide()
-
-        self.plots = PlotPanel()
-        self.plots.setMinimumWidth(320)  # the window fits a small screen
-        top = QWidget()
-        top_layout = QVBoxLayout(top)
-        top_layout.setContentsMargins(0, 0, 0, 0)
-        top_layout.addWidget(self.error_banner)
-        top_layout.addWidget(self.plots, 1)
-
-        self.table_model = SummaryTableModel(self)
-        self.table_view = SummaryTableView(self.table_model)
-        self.table_view.set_hidden_columns(self.settings.hidden_table_columns())
-        self.table_view.hidden_columns_changed.connect(self.settings.set_hidden_table_columns)
-        self.log = LogPanel()
-        self.bottom_tabs = QTabWidget()
-        self.bottom_tabs.addTab(self.table_view, "Summary")
-        self.bottom_tabs.addTab(self.log, "Log")
-        self.why_view = WhyView()
-        # the Why tab's evidence needs more height than the table: it is given room when
-        # chosen (see _bottom_tab_changed) rather than taking it from the plots for good;
-        # nor does its widest row (a long sentence, a variant's name) set the plots' least width
-        self.why_view.setMinimumSize(360, BOTTOM_PANE_HEIGHT - 60)
-        self.bottom_tabs.addTab(self.why_view, "Why")
-        self.bottom_tabs.currentChanged.connect(self._bottom_tab_changed)
-
-        self.centre_splitter = QSplitter(Qt.Orientation.Vertical)
-        self.centre_splitter.setObjectName("centreSplitter")
-        self.centre_splitter.addWidget(top)
-        self.centre_splitter.addWidget(self.bottom_tabs)
-        self.centre_splitter.setCollapsible(0, False)
-        # the plots take what the window gains or loses; the table keeps its height
-        self.centre_splitter.setStretchFactor(0, 1)
-        self.centre_splitter.setStretchFactor(1, 0)
-        self.centre_splitter.setSizes([900 - BOTTOM_PANE_HEIGHT, BOTTOM_PANE_HEIGHT])
-
-        self.history = HistoryPanel(self.store)
-        self.history.running_folder = self._running_folder
-        self.history.overlay_changed.connect(self._overlays_changed)
-        self.history.message.connect(self.show_error)
-        self.history.show_requested.connect(self.show_run)
-        self.history.load_config_requested.connect(self.load_config)
-        self.history.export_requested.connect(self._export_run_of_history)
-        self.history.setMinimumWidth(160)  # the window fits a small screen
-
-        self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.main_splitter.setObjectName("mainSplitter")
-        self.main_splitter.addWidget(left)
-        self.main_splitter.addWidget(self.centre_splitter)
-        self.main_splitter.addWidget(self.history)
-        # the form and the history keep their widths; the plots take what the window gains or loses
-        self.main_splitter.setStretchFactor(0, 0)
-        self.main_splitter.setStretchFactor(1, 1)
-        self.main_splitter.setStretchFactor(2, 0)
-        self.main_splitter.setCollapsible(1, False)
-        self._form_scroll = scroll
-        form_width = self._form_width()
-        self.main_splitter.setSizes([form_width, 1500 - form_width - HISTORY_WIDTH, HISTORY_WIDTH])
-        #: whether the panes keep the widths the window chose (until the user drags a handle)
-        self._auto_widths = True
-        self.main_splitter.splitterMoved.connect(self._splitter_dragged)
-        self.main_splitter.installEventFilter(self)
-        # the answer, one sentence per compiled variant, across the window above the plots and
-        # the table (which keeps the details): read at any window size without scrolling sideways
-        self.verdict_lines = VerdictLines(self.table_model)
-        central = QWidget()
-        central_layout = QVBoxLayout(central)
-        central_layout.setContentsMargins(0, 0, 0, 0)
-        central_layout.setSpacing(0)
-        central_layout.addWidget(self.verdict_lines)
-        central_layout.addWidget(self.main_splitter, 1)
-        self.setCentralWidget(central)
-
-        self.env_label = QLabel("asking the worker about this machine…")
-        self.phase_label = QLabel()
-        self.progress_bar = QProgressBar()
-        self.progress_bar.setRange(0, 1000)
-        self.progress_bar.setMaximumWidth(220)
-        self.progress_bar.setTextVisible(False)
-        self.progress_bar.hide()
-        bar = self.statusBar()
-        bar.addPermanentWidget(self.phase_label)
-        bar.addPermanentWidget(self.progress_bar)
-        bar.addPermanentWidget(self.env_label)
-        self.resize(1500, 900)
+        build_panes(self)
 
     def _form_width(self) -> int:
         """The left pane's width that shows the form whole beside its vertical scroll bar."""
-        scroll = self._form_scroll
-        left = scroll.parentWidget()
-        layout = left.layout() if left is not None else None
-        margins = layout.contentsMargins() if layout is not None else None
-        return (
-            max(self.config_panel.sizeHint().width(), self.config_panel.minimumSizeHint().width())
-            + scroll.verticalScrollBar().sizeHint().width() + 2 * scroll.frameWidth()
-            + (margins.left() + margins.right() if margins is not None else 0) + 2
-        )
+        return form_width(self)
 
     def _splitter_dragged(self, *_: object) -> None:
         self._auto_widths = False
 
     def _fit_form_width(self) -> None:
-        """Keep the form whole and the history at its width, the plots taking the difference:
-        when the form grows (the worker names its compile variants) or the window shrinks
-        (the splitter takes a little from every pane). Not after the user set the widths."""
-        if not self._auto_widths:
-            return
-        form, centre, history = self.main_splitter.sizes()
-        want_form, want_history = max(form, self._form_width()), max(history, HISTORY_WIDTH)
-        need = want_form - form + want_history - history
-        if need > 0 and centre - need >= self.plots.minimumWidth():
-            self.main_splitter.setSizes([want_form, centre - need, want_history])
+        fit_form_width(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
         """After the panes were resized with the window: keep the form and the history whole."""
@@ -313,54 +194,11 @@ class MainWindow(QMainWindow):
         return super().eventFilter(watched, event)
 
     def _bottom_tab_changed(self, index: int) -> None:
-        """The Why tab chosen in a pane lower than its evidence needs: the pane grows (the
-        plots keep at least a third of the height)."""
-        if self.bottom_tabs.widget(index) is not self.why_view:
-            return
-        top, bottom = self.centre_splitter.sizes()
-        tab_bar = self.bottom_tabs.tabBar().sizeHint().height()
-        layout = self.why_view.layout()
-        if layout is None:
-            return
-        want = layout.minimumSize().height() + tab_bar + 8
-        if bottom < want:
-            total = top + bottom
-            bottom = min(want, total - total // 3)
-            self.centre_splitter.setSizes([total - bottom, bottom])
+        bottom_tab_changed(self, index)
 
     def _build_actions(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        run_menu = self.menuBar().addMenu("&Run")
-        view_menu = self.menuBar().addMenu("&View")
+        build_menus(self)
 
-        def action(text: str, slot, shortcut: str | None = None) -> QAction:
-            return window_action(self, text, slot, shortcut)
-
-        self.open_action = action("Open run…", self.history.open_dialog, "Ctrl+O")
-        self.quit_action = action("Quit", self.close, "Ctrl+Q")
-        file_menu.addAction(self.open_action)
-        self.exports.add_to_menu(file_menu)
-        file_menu.addSeparator()
-        file_menu.addAction(self.quit_action)
-
-        self.run_action = action("Run", self.start_run, "Ctrl+R")
-        self.stop_action = action("Stop", self.stop_run, "Esc")
-        run_menu.addAction(self.run_action)
-        run_menu.addAction(self.stop_action)
-
-        self.log_scale_action = QAction("Logarithmic latency axis", self, checkable=True)
-        self.log_scale_action.toggled.connect(self.plots.set_log_scale)
-        view_menu.addAction(self.log_scale_action)
-        self.refresh_history_action = action("Refresh history", self.history.refresh)
-        view_menu.addAction(self.refresh_history_action)
-        self.sweep_view = install_sweep_view(self)
-        # a sweep's points start their own workers: none is started ahead beside them
-        self.live.standby.also_busy(self.sweep_view.is_running)
-        self.sweep_view.running_changed.connect(self._sweep_running_changed)
-        self.target_chooser = install_target_chooser(self)
-        self.help_menu = HelpMenu(self)
-        # every window shortcut works with the focus in a form field too
-        self.shortcut_guard = WindowShortcutGuard(self)
 
     def _connect_live(self) -> None:
         live = self.live
@@ -408,22 +246,7 @@ class MainWindow(QMainWindow):
 
     # -- environment -------------------------------------------------------------------
     def _start_probe(self) -> None:
-        if self._probe is not None or self.hello is not None:
-            return
-        keeper = self.live.standby
-        if standby_enabled() and not self._standby_hello_failed:
-            # the worker started ahead answers for the probe: one torch import, not two
-            keeper.start_now()
-            if keeper.standby is not None and keeper.standby.usable:
-                keeper.changed.connect(self._hello_from_standby)
-                self._hello_from_standby()
-                return
-        self._standby_hello_failed = True
-        probe = EnvironmentProbe(self)
-        probe.probed.connect(self.set_hello)
-        probe.failed.connect(self._probe_failed)
-        self._probe = probe
-        probe.start()
+        start_probe(self)
 
     def _sweep_running_changed(self, running: bool) -> None:
         if running:
@@ -432,47 +255,19 @@ class MainWindow(QMainWindow):
             self.live.standby.schedule(AFTER_RUN_DELAY_MS)
 
     def _hello_from_standby(self) -> None:
-        """The environment from the worker started ahead; the probe if it ends without a hello."""
-        if self.hello is not None or self._standby_hello_failed:
-            return
-        standby = self.live.standby.standby
-        if standby is not None and standby.hello is not None:
-            self.set_hello(standby.hello)
-        elif self.is_running() or self.sweep_view.is_running():
-            return  # the run's own worker says hello (or the next worker started ahead does)
-        elif standby is None or not standby.usable:
-            self._standby_hello_failed = True
-            self._start_probe()
+        hello_from_standby(self)
 
     def _probe_failed(self, message: str) -> None:
-        self.env_label.setText("worker not available")
-        self.show_error(message)
-        #: the banner's text saying the worker could not be asked (cleared with a new target)
-        self.probe_problem = self.error_text
+        probe_failed(self, message)
 
     def set_hello(self, hello: HelloEvent) -> None:
         """Use the environment a worker reported (device list, compile variants, versions)."""
-        self.hello = hello
-        env = hello.environment
-        self.environment = EnvironmentInfo.from_hello(env)
-        self.config_panel.set_environment(self.environment)
-        self._fit_form_width()
-        device = self.environment.resolve_device("auto")
-        name = (env.get("device_names") or {}).get(device, "")
-        text = f"torch {env.get('torch', '?')} · {device}"
-        if name and name != device:
-            text += f" ({name})"
-        if env.get("target"):
-            text += f" · on {env.get('host') or '?'} ({env['target']})"
-        self.env_label.setText(text)
-        self.env_label.setToolTip(
-            "\n".join(f"{k}: {v}" for k, v in env.items() if isinstance(v, (str, int)) and v)
-        )
-        self.environment_changed.emit(self.environment)
+        set_hello(self, hello)
 
     def _on_hello(self, hello: HelloEvent) -> None:
         if self.hello is None:
             self.set_hello(hello)
+
 
     # -- run state -------------------------------------------------------------------------
     def _running_folder(self) -> Path | None:
@@ -708,49 +503,10 @@ class MainWindow(QMainWindow):
 
     def _rebuild_views(self) -> None:
         """Plots and table from scratch: ticked runs, then the running or last run."""
-        self.plots.clear()
-        overlays = self._overlay_runs()
-        for run in overlays:
-            self.plots.load_run(
-                run, key_prefix=f"{self.run_keys.of(run)}/", label_prefix=f"{run_display_name(run)} · "
-            )
-        live = self.live
-        prefix = f"{live.name} · " if overlays else ""
-        if self.is_running() or self.current_run is None:
-            for variant in live.variants:
-                key = live.key(variant)
-                self.plots.add_series(key, prefix + variant)
-                for iterations, wall_ms, phase in live.chunks.get(variant, []):
-                    self.plots.append(key, iterations, wall_ms, phase)
-                if variant in live.failed:
-                    self.plots.set_series_failed(key, True)
-            if live.gpu_rows:
-                self.plots.append_gpu_state(live.run_key, live.name, live.gpu_rows)
-            self._update_live_bars()
-        else:
-            self.plots.load_run(
-                self.current_run,
-                key_prefix=f"{self.run_keys.of(self.current_run)}/",
-                # the run shown may be one picked in the history, not the last live run
-                label_prefix=f"{run_display_name(self.current_run)} · " if overlays else "",
-            )
-        self._plots_dirty = True
-        self._on_tick()
-        self._update_table()
-        self.why_view.set_run(None if self.is_running() else self.current_run)
+        rebuild_views(self)
 
     def _update_live_bars(self) -> None:
-        live = self.live
-        if not live.run_id and not live.running:
-            return
-        prefix = f"{live.run_key}/"
-        bars = [b for b in self.plots.summary_bars() if not b.key.startswith(prefix)]
-        label_prefix = f"{live.name} · " if self._overlay_runs() else ""
-        for row in live.rows:
-            bar = SummaryBar.from_row(row, prefix + row.name, label_prefix + row.name)
-            if bar is not None:
-                bars.append(bar)
-        self.plots.set_summary(bars)
+        update_live_bars(self)
 
     def _rows_of(self, run: RunResult) -> list[SummaryRow]:
         key = self.run_keys.of(run)
@@ -761,27 +517,7 @@ class MainWindow(QMainWindow):
         return rows
 
     def _update_table(self) -> None:
-        runs: list[tuple[str, list[SummaryRow]]] = []
-        why: dict[tuple[str, str], str] = {}
-
-        def add(run: RunResult) -> None:
-            name, rows = run_display_name(run), self._rows_of(run)
-            runs.append((name, rows))
-            for r in rows:
-                because = why_sentence(run, r.name) if r.name != "eager" else None
-                if because:
-                    why[(name, r.name)] = because
-
-        if self.is_running() or self.current_run is None:
-            if self.live.rows or self.is_running():
-                runs.append((self.live.name, self.live.rows))
-        else:
-            add(self.current_run)
-        for run in self._overlay_runs():
-            if self.current_run is not None and self.run_keys.of(run) == self.run_keys.of(self.current_run):
-                continue
-            add(run)
-        self.table_model.set_runs(runs, why)
+        update_table(self)
 
     # -- export ---------------------------------------------------------------------------------------
     def _run_to_export(self) -> RunResult | None:
