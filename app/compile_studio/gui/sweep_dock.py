@@ -7,11 +7,10 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (
-    QDockWidget,
-)
+from PySide6.QtWidgets import QDockWidget, QStyle
 
 from .sweep_view import SweepView
+from .window_panes import keep_on_screen
 
 
 def install_sweep_view(window: Any) -> SweepView:
@@ -36,6 +35,8 @@ def install_sweep_view(window: Any) -> SweepView:
         view.agree_base = agree_base
     view.message.connect(window.show_error)
     view.log_line.connect(window.log.append_line)
+    # a sweep's status or title that grows never widens the window past its screen
+    view.running_changed.connect(lambda *_: keep_on_screen(window))
     dock = QDockWidget("Sweep", window)
     dock.setObjectName("sweepDock")
     dock.setWidget(view)
@@ -70,7 +71,16 @@ def install_sweep_view(window: Any) -> SweepView:
 
 
 def show_dock(window: Any, dock: QDockWidget) -> None:
-    """Show the sweep dock over about half of the window's width."""
+    """Show the sweep dock over about half of the window's width.
+
+    What the window's panes need stays theirs (the dock takes the rest, never
+    less than its own least width), and the window never grows past its screen.
+    """
     dock.show()
     dock.raise_()
-    window.resizeDocks([dock], [max(480, int(window.width() * 0.55))], Qt.Orientation.Horizontal)
+    central = window.centralWidget()
+    panes = central.minimumSizeHint().width() if central is not None else 0
+    room = window.width() - panes - window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
+    want = min(max(480, int(window.width() * 0.55)), room)
+    window.resizeDocks([dock], [max(dock.minimumSizeHint().width(), want)], Qt.Orientation.Horizontal)
+    keep_on_screen(window)

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -139,19 +140,28 @@ class SweepView(QWidget):
         self.warning.setStyleSheet("color: #B00020;")
         self.warning.hide()
 
+        # two rows of buttons, and texts that wrap: the dock fits beside the window's panes on a
+        # small screen, whatever a sweep's status says
         buttons = QHBoxLayout()
         for b in (self.new_button, self.open_button, self.resume_button, self.stop_button):
             buttons.addWidget(b)
         buttons.addStretch(1)
-        buttons.addWidget(QLabel("Export:"))
+        exports = QHBoxLayout()
+        exports.addWidget(QLabel("Export:"))
         for b in (self.png_button, self.svg_button, self.csv_button):
-            buttons.addWidget(b)
+            exports.addWidget(b)
+        exports.addStretch(1)
+        self.status.setWordWrap(True)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.warning.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         line = QHBoxLayout()
         line.addWidget(self.status, 1)
         line.addWidget(self.progress)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addLayout(buttons)
+        lay.addLayout(exports)
         lay.addWidget(self.title)
         lay.addLayout(line)
         lay.addWidget(self.warning)
@@ -551,8 +561,10 @@ def _configs_to_run(record: SweepRecord) -> list[BenchmarkConfig]:
 
 
 def shape_title(record: ShapeSweepRecord) -> str:
-    """A shape sweep's title as a heading: ``Shape sweep over batch 1,8 · MLP … · fp32 · cpu``."""
+    """A shape sweep's heading, "shape sweep" said once: ``Shape sweep: batch 1,8 · MLP … · fp32 · cpu``."""
     title = record.title()
-    if not title.lower().startswith("shape sweep"):
-        title = f"shape sweep: {title}"
-    return title[:1].upper() + title[1:]
+    for said in ("shape sweep over ", "shape sweep "):
+        if title.lower().startswith(said):
+            title = title[len(said):]
+            break
+    return f"Shape sweep: {title}"

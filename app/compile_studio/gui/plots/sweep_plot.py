@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor
 
 from ...jobs.sweep_spec import value_text, x_positions
@@ -82,6 +82,27 @@ def point_text(param: str, point: SweepPoint, v: PointVariant) -> str:
         lines.append(f"error: {v.error[:120]}")
     lines.append("double-click: open this run")
     return "\n".join(lines)
+
+
+def fitting_anchor(at: QPointF, width: float, height: float, room: QRectF) -> tuple[float, float]:
+    """The anchor that keeps a ``width`` × ``height`` label at ``at`` inside ``room`` (scene pixels).
+
+    Above and right of the point where it fits, else shifted just enough (a
+    point in the middle gets its label beside it, not cut off at either edge);
+    a label wider or taller than ``room`` keeps its left or top edge inside.
+    """
+
+    def along(pos: float, low: float, high: float, extent: float, preferred: float) -> float:
+        if extent <= 0:
+            return preferred
+        anchor = max(preferred, 1.0 - (high - pos) / extent)  # the far edge inside
+        anchor = min(anchor, (pos - low) / extent)  # the near edge inside, first
+        return min(1.0, max(0.0, anchor))
+
+    return (
+        along(at.x(), room.left(), room.right(), width, 0.0),
+        along(at.y(), room.top(), room.bottom(), height, 1.0),
+    )
 
 
 def speedup_ticks(low: float, high: float) -> list[tuple[float, str]]:
@@ -362,9 +383,10 @@ class SweepPlot(pg.GraphicsLayoutWidget):
             self._hover_plot = item
         text = self.text_of(marker)
         self.hover.setText(text)
-        view = item.vb.viewRange()
-        right = marker.x > (view[0][0] + view[0][1]) / 2
-        self.hover.setAnchor((1, 1) if right else (0, 1))
+        size = self.hover.textItem.boundingRect()
+        self.hover.setAnchor(
+            fitting_anchor(self.marker_scene_pos(marker), size.width(), size.height(), item.vb.sceneBoundingRect())
+        )
         self.hover.setPos(marker.x, marker.y)
         self.hover.setVisible(True)
         return text
