@@ -494,9 +494,9 @@ class ConfigPanel(QWidget):
         for p in self._problems:
             if p.field in self._editors and not self.is_field_shown(p.field):
                 # a field hidden for this model kind: said under the model kind, by its label
-                label = next(s.label for s in config_fields(self._config_cls) if s.name == p.field)
+                name = next(s.label for s in config_fields(self._config_cls) if s.name == p.field)
                 by_field.setdefault(MODEL_FIELD, []).append(
-                    f"{label} (not used by this model kind, hidden): {p.message}"
+                    f"{name} (not used by this model kind, hidden): {p.message}"
                 )
                 continue
             by_field.setdefault(p.field, []).append(p.message)

@@ -32,12 +32,12 @@ from ..results.summary_cache import summary_of
 from .history_entry import (
     PENDING_SPEEDUP,
     HistoryEntry,
+    best_verdict_text,
+    best_verdict_tip,
     date_text,
     date_text_of_folder,
     entry_date,
     run_device,
-    best_verdict_text,
-    best_verdict_tip,
     run_line,
     samples_bytes,
 )
