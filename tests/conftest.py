@@ -160,3 +160,60 @@ def box(ssh_config):
 
     return Target(name="box", kind="ssh", host="compile-studio-local",
                   ssh_options=("-F", ssh_config), python=sys.executable)
+
+
+# -- worker starts ---------------------------------------------------------------------------------
+# A local worker forks from a process that has imported torch already (tests/worker_zygote.py):
+# the same worker code, ~3 CPU-s less per start. A test marked ``fresh_worker_processes``, the
+# modules below (they find workers by their command line), and every test when
+# COMPILE_STUDIO_TEST_FORK_WORKERS=0 start each worker as the app does, with Popen.
+FRESH_WORKER_MODULES = {"test_gui_faults", "test_standby", "test_pinning"}
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        "markers", "fresh_worker_processes: start workers with Popen as the app does, not forked"
+    )
+
+
+@pytest.fixture(scope="session")
+def worker_fork_server():
+    """The fork server of this test process (None when turned off)."""
+    if os.environ.get("COMPILE_STUDIO_TEST_FORK_WORKERS", "1") == "0":
+        yield None
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import worker_zygote
+
+    folder = tempfile.mkdtemp(prefix="cs-fork-")
+    zygote = worker_zygote.Zygote.start(os.path.join(folder, "socket"))
+    try:
+        yield zygote
+    finally:
+        report = os.environ.get("COMPILE_STUDIO_TEST_FORK_REPORT")
+        if report:  # a file to append this test process's count of forked workers to
+            with open(report, "a") as out:
+                out.write(f"{os.getpid()} forked {zygote.forked}\n")
+        zygote.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def forked_worker_starts(request, worker_fork_server):
+    """Workers the supervisor starts in this test fork from the server, unless the test's
+    module is marked ``fresh_worker_processes``."""
+    if (
+        worker_fork_server is None
+        or request.node.get_closest_marker("fresh_worker_processes")
+        or request.node.module.__name__.rpartition(".")[2] in FRESH_WORKER_MODULES
+    ):
+        yield
+        return
+    import worker_zygote
+    from compile_studio.launchers import supervisor
+
+    real = supervisor.subprocess
+    supervisor.subprocess = worker_zygote.PopenThroughZygote(worker_fork_server)
+    try:
+        yield
+    finally:
+        supervisor.subprocess = real

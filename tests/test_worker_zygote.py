@@ -1,0 +1,102 @@
+"""The tests' forked workers (tests/worker_zygote.py) behave as workers the app starts with Popen."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import worker_zygote
+from compile_studio.core import protocol
+from compile_studio.launchers import supervisor
+from compile_studio.launchers.supervisor import WorkerProcess
+
+
+@pytest.fixture
+def zygote(worker_fork_server):
+    if worker_fork_server is None:
+        pytest.skip("forked worker starts are turned off (COMPILE_STUDIO_TEST_FORK_WORKERS=0)")
+    assert worker_fork_server.ready(timeout_s=120), "the fork server did not start"
+    return worker_fork_server
+
+
+def hello_of(worker: WorkerProcess) -> protocol.HelloEvent:
+    events = list(worker.events())
+    assert worker.wait(30) == 0, worker.stderr_tail
+    hellos = [e for e in events if isinstance(e, protocol.HelloEvent)]
+    assert len(hellos) == 1, events
+    return hellos[0]
+
+
+def test_a_forked_worker_says_the_same_hello_as_a_started_one(zygote):
+    before = zygote.forked
+    forked = WorkerProcess(args=("--hello",))
+    assert isinstance(forked.proc, worker_zygote.ForkedWorker)
+    assert zygote.forked == before + 1
+    forked_hello = hello_of(forked)
+    real_sub = supervisor.subprocess
+    supervisor.subprocess = subprocess
+    try:
+        started = WorkerProcess(args=("--hello",))
+    finally:
+        supervisor.subprocess = real_sub
+    assert isinstance(started.proc, subprocess.Popen)
+    started_hello = hello_of(started)
+    assert forked.stderr_tail == [] and started.stderr_tail == []
+    a, b = dict(forked_hello.environment), dict(started_hello.environment)
+    for changing in ("pid", "device_memory"):  # free memory moves between two calls
+        a.pop(changing, None)
+        b.pop(changing, None)
+    assert a == b
+
+
+def test_the_worker_gets_the_environment_folder_and_cores_of_its_request(zygote, tmp_path):
+    cpus = sorted(os.sched_getaffinity(0))
+    worker = zygote.fork(
+        [sys.executable, "-m", worker_zygote.WORKER_MODULE],
+        {**os.environ, "SLURM_JOB_ID": "77", "SLURM_STEP_ID": "3"}, str(tmp_path),
+    )
+    try:
+        line = worker.stdout.readline()  # the hello: the worker now waits for its configuration
+        hello = protocol.decode(line)
+        assert isinstance(hello, protocol.HelloEvent), line
+        assert hello.environment.get("slurm_job_id") == "77"  # read from the request's environment
+        assert os.readlink(f"/proc/{worker.pid}/cwd") == str(tmp_path)
+        assert sorted(os.sched_getaffinity(worker.pid)) == cpus
+        assert os.getsid(worker.pid) == worker.pid  # a session of its own, as start_new_session
+    finally:
+        worker.stdin.close()  # end of input: the worker ends
+    assert worker.wait(30) == 0
+
+
+def test_exit_codes_and_signals_come_back_as_popen_gives_them(zygote):
+    worker = WorkerProcess()  # waits for its configuration on stdin
+    assert isinstance(worker.proc, worker_zygote.ForkedWorker)
+    assert worker.proc.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        worker.proc.wait(0.2)
+    os.killpg(worker.pid, signal.SIGKILL)  # the worker leads a process group of its own
+    assert worker.wait(30) == -signal.SIGKILL
+    assert "SIGKILL" in worker.exit_description()
+
+    polite = WorkerProcess()
+    deadline = time.monotonic() + 60
+    hello = next(iter(polite.events()))
+    assert isinstance(hello, protocol.HelloEvent) and time.monotonic() < deadline
+    assert polite.stop() == 0  # ``stop`` before any configuration: a clean exit
+
+
+def test_only_a_worker_a_fresh_start_would_make_the_same_is_forked(zygote):
+    worker = [sys.executable, "-m", worker_zygote.WORKER_MODULE]
+    env = dict(os.environ)
+    assert zygote.can_fork(worker, env)
+    assert zygote.can_fork([*worker, "--hello"], None)
+    assert not zygote.can_fork(["/usr/bin/env", *worker], env)  # a prefix
+    assert not zygote.can_fork(["python3.99", *worker[1:]], env)  # another interpreter
+    assert not zygote.can_fork(worker, {**env, "TORCHINDUCTOR_CACHE_DIR": "/elsewhere"})
+    assert not zygote.can_fork(worker, {**env, "OMP_NUM_THREADS": "3"})
+    assert zygote.can_fork(worker, {**env, "COMPILE_STUDIO_DATA_DIR": "/elsewhere"})  # read at run time

@@ -1,0 +1,326 @@
+"""Worker processes forked from one that has imported torch already: the tests' worker starts, ~3 CPU-s cheaper each.
+
+A local worker is ``python -m compile_studio.worker``; most of its start is
+importing torch and Dynamo. The tests start hundreds, on two cores. This module
+is both ends of a fork server for them:
+
+- run as a program (``python worker_zygote.py SOCKET``), it imports torch,
+  Dynamo and the worker's modules once, then for each request received on the
+  Unix socket forks a child that takes the request's stdin/stdout/stderr
+  (passed as file descriptors), environment, folder and arguments, starts a
+  session of its own (as ``start_new_session=True`` does) and runs
+  ``compile_studio.worker`` as ``-m`` would, to a normal interpreter exit. The
+  server reaps its children and sends each exit status back.
+- imported (by ``conftest.py``), :func:`popen` stands in for
+  :class:`subprocess.Popen` where the supervisor starts a local worker: a
+  :class:`ForkedWorker` has the Popen attributes the supervisor uses (pipes,
+  ``pid``, ``returncode``, ``poll``, ``wait``, ``send_signal``, ``kill``). The
+  pid is the worker's own, so the supervisor's process-group signals reach it.
+
+Only a worker that a fresh process would start the same way is forked: the
+same interpreter, and the same value of every environment variable read at
+import (``TORCH*``, ``OMP_*``, ``PYTHON*``, …). Anything else — another
+interpreter, a prefix, a cold-cache folder, a compile host — starts with the
+real Popen. ``tests/test_worker_zygote.py`` checks the two ends against each other.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: Environment variables read when torch, Dynamo or Python start: a child forked from a server
+#: started with other values would not be the process a fresh start makes.
+IMPORT_TIME_PREFIXES = (
+    "TORCH", "PYTORCH", "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS", "CUDA", "NVIDIA", "TRITON",
+    "PYTHON", "LD_", "MALLOC", "CXX", "CC",
+)
+WORKER_MODULE = "compile_studio.worker"
+_MAX_REQUEST = 1 << 20
+
+
+def _import_time_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_PREFIXES)}
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+def _recv_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    fds = array.array("i")
+    data = b""
+    while not data.endswith(b"\n"):
+        msg, anc, _flags, _addr = conn.recvmsg(65536, socket.CMSG_SPACE(3 * fds.itemsize))
+        if not msg:
+            raise ConnectionError("request cut short")
+        data += msg
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
+        if len(data) > _MAX_REQUEST:
+            raise ConnectionError("request too long")
+    return json.loads(data), list(fds)
+
+
+def _child(request: dict[str, Any], fds: list[int], closing: list[int]) -> None:
+    """In the forked child: become the worker ``python -m compile_studio.worker`` would be."""
+    import runpy
+
+    for fd in closing:
+        os.close(fd)
+    os.setsid()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    os.umask(request["umask"])
+    os.sched_setaffinity(0, request["cpus"])
+    sys.path[0] = request["cwd"]
+    sys.argv = [WORKER_MODULE, *request["args"]]
+    sys.modules.pop(WORKER_MODULE, None)  # run as __main__, as ``-m`` does, not as the imported copy
+    runpy.run_module(WORKER_MODULE, run_name="__main__", alter_sys=True)
+    sys.exit(0)
+
+
+def serve(path: str) -> None:
+    """Import the worker's heavy modules, then fork a worker per request on ``path`` until stdin closes."""
+    import torch  # noqa: F401
+    import torch._dynamo  # noqa: F401
+    import torch._inductor.config  # noqa: F401
+
+    import compile_studio.engine.runner  # noqa: F401
+    import compile_studio.worker  # noqa: F401
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(16)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    waiting: dict[int, socket.socket] = {}
+    while True:
+        ready, _, _ = select.select([server, wake_r, sys.stdin], [], [])
+        if sys.stdin in ready and not sys.stdin.readline():
+            return  # the test process ended
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+        while waiting:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = waiting.pop(pid, None)
+            if conn is not None:
+                try:
+                    conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+                except OSError:
+                    pass
+                conn.close()
+        if server in ready:
+            conn, _ = server.accept()
+            try:
+                request, fds = _recv_request(conn)
+            except (OSError, ValueError) as exc:
+                sys.stderr.write(f"worker zygote: bad request: {exc}\n")
+                conn.close()
+                continue
+            pid = os.fork()
+            if pid == 0:
+                signal.set_wakeup_fd(-1)
+                _child(request, fds, [server.fileno(), wake_r, wake_w, conn.fileno(),
+                                      *(c.fileno() for c in waiting.values())])
+            for fd in fds:
+                os.close(fd)
+            conn.sendall(f"{pid}\n".encode())
+            waiting[pid] = conn
+
+
+# -- the test process's end ----------------------------------------------------------------------
+
+class Zygote:
+    """A running fork server (started by :meth:`start`), and whether it can start a given worker."""
+
+    def __init__(self, proc: subprocess.Popen, path: str, env: dict[str, str]):
+        self.proc, self.path, self._import_env = proc, path, _import_time_env(env)
+        self.forked = 0
+        self._ready = False
+        self._ready_lock = threading.Lock()
+
+    @classmethod
+    def start(cls, path: str) -> Zygote:
+        """Start the server; it takes requests once it has imported torch (:meth:`ready`)."""
+        env = dict(os.environ)
+        proc = subprocess.Popen(
+            [sys.executable, __file__, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env=env, cwd=os.path.dirname(path), text=True,
+        )
+        return cls(proc, path, env)
+
+    def ready(self, timeout_s: float = 0.0) -> bool:
+        """Whether the server takes requests (waits up to ``timeout_s`` for it)."""
+        with self._ready_lock:
+            if not self._ready and self.proc.poll() is None:
+                assert self.proc.stdout is not None
+                readable, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+                self._ready = bool(readable) and self.proc.stdout.readline().strip() == "ready"
+        return self._ready and self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def can_fork(self, argv: Sequence[str], env: Mapping[str, str] | None) -> bool:
+        """Whether ``argv`` is a plain local worker that a child of this server would be exactly."""
+        if not self.ready():
+            return False  # still importing torch: a fresh process is no slower
+        if list(argv[:3]) != [sys.executable, "-m", WORKER_MODULE]:
+            return False
+        return _import_time_env(os.environ if env is None else env) == self._import_env
+
+    def fork(self, argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> ForkedWorker:
+        return ForkedWorker(self, list(argv[3:]), dict(os.environ if env is None else env),
+                            cwd or os.getcwd())
+
+
+def _umask() -> int:
+    """This process's umask, read without setting it (``os.umask`` would, for every thread)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
+class ForkedWorker:
+    """The Popen face of a worker forked by the server: pipes, pid, poll, wait, signals."""
+
+    def __init__(self, zygote: Zygote, args: list[str], env: dict[str, str], cwd: str):
+        child_ends, ours = [], []
+        for writable_by_child in (False, True, True):
+            r, w = os.pipe()
+            child_ends.append(w if writable_by_child else r)
+            ours.append(r if writable_by_child else w)
+        self.args = [sys.executable, "-m", WORKER_MODULE, *args]
+        self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._conn.connect(zygote.path)
+            request = json.dumps({
+                "args": args, "env": env, "cwd": cwd, "umask": _umask(),
+                "cpus": sorted(os.sched_getaffinity(0)),
+            }).encode() + b"\n"
+            self._conn.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                            array.array("i", child_ends).tobytes())])
+            self.pid = int(self._read_line())
+        finally:
+            for fd in child_ends:
+                os.close(fd)
+        zygote.forked += 1
+        text = {"encoding": "utf-8", "errors": "replace"}
+        self.stdin = open(ours[0], "w", buffering=1, **text)
+        self.stdout = open(ours[1], buffering=1, **text)
+        self.stderr = open(ours[2], buffering=1, **text)
+        self.returncode: int | None = None
+        self._lock = threading.Lock()
+
+    def _read_line(self, timeout: float | None = None) -> str:
+        self._conn.settimeout(timeout)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = self._conn.recv(64)
+            if not chunk:
+                raise ConnectionError("the fork server closed the connection")
+            data += chunk
+        return data.decode()
+
+    def poll(self) -> int | None:
+        return self.wait(timeout=0, _poll=True)
+
+    def wait(self, timeout: float | None = None, _poll: bool = False) -> int | None:
+        with self._lock:
+            if self.returncode is None:
+                try:
+                    line = self._read_line(timeout if timeout is None else max(timeout, 0.0) or 1e-6)
+                except (TimeoutError, BlockingIOError):
+                    if _poll:
+                        return None
+                    raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+                except ConnectionError:
+                    line = "-9\n"  # the server is gone: so is its child (it dies with it)
+                self.returncode = int(line)
+                self._conn.close()
+            return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def __enter__(self) -> ForkedWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for f in (self.stdin, self.stdout, self.stderr):
+            f.close()
+        self.wait()
+
+
+class PopenThroughZygote:
+    """A stand-in for the ``subprocess`` module seen by the supervisor: Popen forks when it can."""
+
+    def __init__(self, zygote: Zygote):
+        self._zygote = zygote
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(subprocess, name)
+
+    def Popen(self, argv: Sequence[str], *args: Any, **kwargs: Any) -> Any:  # noqa: N802 - as subprocess's
+        if args or not self._zygote.can_fork(argv, kwargs.get("env")):
+            return subprocess.Popen(argv, *args, **kwargs)
+        return self._zygote.fork(argv, kwargs.get("env"), kwargs.get("cwd"))
+
+
+if __name__ == "__main__":
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: end with the test process
+    except (OSError, AttributeError):
+        pass
+    serve(sys.argv[1])
