@@ -137,6 +137,7 @@ def test_samples_read_fast_keep_skipping_bad_rows(tmp_path):
 
 
 def test_history_of_many_runs_lists_without_reading_samples(qtbot, monkeypatch):
+    from compile_studio.gui.history_entry import best_verdict_text
     from compile_studio.gui.history_panel import COLUMNS, HistoryPanel
     from compile_studio.gui.paths import runs_dir
 
@@ -159,7 +160,7 @@ def test_history_of_many_runs_lists_without_reading_samples(qtbot, monkeypatch):
     panel.refresh()
     assert panel.tree.topLevelItemCount() == 60
     best, status = COLUMNS.index("best speedup"), COLUMNS.index("status")
-    expected = f"{first.run.best_speedup():.2f}×"
+    expected = best_verdict_text(first.run)
     for i in range(60):
         item = panel.tree.topLevelItem(i)
         assert (item.text(best), item.text(status)) == (expected, "complete")
@@ -169,6 +170,7 @@ def test_history_of_many_runs_lists_without_reading_samples(qtbot, monkeypatch):
 
 
 def test_history_summarises_an_old_run_in_the_background(qtbot):
+    from compile_studio.gui.history_entry import best_verdict_text
     from compile_studio.gui.history_panel import COLUMNS, PENDING_SPEEDUP, HistoryPanel
     from compile_studio.gui.paths import runs_dir
 
@@ -183,7 +185,7 @@ def test_history_summarises_an_old_run_in_the_background(qtbot):
     panel.refresh()
     item = panel.tree.topLevelItem(0)
     best = COLUMNS.index("best speedup")
-    expected = f"{rec.run.best_speedup():.2f}×"
+    expected = best_verdict_text(rec.run)
     assert item.text(best) in (PENDING_SPEEDUP, expected)
     qtbot.waitUntil(lambda: panel.tree.topLevelItem(0).text(best) == expected, timeout=10_000)
 

@@ -111,7 +111,7 @@ def test_the_sweep_view_shows_a_shape_sweep_with_the_limit_warning_and_exports_i
     assert "dynamic=false: Dynamo hit its recompile limit (2) at batch 4 and ran eager from there on" in (
         view.warning.text()
     )
-    assert "aot_eager dynamic=false: 1 recompiles" in view.status.text()
+    assert "aot_eager dynamic=false: 1 recompile" in view.status.text()
     drawn = view.shape_plot.drawn
     assert [(b, y) for plot, name, b, y in drawn if plot == "recompiles" and name == "dynamic=false"] == [
         (1, 0.0), (2, 1.0), (4, 0.0), (8, 0.0)]
