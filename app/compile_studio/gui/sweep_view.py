@@ -288,7 +288,7 @@ class SweepView(QWidget):
         thread.phase.connect(self._on_phase)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
-        thread.finished_sweep.connect(self._on_finished)
+        thread.finished_job.connect(self._on_finished)
         thread.finished.connect(self._on_thread_ended)
         self.sweep_thread = thread
         self.last_outcome = None
@@ -343,7 +343,7 @@ class SweepView(QWidget):
         thread.point_changed.connect(self.show_shape_record)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
-        thread.finished_sweep.connect(self._on_shape_finished)
+        thread.finished_job.connect(self._on_shape_finished)
         thread.finished.connect(self._on_thread_ended)
         self.folder = None
         self.shape_thread = thread

@@ -23,6 +23,7 @@ from ..results.owner_lock import RecordBusy, this_owner
 from ..results.shape_record import ShapePoint, ShapeSweepRecord
 from ..results.sweep_record import COMPLETE, FAILED, RUNNING, STOPPED
 from ..results.sweep_store import ShapeSweepFolder
+from .job import StopSwitch
 from .session import (
     STOPPED_BY_USER,
     hello_timeout_s,
@@ -139,21 +140,18 @@ class ShapeSweepRun:
         self.hello_timeout = hello_timeout if hello_timeout is not None else hello_timeout_s()
         self.hello: protocol.HelloEvent | None = None
         self._worker: WorkerProcess | None = None
-        self._stop = threading.Event()
-        self._stop_message = STOPPED_BY_USER
         self._lock = threading.Lock()
+        self._stop = StopSwitch(self._lock)
 
     @property
     def stop_requested(self) -> bool:
-        return self._stop.is_set()
+        return self._stop.requested
 
     def request_stop(self, message: str = STOPPED_BY_USER) -> None:
         """Stop the worker (its points so far are kept); returns at once."""
-        with self._lock:
-            if self._stop.is_set():
-                return
-            self._stop_message = message
-            self._stop.set()
+        if not self._stop.trip(message):
+            return
+        with self._lock:  # a worker registered after the trip sees it and is stopped at once
             worker = self._worker
         if worker is not None:
             self._stopper(worker)
@@ -236,7 +234,7 @@ class ShapeSweepRun:
             timer.start()
             with self._lock:
                 self._worker = worker
-                stop_now = self._stop.is_set()
+                stop_now = self._stop.requested
             if stop_now:
                 self._stopper(worker)
             done: protocol.DoneEvent | None = None
@@ -249,7 +247,7 @@ class ShapeSweepRun:
                     timer.cancel()
                     self.hello = protocol.check_hello(event, f"the worker on {self.launcher.describe()}")
                     self.folder.update(functools.partial(_set_environment, env=dict(event.environment)))
-                    if not self._stop.is_set():
+                    if not self._stop.requested:
                         sent = dataclasses.replace(request, config=self.launcher.worker_config(request.config))
                         worker.send_config(sent.to_json())
                 elif isinstance(event, protocol.ShapePointEvent):
@@ -263,8 +261,8 @@ class ShapeSweepRun:
                 elif isinstance(event, protocol.DoneEvent):
                     done = event
             worker.wait(30)
-            if self._stop.is_set():
-                status, message = STOPPED, self._stop_message
+            if self._stop.requested:
+                status, message = STOPPED, self._stop.message
             elif done is None:
                 why = "did not say hello in time" if silent.is_set() else worker.exit_description()
                 status, message = FAILED, f"the worker ended without finishing ({why})"
@@ -293,6 +291,6 @@ class ShapeSweepRun:
 
         final = self.folder.update(finish)
         return ShapeSweepOutcome(
-            record=final, folder=self.folder.path, stop_requested=self._stop.is_set(),
+            record=final, folder=self.folder.path, stop_requested=self._stop.requested,
             refused=refused, write_error=self.folder.write_error,
         )

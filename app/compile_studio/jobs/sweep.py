@@ -43,6 +43,7 @@ from ..results.sweep_record import (
     SweepRecord,
 )
 from ..results.sweep_store import SweepFolder
+from .job import StopSwitch
 from .session import (
     STOPPED_BY_USER,
     RunOutcome,
@@ -206,9 +207,8 @@ class SweepRunner:
         self.on_log = on_log
         self.retry_failed = retry_failed
         self.spec = spec_of(sweep.record)
-        self._stop = threading.Event()
-        self._stop_message = STOPPED_BY_USER
         self._lock = threading.Lock()
+        self._stop = StopSwitch(self._lock)
         self._sessions: dict[int, RunSession] = {}
         self._ran: list[int] = []
         #: per point index: the progress (0–1) of its session
@@ -218,15 +218,13 @@ class SweepRunner:
     # -- control --------------------------------------------------------------------------
     @property
     def stop_requested(self) -> bool:
-        return self._stop.is_set()
+        return self._stop.requested
 
     def request_stop(self, message: str = STOPPED_BY_USER) -> None:
         """Stop: no further point starts, the running ones stop (their samples kept); returns at once."""
-        with self._lock:
-            if self._stop.is_set():
-                return
-            self._stop_message = message
-            self._stop.set()
+        if not self._stop.trip(message):
+            return
+        with self._lock:  # a session registered after the trip sees it and stops itself
             sessions = list(self._sessions.values())
         for session in sessions:
             session.request_stop(message)
@@ -297,9 +295,9 @@ class SweepRunner:
                 record.status = COMPLETE
                 failed = sum(1 for p in record.points if p.status == FAILED)
                 record.message = f"{failed} of {len(record.points)} points failed" if failed else ""
-            elif self._stop.is_set():
+            elif self._stop.requested:
                 record.status = STOPPED
-                record.message = f"{self._stop_message}; {len(missing)} points not run (resume runs them)"
+                record.message = f"{self._stop.message}; {len(missing)} points not run (resume runs them)"
             else:
                 record.status = "incomplete"
                 record.message = f"{len(missing)} points not run"
@@ -309,13 +307,13 @@ class SweepRunner:
             record=final,
             folder=self.sweep.path,
             ran=list(self._ran),
-            stop_requested=self._stop.is_set(),
+            stop_requested=self._stop.requested,
             write_error=self.sweep.write_error,
             refused=self._refused,
         )
 
     def _work(self, jobs: queue.Queue[int]) -> None:
-        while not self._stop.is_set():
+        while not self._stop.requested:
             try:
                 index = jobs.get_nowait()
             except queue.Empty:
@@ -362,7 +360,7 @@ class SweepRunner:
                 self.on_log(index, line)
 
         with self._lock:
-            if self._stop.is_set():
+            if self._stop.requested:
                 return
             self._ran.append(index)
         try:
@@ -374,9 +372,9 @@ class SweepRunner:
             return
         with self._lock:
             self._sessions[index] = session
-            stop_now = self._stop.is_set()
+            stop_now = self._stop.requested
         if stop_now:
-            session.request_stop(self._stop_message)
+            session.request_stop(self._stop.message)
         earlier = list(point.earlier_runs)
         if point.run and point.run != session.run_id:
             earlier.append(point.run)

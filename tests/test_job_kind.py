@@ -1,0 +1,114 @@
+"""A new kind of job, written here and nowhere in the app, runs on the window's one job thread.
+
+The kind is an A/A calibration: the same configuration run twice through the
+session (real workers), to see how far two identical runs differ. It is only
+a class of the :class:`~compile_studio.jobs.job.Job` shape using the shared
+:class:`~compile_studio.jobs.job.StopSwitch`; :class:`~compile_studio.gui.job_thread.JobThread`
+runs it, stops it and reports its end or its failure, as it does for sweeps.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.gui.job_thread import JobThread
+from compile_studio.jobs.job import Job, StopSwitch
+from compile_studio.jobs.session import RunOutcome, RunSession
+from compile_studio.results import RunStore
+
+
+class CalibrationJob:
+    """The same configuration ``times`` times, one run after the other; ends with their outcomes."""
+
+    def __init__(self, config: BenchmarkConfig, store: RunStore, times: int = 2):
+        self.config, self.store, self.times = config, store, times
+        self._lock = threading.Lock()
+        self._stop = StopSwitch(self._lock)
+        self._session: RunSession | None = None
+        self.outcomes: list[RunOutcome] = []
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop.requested
+
+    def request_stop(self, message: str = "stopped by the user") -> None:
+        if self._stop.trip(message):
+            with self._lock:
+                session = self._session
+            if session is not None:
+                session.request_stop(self._stop.message)
+
+    def fraction(self) -> float:
+        with self._lock:
+            session = self._session
+        running = session.progress.fraction() if session is not None else 0.0
+        return min(1.0, (len(self.outcomes) + running) / self.times)
+
+    def run(self) -> list[RunOutcome]:
+        for _ in range(self.times):
+            session = RunSession(self.config, self.store)
+            with self._lock:
+                if self._stop.requested:
+                    break
+                self._session = session
+            self.outcomes.append(session.run())
+            with self._lock:
+                self._session = None
+        return self.outcomes
+
+
+class BrokenJob(CalibrationJob):
+    def run(self) -> list[RunOutcome]:
+        raise RuntimeError("the calibration table is missing")
+
+
+@pytest.fixture
+def job(tiny_config, tmp_path) -> CalibrationJob:
+    return CalibrationJob(BenchmarkConfig.from_dict(tiny_config), RunStore(tmp_path / "runs"))
+
+
+def test_the_kind_has_the_job_shape(job):
+    assert isinstance(job, Job)
+    assert not isinstance(object(), Job)
+
+
+def test_the_job_thread_runs_the_new_kind_to_its_end(qtbot, job):
+    thread = JobThread(job)
+    failures: list[str] = []
+    thread.failed.connect(failures.append)
+    with qtbot.waitSignal(thread.finished_job, timeout=120_000) as ended:
+        thread.start()
+    thread.wait(10_000)
+    outcomes = ended.args[0]
+    assert outcomes is thread.outcome and len(outcomes) == 2
+    assert [o.status for o in outcomes] == ["complete", "complete"]
+    assert len({o.folder for o in outcomes}) == 2 and all(o.folder.is_dir() for o in outcomes)
+    assert thread.fraction() == 1.0 and not thread.stop_requested and failures == []
+
+
+def test_a_stop_through_the_thread_reaches_the_running_session_and_keeps_what_ran(qtbot, job):
+    job.config = BenchmarkConfig.from_dict({**job.config.to_dict(), "iterations": 100_000})
+    thread = JobThread(job)
+    thread.start()
+    qtbot.waitUntil(lambda: thread.fraction() > 0.01, timeout=120_000)
+    with qtbot.waitSignal(thread.finished_job, timeout=60_000) as ended:
+        thread.request_stop("enough for now")
+        thread.request_stop("a second stop changes nothing")
+    thread.wait(10_000)
+    (outcome,) = ended.args[0]  # the second run never started
+    assert outcome.stop_requested and outcome.status == "stopped"
+    assert sum(len(v.samples) for v in outcome.run.variants.values()) > 0
+    assert thread.stop_requested
+
+
+def test_a_job_that_raises_is_a_failure_in_words(qtbot, tiny_config, tmp_path):
+    thread = JobThread(BrokenJob(BenchmarkConfig.from_dict(tiny_config), RunStore(tmp_path)))
+    thread.what = "the calibration"
+    with qtbot.waitSignal(thread.failed, timeout=30_000) as failed:
+        thread.start()
+    thread.wait(10_000)
+    assert failed.args == ["the calibration stopped: RuntimeError: the calibration table is missing"]
+    assert thread.outcome is None
