@@ -18,6 +18,7 @@ FRONT_ENDS = "Front ends, jobs, launchers and results stay off the engine, the w
 NO_QT = "Engine and results stay off Qt"
 WORKER_ONLY = "Worker and engine need only Python, torch, numpy and the core"
 QT_IN_WINDOW = "Qt only in the window"
+WORKERS_THROUGH_JOBS = "The window reaches workers only through jobs"
 
 
 def lint_imports_command() -> str:
@@ -65,7 +66,7 @@ def contract_line(output: str, name: str) -> str:
 def test_the_tree_keeps_every_contract():
     result = lint_imports(ROOT / "app", ROOT / "pyproject.toml", ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    for name in (LAYERS, FRONT_ENDS, NO_QT, WORKER_ONLY, QT_IN_WINDOW):
+    for name in (LAYERS, FRONT_ENDS, NO_QT, WORKER_ONLY, QT_IN_WINDOW, WORKERS_THROUGH_JOBS):
         assert contract_line(result.stdout, name) == "KEPT"
 
 
@@ -96,6 +97,12 @@ def test_the_tree_keeps_every_contract():
             "from PySide6 import QtCore",
             QT_IN_WINDOW,
             "compile_studio.jobs.session -> PySide6",
+        ),
+        (
+            "gui/colors.py",
+            "from compile_studio.launchers.supervisor import WorkerProcess",
+            WORKERS_THROUGH_JOBS,
+            "compile_studio.gui.colors -> compile_studio.launchers.supervisor",
         ),
         (
             "worker.py",

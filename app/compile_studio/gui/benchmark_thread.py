@@ -1,7 +1,7 @@
 """Background threads of the GUI: one benchmark run, and the start-up environment probe.
 
 Both only relay: the run is a :class:`~compile_studio.jobs.session.RunSession`,
-the probe :func:`~compile_studio.launchers.supervisor.probe_environment`; their results
+the probe :func:`~compile_studio.jobs.workers.probe_environment`; their results
 reach the GUI thread as Qt signals (queued calls). torch never enters the
 GUI process.
 """
@@ -17,9 +17,9 @@ from PySide6.QtCore import QObject, QThread, Signal
 from ..core import protocol
 from ..core.config import BenchmarkConfig
 from ..jobs.session import Progress, RunSession
-from ..launchers.standby_worker import StandbyWorker
-from ..launchers.supervisor import (
+from ..jobs.workers import (
     ProbeFailed,
+    StandbyWorker,
     WorkerLauncher,
     WorkerProcess,
     probe_environment,

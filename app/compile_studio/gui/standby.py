@@ -21,8 +21,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..core.config import BenchmarkConfig
 from ..jobs.session import fresh_worker_reason, hello_timeout_s, standby_launcher
-from ..launchers.standby_worker import StandbyWorker
-from ..launchers.supervisor import WorkerLauncher, WorkerStartFailed
+from ..jobs.workers import StandbyWorker, WorkerLauncher, WorkerStartFailed
 
 #: Set to ``0`` to start no worker ahead of a run.
 STANDBY_ENV = "COMPILE_STUDIO_STANDBY"

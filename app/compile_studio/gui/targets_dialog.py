@@ -30,8 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..launchers.remote import launcher_for
-from ..launchers.supervisor import WorkerLauncher
+from ..jobs.workers import WorkerLauncher, launcher_for
 from ..launchers.target_kinds import kind_names, kind_words, target_kind
 from ..launchers.targets import (
     LOCAL,
