@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,20 +60,86 @@ INTERRUPTED = "interrupted: the process running the sweep ended (resume runs it 
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
 
 
-def is_sweep_folder(path: str | Path) -> bool:
-    """Whether ``path`` is a sweep folder or its sweep.json (cheap: the file's name only)."""
+# -- what every record folder's loading shares ----------------------------------------------
+
+def _is_record_folder(path: str | Path, name: str) -> bool:
+    """Whether ``path`` is a record folder holding ``name``, or that file (cheap: names only)."""
     p = Path(path)
     try:
-        if p.name == SWEEP_JSON and p.is_file():
+        if p.name == name and p.is_file():
             return True
-        return p.is_dir() and (p / SWEEP_JSON).is_file()
+        return p.is_dir() and (p / name).is_file()
     except OSError:
         return False
 
 
+def _record_folder_of(path: Path, name: str) -> Path:
+    return path.parent if path.name == name and not path.is_dir() else path
+
+
+def _load_record(path: str | Path, name: str, read: Callable[[Path, Any], Any]) -> Any:
+    """Read the record file ``name`` of a folder (or the file itself) with ``read(folder, doc)``.
+
+    The file must be a regular file within the size limit and one JSON
+    document; whatever goes wrong reading it becomes :class:`SweepDamaged`
+    saying why, never another exception.
+    """
+    folder = _record_folder_of(Path(path), name)
+    target = folder / name
+    try:
+        check_regular_file(target, MAX_SWEEP_JSON_BYTES)
+        doc = parse_json_document(read_bytes_capped(target, MAX_SWEEP_JSON_BYTES), name)
+        return read(folder, doc)
+    except SweepDamaged:
+        raise
+    except RunDamaged as exc:
+        raise SweepDamaged(str(exc)) from None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError) as exc:
+        raise SweepDamaged(f"{name} cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
+
+
+def _read_fields(doc: dict[str, Any], fields: dict[str, Any], name: str, problems: list[str]) -> dict[str, Any]:
+    """The top-level ``fields`` of a record document that fit their type; the others listed."""
+    out = {}
+    for key, hint in fields.items():
+        if key not in doc:
+            continue
+        value = doc[key]
+        if hint in (dict, list):
+            if isinstance(value, hint):
+                out[key] = value
+            else:
+                problems.append(f"{name}: {key} must be {'an object' if hint is dict else 'a list'}")
+            continue
+        try:
+            out[key] = conform(value, hint, MAX_TEXT)
+        except (Unfit, RecursionError) as exc:
+            problems.append(f"{name}: {key} {exc}")
+    return out
+
+
+def _read_environment(value: Any, name: str, problems: list[str]) -> dict[str, Any]:
+    """The environment block a worker reported, checked like any value read back."""
+    if not isinstance(value, dict):
+        return {}
+    try:
+        environment = conform(value, Any)
+    except Unfit as exc:
+        problems.append(f"{name}: environment {exc}")
+        return {}
+    return environment if isinstance(environment, dict) else {}
+
+
+# -- sweeps ---------------------------------------------------------------------------------
+
+def is_sweep_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a sweep folder or its sweep.json (cheap: the file's name only)."""
+    return _is_record_folder(path, SWEEP_JSON)
+
+
 def sweep_folder_of(path: Path) -> Path:
     """The sweep folder ``path`` names (the folder itself, or the folder of its sweep.json)."""
-    return path.parent if path.name == SWEEP_JSON and not path.is_dir() else path
+    return _record_folder_of(path, SWEEP_JSON)
 
 
 _TOP_FIELDS: dict[str, Any] = {
@@ -94,25 +161,6 @@ _TOP_FIELDS: dict[str, Any] = {
 }
 _VARIANT = Schema.of_dataclass("variant", PointVariant)
 _POINT = Schema.of_dataclass("point", SweepPoint, skip=("variants",))
-
-
-def _read_top(doc: dict[str, Any], problems: list[str]) -> dict[str, Any]:
-    out = {}
-    for key, hint in _TOP_FIELDS.items():
-        if key not in doc:
-            continue
-        value = doc[key]
-        if hint in (dict, list):
-            if isinstance(value, hint):
-                out[key] = value
-            else:
-                problems.append(f"sweep.json: {key} must be {'an object' if hint is dict else 'a list'}")
-            continue
-        try:
-            out[key] = conform(value, hint, MAX_TEXT)
-        except (Unfit, RecursionError) as exc:
-            problems.append(f"sweep.json: {key} {exc}")
-    return out
 
 
 def _read_point(k: int, data: Any, problems: list[str]) -> SweepPoint | None:
@@ -162,25 +210,15 @@ def load_sweep(path: str | Path) -> SweepRecord:
     A field that does not fit falls back to its default, a point that does not
     fit is left out; both are listed in ``record.load_problems``.
     """
-    folder = sweep_folder_of(Path(path))
-    target = folder / SWEEP_JSON
-    try:
-        return _load(folder, target)
-    except SweepDamaged:
-        raise
-    except RunDamaged as exc:
-        raise SweepDamaged(str(exc)) from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError) as exc:
-        raise SweepDamaged(f"{SWEEP_JSON} cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
+    record: SweepRecord = _load_record(path, SWEEP_JSON, _read_sweep)
+    return record
 
 
-def _load(folder: Path, target: Path) -> SweepRecord:
-    check_regular_file(target, MAX_SWEEP_JSON_BYTES)
-    doc = parse_json_document(read_bytes_capped(target, MAX_SWEEP_JSON_BYTES), SWEEP_JSON)
+def _read_sweep(folder: Path, doc: Any) -> SweepRecord:
     if not isinstance(doc, dict) or "points" not in doc or "param" not in doc:
         raise SweepDamaged(f"{SWEEP_JSON} is not a Compile Studio sweep record")
     problems: list[str] = []
-    top = _read_top(doc, problems)
+    top = _read_fields(doc, _TOP_FIELDS, SWEEP_JSON, problems)
     param = top.get("param")
     if not isinstance(param, str) or not param or len(param) > MAX_NAME:
         raise SweepDamaged(f"{SWEEP_JSON}: the swept parameter is missing or not a short name")
@@ -203,12 +241,7 @@ def _load(folder: Path, target: Path) -> SweepRecord:
             continue
         seen.add(point.index)
         points.append(point)
-    environment = top.get("environment") or {}
-    try:
-        environment = conform(environment, Any)
-    except Unfit as exc:
-        problems.append(f"sweep.json: environment {exc}")
-        environment = {}
+    environment = _read_environment(top.get("environment"), SWEEP_JSON, problems)
     concurrency = top.get("concurrency", 1)
     record = SweepRecord(
         sweep_id=top.get("sweep_id") or folder.name,
@@ -217,7 +250,7 @@ def _load(folder: Path, target: Path) -> SweepRecord:
         config=config,
         points=points,
         values_text=top.get("values_text") or "",
-        environment=environment if isinstance(environment, dict) else {},
+        environment=environment,
         status=top.get("status") or "incomplete",
         message=top.get("message") or "",
         concurrency=concurrency if isinstance(concurrency, int) and 1 <= concurrency <= 64 else 1,
@@ -232,22 +265,28 @@ def _load(folder: Path, target: Path) -> SweepRecord:
 
 
 
-def _mark_interrupted(record: SweepRecord, folder: Path | None = None) -> None:
-    """Points (and a sweep) marked running whose owner is gone read as stopped.
+def _owner_gone(record: SweepRecord | ShapeSweepRecord, folder: Path | None) -> bool:
+    """Whether the process that ran a record is gone.
 
-    The owner lock answers for a sweep run on this machine (a live owner holds
+    The owner lock answers for a record run on this machine (a live owner holds
     it; a reused pid does not); the recorded pid and host answer otherwise.
     """
-    running = [p for p in record.points if p.status == RUNNING]
-    if not running and record.status != RUNNING:
-        return
     held = held_by_a_process(folder) if folder is not None else None
     here = not record.owner_host or record.owner_host == socket.gethostname()
     if held is True:
-        return
+        return False
     if held is None or not here:
-        if owner_alive(record.owner_pid, record.owner_host):
-            return
+        return not owner_alive(record.owner_pid, record.owner_host)
+    return True
+
+
+def _mark_interrupted(record: SweepRecord, folder: Path | None = None) -> None:
+    """Points (and a sweep) marked running whose owner is gone read as stopped."""
+    running = [p for p in record.points if p.status == RUNNING]
+    if not running and record.status != RUNNING:
+        return
+    if not _owner_gone(record, folder):
+        return
     for p in running:
         p.status = STOPPED
         p.message = INTERRUPTED
@@ -261,13 +300,7 @@ def _mark_interrupted(record: SweepRecord, folder: Path | None = None) -> None:
 
 def is_shape_sweep_folder(path: str | Path) -> bool:
     """Whether ``path`` is a shape-sweep folder or its shape_sweep.json (by the file's name)."""
-    p = Path(path)
-    try:
-        if p.name == SHAPE_JSON and p.is_file():
-            return True
-        return p.is_dir() and (p / SHAPE_JSON).is_file()
-    except OSError:
-        return False
+    return _is_record_folder(path, SHAPE_JSON)
 
 
 _SHAPE_POINT = Schema.of_dataclass("shape point", ShapePoint)
@@ -279,32 +312,15 @@ _SHAPE_TOP: dict[str, Any] = {
 
 def load_shape_sweep(path: str | Path) -> ShapeSweepRecord:
     """Read a shape-sweep folder (or its shape_sweep.json); :class:`SweepDamaged` saying why it cannot."""
-    p = Path(path)
-    folder = p.parent if p.name == SHAPE_JSON and not p.is_dir() else p
-    target = folder / SHAPE_JSON
-    try:
-        return _load_shape(folder, target)
-    except SweepDamaged:
-        raise
-    except RunDamaged as exc:
-        raise SweepDamaged(str(exc)) from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError) as exc:
-        raise SweepDamaged(f"{SHAPE_JSON} cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
+    record: ShapeSweepRecord = _load_record(path, SHAPE_JSON, _read_shape_sweep)
+    return record
 
 
-def _load_shape(folder: Path, target: Path) -> ShapeSweepRecord:
-    check_regular_file(target, MAX_SWEEP_JSON_BYTES)
-    doc = parse_json_document(read_bytes_capped(target, MAX_SWEEP_JSON_BYTES), SHAPE_JSON)
+def _read_shape_sweep(folder: Path, doc: Any) -> ShapeSweepRecord:
     if not isinstance(doc, dict) or doc.get("kind") != SHAPE_KIND or not isinstance(doc.get("points"), list):
         raise SweepDamaged(f"{SHAPE_JSON} is not a Compile Studio shape-sweep record")
     problems: list[str] = []
-    top: dict[str, Any] = {}
-    for key, hint in _SHAPE_TOP.items():
-        if key in doc:
-            try:
-                top[key] = conform(doc[key], hint, MAX_TEXT)
-            except (Unfit, RecursionError) as exc:
-                problems.append(f"{SHAPE_JSON}: {key} {exc}")
+    top = _read_fields(doc, _SHAPE_TOP, SHAPE_JSON, problems)
     config = config_from_saved(doc.get("config"))
     if config is None:
         raise SweepDamaged(f"{SHAPE_JSON}: the configuration is missing")
@@ -327,12 +343,7 @@ def _load_shape(folder: Path, target: Path) -> ShapeSweepRecord:
         if "recompile_reasons" in values:
             values["recompile_reasons"] = kept_reasons(values["recompile_reasons"])
         points.append(ShapePoint(**values))
-    environment = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
-    try:
-        environment = conform(environment, Any)
-    except Unfit as exc:
-        problems.append(f"{SHAPE_JSON}: environment {exc}")
-        environment = {}
+    environment = _read_environment(doc.get("environment"), SHAPE_JSON, problems)
     record = ShapeSweepRecord(
         sweep_id=top.get("sweep_id") or folder.name,
         created=top.get("created") or "",
@@ -342,7 +353,7 @@ def _load_shape(folder: Path, target: Path) -> ShapeSweepRecord:
         recompile_limit=top.get("recompile_limit") or 0,
         repeats=top.get("repeats") or 5,
         points=points,
-        environment=environment if isinstance(environment, dict) else {},
+        environment=environment,
         status=top.get("status") or "incomplete",
         message=top.get("message") or "",
         owner_pid=top.get("owner_pid") or 0,
@@ -351,7 +362,7 @@ def _load_shape(folder: Path, target: Path) -> ShapeSweepRecord:
         schema_version=top.get("schema_version") or SHAPE_SCHEMA_VERSION,
         load_problems=problems,
     )
-    if record.status == RUNNING and not owner_alive(record.owner_pid, record.owner_host):
+    if record.status == RUNNING and _owner_gone(record, folder):
         record.status = STOPPED
         record.message = "interrupted: the process running the shape sweep ended"
     return record
