@@ -7,18 +7,26 @@ changes), the top operators or kernels of the profiled calls, graph
 breaks and recompiles with their reasons and source lines, Inductor's output
 code in a read-only viewer, and the Chrome trace's file (it opens in
 ui.perfetto.dev). Compile time by phase is a stacked bar per compiled
-variant. Everything is read from the run folder by ``results.why_files``; text from
-the files is shown as plain text, never as markup. No torch.
+variant. Below, "What to try": the run's ranked suggestions
+(``results.advice``) and, where one was tried (``compile-studio-cli advise RUN
+--try N``), the verdict of its trial (``results.what_to_try``); "Try it" runs
+that comparison for the selected suggestion off the GUI thread
+(:class:`TrialThread`, as the sweep's thread runs a sweep). Everything is
+read from the run folder by ``results.why_files`` and ``results.trial_record``;
+text from the files is shown as plain text, never as markup. No torch.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import QObject, Qt, QThread, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices, QFontDatabase
 from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
@@ -32,7 +40,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..core.config import ConfigError
+from ..jobs.sweep import SessionFactory
+from ..jobs.trial import TrialOutcome, TrialRunner, new_trial, not_tried_reason, trial_config
+from ..jobs.trust import code_from_file
 from ..results import RunDamaged, RunResult
+from ..results.trial_record import (
+    MIN_TRIAL_ROUNDS,
+    RUNNING,
+    TRIAL_JSON,
+    TRIALS_DIR,
+    TrialFolder,
+    TrialRecord,
+)
+from ..results.what_to_try import WhatToTry, round_lines, verdict_summary, what_to_try
 from ..results.why import sentence, variant_lines
 from ..results.why_files import (
     CodeFile,
@@ -43,9 +64,15 @@ from ..results.why_files import (
 )
 from .colors import SERIES_COLORS
 from .run_identity import run_folder
+from .trust_dialog import CodeConsent
 
 #: Columns of the top-operators table.
 OP_COLUMNS = ["operator / kernel", "self / call", "calls / call", "share"]
+#: Columns of the "What to try" table.
+TRY_COLUMNS = ["#", "what to try", "change", "tried: verdict"]
+#: The least height of the "What to try" list (its title row and a row of the table).
+TRY_MIN_HEIGHT = 40
+TRY_HINT = "Select a configuration change and press Try it (or: compile-studio-cli advise RUN --try N)"
 PERFETTO_NOTE = "open it in ui.perfetto.dev (or chrome://tracing)"
 
 
@@ -113,6 +140,68 @@ class PhaseBars(pg.PlotWidget):
         # room above the bars for the legend
         self.item.setYRange(-0.6, max(0.6, len(rows) - 0.4) + 1.3)
         self.item.setTitle("compile time by phase  (| first call)" if rows else "no compile phases")
+
+
+class TrialThread(QThread):
+    """A "try it" comparison (:class:`~compile_studio.jobs.trial.TrialRunner`) run off the GUI thread.
+
+    As the sweep's thread: the runner (its sessions, the workers, the trial
+    folder's files) lives in this thread; the window only receives copies of
+    the trial's record.
+    """
+
+    #: a copy of the trial's record (TrialRecord), the round and the role of the run that changed
+    run_changed = Signal(object, int, str)
+    #: the :class:`~compile_studio.jobs.trial.TrialOutcome`
+    finished_trial = Signal(object)
+    failed = Signal(str)
+
+    def __init__(
+        self, trial: TrialFolder, session_factory: SessionFactory | None = None, parent: QObject | None = None
+    ):
+        super().__init__(parent)
+        self.trial = trial
+        self.runner = TrialRunner(trial, session_factory=session_factory, on_run=self.run_changed.emit)
+        self.outcome: TrialOutcome | None = None
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.runner.stop_requested
+
+    def request_stop(self, message: str | None = None) -> None:
+        """Stop the comparison (the rounds measured are kept); returns at once."""
+        if message is None:
+            self.runner.request_stop()
+        else:
+            self.runner.request_stop(message)
+
+    def fraction(self) -> float:
+        return self.runner.fraction()
+
+    def run(self) -> None:  # noqa: D401 - QThread entry point
+        try:
+            self.outcome = self.runner.run()
+        except Exception as exc:  # noqa: BLE001 - never let the thread die silently
+            self.failed.emit(f"the comparison stopped: {type(exc).__name__}: {exc}")
+            return
+        self.finished_trial.emit(self.outcome)
+
+
+def _trials_stamp(folder: Path | None) -> tuple[tuple[str, int], ...]:
+    """Each trial folder beside the run with its trial.json's time: the view reads them again when it changes."""
+    if folder is None:
+        return ()
+    out = []
+    try:
+        with os.scandir(folder / TRIALS_DIR) as entries:
+            for entry in list(entries)[:200]:
+                try:
+                    out.append((entry.name, os.stat(Path(entry.path) / TRIAL_JSON, follow_symlinks=False).st_mtime_ns))
+                except OSError:
+                    out.append((entry.name, 0))
+    except OSError:
+        return ()
+    return tuple(sorted(out))
 
 
 class WhyView(QWidget):
@@ -193,9 +282,56 @@ class WhyView(QWidget):
         bottom.addWidget(self.details)
         bottom.addWidget(code_widget)
         bottom.setSizes([600, 500])
+        self.try_table = QTableWidget(0, len(TRY_COLUMNS))
+        self.try_table.setObjectName("whatToTry")
+        self.try_table.setHorizontalHeaderLabels(TRY_COLUMNS)
+        try_header = self.try_table.horizontalHeader()
+        try_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        try_header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.try_table.verticalHeader().hide()
+        self.try_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.try_table.setWordWrap(True)
+        self.try_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.try_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.try_table.itemSelectionChanged.connect(self._update_try_button)
+        self.try_note = _plain_label()
+        self.try_button = QPushButton("Try it")
+        self.try_button.setObjectName("tryIt")
+        self.try_button.setToolTip(
+            f"Measure the selected configuration change: the run's configuration (A) against it (B), "
+            f"A then B for {MIN_TRIAL_ROUNDS} rounds, kept beside the run (advise RUN --try N)"
+        )
+        self.try_button.clicked.connect(self._try_clicked)
+        self.try_button.setEnabled(False)
+        #: the comparison running from this view (None when none)
+        self.trial_thread: TrialThread | None = None
+        #: how each run of a comparison is started (None: a worker on this machine); tests replace it
+        self.trial_session_factory: SessionFactory | None = None
+        #: the code of a run the user agreed to run (asked once per piece of code)
+        self.consent = CodeConsent(self)
+        app = QApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.stop_trial)
+        try_box = QWidget()
+        try_layout = QVBoxLayout(try_box)
+        try_layout.setContentsMargins(0, 0, 0, 0)
+        try_title = QLabel("What to try")
+        try_title.setStyleSheet("font-weight: bold;")
+        try_head = QHBoxLayout()
+        try_head.addWidget(try_title, 1)
+        try_head.addWidget(self.try_button)
+        try_layout.addLayout(try_head)
+        try_layout.addWidget(self.try_table, 1)
+        try_layout.addWidget(self.try_note)
+        # the list folds down to its title row: the tab asks no more room than before it had one
+        try_box.setMinimumHeight(TRY_MIN_HEIGHT)
+        self.what_to_try = WhatToTry()
         body = QSplitter(Qt.Orientation.Vertical)
         body.addWidget(top)
         body.addWidget(bottom)
+        body.addWidget(try_box)
+        for pane, stretch in enumerate((2, 1, 2)):
+            body.setStretchFactor(pane, stretch)
         self.trace_label = _plain_label()
         layout = QVBoxLayout(self)
         layout.addLayout(head)
@@ -216,7 +352,7 @@ class WhyView(QWidget):
             stamp = why.stat().st_mtime_ns if why is not None else None
         except OSError:
             stamp = None
-        key = (run.run_id if run is not None else None, str(folder), stamp)
+        key = (run.run_id if run is not None else None, str(folder), stamp, _trials_stamp(folder))
         if key == self._key:
             return
         self._key = key
@@ -225,6 +361,7 @@ class WhyView(QWidget):
             self.report = WhyReport(None, absent="no run shown (or a run is in progress)")
         else:
             self.report = load_why(folder)
+        self._fill_try()
         self.phases.show_phases(self.report)
         self.variant_box.blockSignals(True)
         self.variant_box.clear()
@@ -332,6 +469,148 @@ class WhyView(QWidget):
             self.code.setPlainText(read_text_file(self.folder, c.file))
         except RunDamaged as exc:
             self.code.setPlainText(f"(cannot be shown: {exc})")
+
+    def _fill_try(self) -> None:
+        """The run's ranked suggestions, each with the verdict of its latest trial where it was tried."""
+        run = self.run
+        self.what_to_try = what_to_try(run, self.folder) if run is not None else WhatToTry()
+        w = self.what_to_try
+        self.try_table.setRowCount(len(w.suggestions))
+        for i, s in enumerate(w.suggestions):
+            if s.delta:
+                change = f"config: {s.delta_text()}"
+            elif s.code is not None:
+                change = f"code at {s.code.place or 'your code'} (shown, not tried)"
+            else:
+                change = "shown, not tried"
+            tried = w.tried(s)
+            verdict = verdict_summary(tried.suggestion) if tried is not None else (
+                "not tried yet" if s.delta else "–"
+            )
+            tip = [f"evidence: {s.evidence}", f"source: {s.source_title} — {s.source_url}"]
+            if s.code is not None and s.code.after:
+                tip.append("try instead:\n" + s.code.after)
+            cells = [str(i + 1), s.title + (f" [{s.variant}]" if s.variant else ""), change, verdict]
+            for j, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip("\n".join(tip))
+                if j == 3 and tried is not None:
+                    lines = [f"{tried.suggestion.verdict}: {tried.suggestion.verdict_reason}"]
+                    lines += round_lines(tried.suggestion)
+                    lines.append(f"trial: {tried.folder}")
+                    item.setToolTip("\n".join(lines))
+                self.try_table.setItem(i, j, item)
+        notes = []
+        if run is not None and not w.suggestions:
+            notes.append("Nothing to suggest: no rule's evidence is in this run.")
+        elif w.suggestions:
+            notes.append(TRY_HINT + " (the run's configuration against the change, in alternating rounds).")
+        for t in w.damaged():
+            notes.append(f"Trial {t.folder.name} cannot be read: {t.problem}")
+        if self.trial_thread is None:
+            self.try_note.setText("\n".join(notes))
+        self._update_try_button()
+
+    # -- try it ---------------------------------------------------------------------------------
+    def _selected_suggestion(self) -> int | None:
+        """The 1-based number of the selected suggestion (None when no row is selected)."""
+        rows = self.try_table.selectionModel().selectedRows() if self.try_table.selectionModel() else []
+        if not rows:
+            return None
+        k = rows[0].row() + 1
+        return k if 1 <= k <= len(self.what_to_try.suggestions) else None
+
+    def _update_try_button(self) -> None:
+        if self.trial_thread is not None:
+            self.try_button.setText("Stop trying")
+            self.try_button.setEnabled(not self.trial_thread.stop_requested)
+            return
+        self.try_button.setText("Try it")
+        k = self._selected_suggestion()
+        ok = (
+            k is not None and self.run is not None and self.folder is not None
+            and not_tried_reason(self.what_to_try.suggestions[k - 1]) is None
+        )
+        self.try_button.setEnabled(ok)
+
+    def _try_clicked(self) -> None:
+        if self.trial_thread is not None:
+            self.trial_thread.request_stop()
+            self._update_try_button()
+            return
+        self.try_suggestion(self._selected_suggestion())
+
+    def try_suggestion(self, k: int | None) -> bool:
+        """Start the comparison of suggestion ``k`` (1-based) off the GUI thread; whether it started."""
+        run, folder = self.run, self.folder
+        if k is None or run is None or folder is None or self.trial_thread is not None:
+            return False
+        s = self.what_to_try.suggestions[k - 1]
+        reason = not_tried_reason(s)
+        if reason is not None:
+            self.try_note.setText(reason)
+            return False
+        try:
+            base, _ = trial_config(run, folder)
+        except ConfigError as exc:
+            self.try_note.setText("Cannot try it: " + "; ".join(str(p) for p in exc.problems))
+            return False
+        refs = code_from_file(base)
+        if not self.consent.agreed(refs, f"the run {folder.name}"):
+            self.try_note.setText("Not tried: the code the run names was not agreed to.")
+            return False
+        try:
+            trial = new_trial(run, folder, [(k, s)], rounds=MIN_TRIAL_ROUNDS)
+        except ConfigError as exc:
+            self.try_note.setText("Cannot try it: " + "; ".join(str(p) for p in exc.problems))
+            return False
+        except OSError as exc:
+            self.try_note.setText(f"Cannot create the trial folder beside the run: {exc}")
+            return False
+        thread = TrialThread(trial, session_factory=self.trial_session_factory, parent=self)
+        thread.run_changed.connect(self._trial_progress)
+        thread.finished_trial.connect(self._trial_done)
+        thread.failed.connect(self._trial_failed)
+        self.trial_thread = thread
+        self.try_note.setText(f"Trying {k}. {s.rule} ({s.delta_text()}): starting…")
+        self._update_try_button()
+        thread.start()
+        return True
+
+    def _trial_progress(self, record: TrialRecord, r: int, role: str) -> None:
+        entry = next((x for x in record.runs if x.round == r and x.role == role), None)
+        s = record.suggestions[0] if record.suggestions else None
+        if entry is None or s is None:
+            return
+        what = "A (the run's configuration)" if role == "A" else f"B ({s.delta_text()})"
+        state = "running…" if entry.status == RUNNING else entry.status
+        self.try_note.setText(f"Trying {s.index}. {s.rule}: round {r}/{record.rounds} · {what} {state}")
+
+    def _trial_ended(self) -> None:
+        thread, self.trial_thread = self.trial_thread, None
+        if thread is not None:
+            thread.wait()
+            thread.deleteLater()
+        self._key = None
+        self.show_folder(self.run, self.folder)
+        self._update_try_button()
+
+    def _trial_done(self, outcome: TrialOutcome) -> None:
+        self._trial_ended()
+        said = [f"{s.index}. {s.rule}: {verdict_summary(s)}" for s in outcome.record.suggestions]
+        status = outcome.record.status + (f" ({outcome.record.message})" if outcome.record.message else "")
+        self.try_note.setText(f"Tried ({status}): " + "; ".join(said) + f" — kept in {outcome.folder}")
+
+    def _trial_failed(self, message: str) -> None:
+        self._trial_ended()
+        self.try_note.setText(message)
+
+    def stop_trial(self) -> None:
+        """Stop a comparison running from this view and wait for it (the rounds measured are kept)."""
+        thread = self.trial_thread
+        if thread is not None:
+            thread.request_stop()
+            thread.wait()
 
     def open_folder(self) -> None:
         """Open the run folder (trace, output code, why.json) in the desktop's file manager."""

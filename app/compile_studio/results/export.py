@@ -22,7 +22,7 @@ from .run_files import (
     summary_to_csv,
 )
 from .run_result import RunResult
-from .summary import summarize
+from .summary import SummaryRow, summarize
 from .why import markdown_lines as why_markdown_lines
 
 
@@ -141,11 +141,13 @@ def md_fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
+def markdown_report(run: RunResult, plot_png: str | None = None, folder: str | Path | None = None) -> str:
     """A report ready to paste into a GitHub issue about torch.compile.
 
     Every text that comes from the run (ids, messages, names, environment)
     is escaped, so a crafted run.json cannot add links, images or markup.
+    ``folder``: the run's folder, where its diagnostics and trials are read
+    for "What to try" (default: the folder the run was read from).
     """
     env = run.environment
     cfg = run.config
@@ -225,6 +227,7 @@ def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
                     + "; ".join(md_text(x) for x in reasons[:3])
                 )
     lines += why_markdown_lines(run, md_text)
+    lines += what_to_try_lines(run, folder if folder is not None else _run_folder(run), rows)
     peak = [r for r in rows if r.peak_memory_bytes]
     if peak:
         lines += ["", "Peak memory: " + ", ".join(
@@ -233,6 +236,70 @@ def markdown_report(run: RunResult, plot_png: str | None = None) -> str:
     if plot_png:
         lines += ["", f"![latency per iteration]({plot_png})"]
     return "\n".join(lines) + "\n"
+
+
+def _run_folder(run: RunResult) -> Path | None:
+    """The folder ``run`` was read from (None for a run not read from a run folder)."""
+    source = run.source
+    try:
+        return source if source is not None and source.is_dir() else None
+    except OSError:
+        return None
+
+
+def what_to_try_lines(run: RunResult, folder: str | Path | None, rows: list[SummaryRow] | None = None) -> list[str]:
+    """The report's "What to try" section: the ranked suggestions and, where tried, the verdict.
+
+    Empty when nothing is suggested and nothing was tried. Every text from
+    the run's files is escaped.
+    """
+    from .what_to_try import verdict_summary, what_to_try
+
+    w = what_to_try(run, folder, rows)
+    if not w.suggestions and not w.trials:
+        return []
+    out = ["", "### What to try", ""]
+    if w.suggestions:
+        out.append(
+            "Ranked by the effect the run's evidence allows. A configuration change can be tried: "
+            "`compile-studio-cli advise RUN --try N` runs the run's configuration (A) against it (B) "
+            "in alternating rounds and judges it like a variant."
+        )
+        out.append("")
+    for k, s in enumerate(w.suggestions, 1):
+        where = f" \\[{md_text(s.variant)}\\]" if s.variant else ""
+        if s.delta:
+            change = f"config {md_code(s.delta_text())}"
+        elif s.code is not None:
+            change = f"code at {md_code(s.code.place or 'your code')}, shown, not tried"
+        else:
+            change = "shown, not tried"
+        line = f"{k}. {md_text(s.title)}{where} — {change}"
+        tried = w.tried(s)
+        if tried is not None:
+            said = verdict_summary(tried.suggestion)
+            line += (
+                f" — tried: **{md_text(tried.suggestion.verdict or 'no verdict')}** "
+                f"({md_text(said.partition(' — ')[2] or said)})"
+            )
+        else:
+            line += " — not tried yet" if s.delta else ""
+        out.append(line)
+    shown = {(s.rule, s.delta_text()) for s in w.suggestions}
+    extra = []
+    for t in w.trials:
+        if t.record is not None:
+            extra += [ts for ts in t.record.suggestions if (ts.rule, ts.delta_text()) not in shown]
+    if extra:
+        out += ["", "Tried earlier, no longer suggested:", ""]
+        for ts in extra:
+            out.append(
+                f"- {md_text(ts.rule)} ({md_code(ts.delta_text() or 'no change')}): "
+                f"**{md_text(ts.verdict or 'no verdict')}** ({md_text(verdict_summary(ts).partition(' — ')[2])})"
+            )
+    for t in w.damaged():
+        out.append(f"- trial {md_text(t.folder.name)} cannot be read: {md_text(t.problem)}")
+    return out
 
 
 def export_markdown(
