@@ -27,13 +27,8 @@ from compile_studio.jobs import trial as trial_job
 from compile_studio.jobs.session import RunOutcome, RunSession
 from compile_studio.results import RunResult, RunStore, load_run
 from compile_studio.results.advice import CodeChange, Suggestion, advice_text
-from compile_studio.results.trial_record import (
-    TRIAL_JSON,
-    VERDICT_WORDS,
-    TrialDamaged,
-    load_trial,
-    trials_of,
-)
+from compile_studio.results.trial_load import load_trial, trials_of
+from compile_studio.results.trial_record import TRIAL_JSON, VERDICT_WORDS, TrialDamaged
 from compile_studio.results.what_to_try import what_to_try
 
 #: The words a tried suggestion may get (a machine's speed decides which).

@@ -121,7 +121,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _print_advice(run: RunResult, report: WhyReport, suggestions: list[Suggestion], folder: Path) -> None:
-    from ..results.trial_record import trials_of
+    from ..results.trial_load import trials_of
 
     out = sys.stdout
     out.write(escape_controls(f"{run.title()}  [{run.status}]  run {run.run_id}\n\n"))

@@ -11,7 +11,7 @@ variant. Below, "What to try": the run's ranked suggestions
 (``results.advice``) and, where one was tried (``compile-studio-cli advise RUN
 --try N``), the verdict of its trial (``results.what_to_try``); "Try it" runs
 that comparison for the selected suggestion off the GUI thread
-(:class:`TrialThread`, as the sweep's thread runs a sweep). Everything is
+(:class:`~compile_studio.gui.trial_thread.TrialThread`, as the sweep's thread runs a sweep). Everything is
 read from the run folder by ``results.why_files`` and ``results.trial_record``;
 text from the files is shown as plain text, never as markup. No torch.
 """
@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, QThread, QUrl, Signal
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QColor, QDesktopServices, QFontDatabase
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
 
 from ..core.config import ConfigError
 from ..jobs.sweep import SessionFactory
-from ..jobs.trial import TrialOutcome, TrialRunner, new_trial, not_tried_reason, trial_config
+from ..jobs.trial import TrialOutcome, new_trial, not_tried_reason, trial_config
 from ..jobs.trust import code_from_file
 from ..results import RunDamaged, RunResult
 from ..results.trial_record import (
@@ -50,7 +50,6 @@ from ..results.trial_record import (
     RUNNING,
     TRIAL_JSON,
     TRIALS_DIR,
-    TrialFolder,
     TrialRecord,
 )
 from ..results.what_to_try import WhatToTry, round_lines, verdict_summary, what_to_try
@@ -64,6 +63,7 @@ from ..results.why_files import (
 )
 from .colors import SERIES_COLORS
 from .run_identity import run_folder
+from .trial_thread import TrialThread
 from .trust_dialog import CodeConsent
 
 #: Columns of the top-operators table.
@@ -140,51 +140,6 @@ class PhaseBars(pg.PlotWidget):
         # room above the bars for the legend
         self.item.setYRange(-0.6, max(0.6, len(rows) - 0.4) + 1.3)
         self.item.setTitle("compile time by phase  (| first call)" if rows else "no compile phases")
-
-
-class TrialThread(QThread):
-    """A "try it" comparison (:class:`~compile_studio.jobs.trial.TrialRunner`) run off the GUI thread.
-
-    As the sweep's thread: the runner (its sessions, the workers, the trial
-    folder's files) lives in this thread; the window only receives copies of
-    the trial's record.
-    """
-
-    #: a copy of the trial's record (TrialRecord), the round and the role of the run that changed
-    run_changed = Signal(object, int, str)
-    #: the :class:`~compile_studio.jobs.trial.TrialOutcome`
-    finished_trial = Signal(object)
-    failed = Signal(str)
-
-    def __init__(
-        self, trial: TrialFolder, session_factory: SessionFactory | None = None, parent: QObject | None = None
-    ):
-        super().__init__(parent)
-        self.trial = trial
-        self.runner = TrialRunner(trial, session_factory=session_factory, on_run=self.run_changed.emit)
-        self.outcome: TrialOutcome | None = None
-
-    @property
-    def stop_requested(self) -> bool:
-        return self.runner.stop_requested
-
-    def request_stop(self, message: str | None = None) -> None:
-        """Stop the comparison (the rounds measured are kept); returns at once."""
-        if message is None:
-            self.runner.request_stop()
-        else:
-            self.runner.request_stop(message)
-
-    def fraction(self) -> float:
-        return self.runner.fraction()
-
-    def run(self) -> None:  # noqa: D401 - QThread entry point
-        try:
-            self.outcome = self.runner.run()
-        except Exception as exc:  # noqa: BLE001 - never let the thread die silently
-            self.failed.emit(f"the comparison stopped: {type(exc).__name__}: {exc}")
-            return
-        self.finished_trial.emit(self.outcome)
 
 
 def _trials_stamp(folder: Path | None) -> tuple[tuple[str, int], ...]:
@@ -569,7 +524,7 @@ class WhyView(QWidget):
             return False
         thread = TrialThread(trial, session_factory=self.trial_session_factory, parent=self)
         thread.run_changed.connect(self._trial_progress)
-        thread.finished_trial.connect(self._trial_done)
+        thread.finished_job.connect(self._trial_done)
         thread.failed.connect(self._trial_failed)
         self.trial_thread = thread
         self.try_note.setText(f"Trying {k}. {s.rule} ({s.delta_text()}): starting…")

@@ -4,7 +4,7 @@ One place for the three front ends that show it — ``compile-studio-cli
 advise`` (below the suggestions), the Markdown report and the window's Why
 tab: :func:`what_to_try` reads the run's evidence (run.json, why.json), ranks
 the suggestions (:func:`advice_rules.advise`) and reads the trials kept
-beside the run (:func:`trial_record.trials_of`); :meth:`WhatToTry.tried`
+beside the run (:func:`trial_load.trials_of`); :meth:`WhatToTry.tried`
 gives a suggestion's latest verdict. Text only: no Qt, no torch; every
 string from a file is returned as it is, for the caller to make harmless.
 """
@@ -21,7 +21,8 @@ from .advice_rules import advise
 from .run_result import RunResult
 from .schema import RunDamaged
 from .trial_judge import fmt_figure, fmt_ratio
-from .trial_record import TrialListing, TrialRecord, TrialSuggestion, trials_of
+from .trial_load import TrialListing, trials_of
+from .trial_record import TrialRecord, TrialSuggestion
 from .why_files import WhyReport, load_why
 
 
