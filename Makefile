@@ -2,6 +2,8 @@
 #
 #   make run      set up .venv (once) and start the app
 #   make test     set up .venv (once) and run the whole test suite (offscreen Qt)
+#   make cli ARGS='show latest'   set up .venv (once) and run compile-studio-cli ARGS
+#                 (the commands live in .venv/bin, not on PATH: or `source .venv/bin/activate`)
 #
 # Setup installs torch first: the CPU build where no NVIDIA GPU is present
 # (no nvidia-smi), the default (CUDA) build where one is. Override with
@@ -22,7 +24,7 @@ TORCH_INDEX ?=
 PIP_INDEX_ARGS := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
 STAMP := $(VENV)/.compile-studio-setup
 
-.PHONY: setup run test test-stress lint package self-test icons install-desktop clean
+.PHONY: setup run cli test test-stress lint package self-test icons install-desktop clean
 
 setup: $(STAMP)
 
@@ -45,6 +47,11 @@ run: setup
 		exit 2; \
 	fi
 	$(BIN)/compile-studio
+
+# compile-studio-cli without activating .venv: make cli ARGS='run --layers 512,512,10'
+ARGS ?= --help
+cli: setup
+	$(BIN)/compile-studio-cli $(ARGS)
 
 test: setup
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q

@@ -34,6 +34,7 @@ from ..results.formatting import (
     verdict_lines,
 )
 from ..results.locations import default_run_store
+from ..results.summary import flop_rate_line
 from ..results.summary_cache import summary_of
 from ..results.terminal import guarded
 from .common import (  # noqa: F401 - shared with the other command modules, re-exported
@@ -124,6 +125,8 @@ class ProgressBar:
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, daemon=True)
         self._last_len = 0
+        #: the error messages already on stderr (not repeated at the end of the run)
+        self.said: set[str] = set()
         if self.enabled:
             self._ticker.start()
 
@@ -144,7 +147,8 @@ class ProgressBar:
                     self.stream.write(f"{event.variant}: {event.phase}{count}\n")
                     self.stream.flush()
         elif isinstance(event, protocol.ErrorEvent) and not event.is_config_error:
-            self.message(f"error ({event.kind}) in {event.variant or 'run'}: {event.message}")
+            self.message(error_text(event))
+            self.said.add(event.message)
         elif isinstance(event, protocol.WarningEvent):
             self.message(f"warning: {event.message}")
         self.draw()
@@ -192,6 +196,14 @@ class ProgressBar:
             self.stream.flush()
 
 
+def error_text(event: protocol.ErrorEvent) -> str:
+    """One line for an error of a run: ``error (oom) in default: …``; a failure of the run
+    itself (the worker could not start, a lost connection) names neither a kind nor a variant."""
+    kind = "" if event.kind == protocol.ErrorKind.INTERNAL else f" ({event.kind})"
+    where = f" in {event.variant}" if event.variant else ""
+    return f"error{kind}{where}: {event.message}"
+
+
 def variant_count(run: RunResult) -> str:
     """``3 variants``, saying how many of them did not run (``3 variants, 1 not run``)."""
     text = plural(len(run.variants), "variant")
@@ -220,6 +232,9 @@ def print_run(run: RunResult, out: TextIO) -> None:
             out.write(f"! {r.name} {r.status}: {r.error}\n")
     for line in verdict_lines(run, [r for r in rows if not r.error]):
         out.write(f"= {line}\n")
+    rate = flop_rate_line(run, rows)
+    if rate:
+        out.write(f"{rate}\n")
     if run.message:
         out.write(f"note: {run.message}\n")
 
@@ -289,7 +304,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if outcome.status == RunStatus.FAILED and outcome.stderr_tail and not outcome.stop_requested:
         sys.stderr.write("\n".join(outcome.stderr_tail) + "\n")
     if outcome.folder is None:
-        sys.stderr.write(f"error: {outcome.run.message}\n")
+        if outcome.run.message not in progress.said:
+            sys.stderr.write(f"error: {outcome.run.message}\n")
         return EXIT_FAILED
     print_run(outcome.run, sys.stdout)
     if outcome.write_error:

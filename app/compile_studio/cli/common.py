@@ -199,33 +199,97 @@ def resolve_all(refs: list[str], out: Path | None) -> list[Path] | None:
 
 
 
+#: Configuration fields that change what one call computes: runs that differ in any of them
+#: have latencies that say nothing about each other (the batch size is handled per sample).
+SIZE_FIELDS = ("model", "layers", "transformer", "cnn", "factory", "model_path", "workload")
+
+
+def size_differences(runs: list[RunResult]) -> tuple[list[str], bool]:
+    """How the runs differ from run #1 in what one call computes: the :data:`SIZE_FIELDS`
+    that differ (their names), and whether the batch sizes differ."""
+    if not runs or runs[0].config is None:
+        return [], False
+    first = runs[0].config
+    fields: list[str] = []
+    batch_differs = False
+    for run in runs[1:]:
+        if run.config is None:
+            continue
+        for name in SIZE_FIELDS:
+            if getattr(run.config, name) != getattr(first, name) and name not in fields:
+                fields.append(name)
+        if run.batch() != runs[0].batch():
+            batch_differs = True
+    return fields, batch_differs
+
+
+def _per_sample_ms(median_ms: float | None, batch: int | None) -> float | None:
+    return median_ms / batch if median_ms is not None and batch else None
+
+
 def compare_table(runs: list[RunResult]) -> str:
     """Runs side by side: one row per (run, variant), with each variant's speed against run #1.
 
     ``vs #1`` is run #1's median of the same variant over this one's: above
-    1 it is faster here than in run #1. Each run is named by its number; the
-    legend above the table gives its full id, label and model.
+    1 it is faster here than in run #1. Runs of different batch sizes (a
+    batch-size sweep) are compared per sample (median ÷ batch) and the column
+    says so; runs whose calls compute different things (another model, layer
+    sizes, workload) get no ``vs #1`` column, and a note says why. Each run is
+    named by its number; the legend above the table gives its full id, label
+    and model.
     """
-    headers = ["run", "vs #1", *SUMMARY_HEADERS]
+    fields, batch_differs = size_differences(runs)
+    per_sample = batch_differs and not fields and all(r.batch() for r in runs)
+    comparable = not fields and (per_sample or not batch_differs)
+    ratio_header = "vs #1 per sample" if per_sample else "vs #1"
+    headers = ["run", *([ratio_header] if comparable else []), *SUMMARY_HEADERS]
     rows = []
-    reference = {r.name: r.median_ms for r in summarize(runs[0])} if runs else {}
+    reference: dict[str, float | None] = {}
+    if runs:
+        ref_batch = runs[0].batch()
+        reference = {
+            r.name: _per_sample_ms(r.median_ms, ref_batch) if per_sample else r.median_ms
+            for r in summarize(runs[0])
+        }
     for k, run in enumerate(runs, 1):
         for r in summarize(run):
-            ref = reference.get(r.name)
-            ratio = (
-                "ref" if k == 1 and r.median_ms is not None
-                else fmt_speedup_ratio(ref, r.median_ms)
-            )
-            rows.append([f"#{k}", ratio, *summary_cells(r)])
+            cells = [f"#{k}"]
+            if comparable:
+                ms = _per_sample_ms(r.median_ms, run.batch()) if per_sample else r.median_ms
+                ratio = (
+                    "ref" if k == 1 and r.median_ms is not None
+                    else fmt_speedup_ratio(reference.get(r.name), ms)
+                )
+                cells.append(ratio)
+            rows.append([*cells, *summary_cells(r)])
     legend = "\n".join(
         f"#{k} {run.run_id}" + (f" ({run.label})" if run.label else "") + f": {run.title()} [{run.status}]"
         for k, run in enumerate(runs, 1)
     )
-    note = (
-        "vs #1 = run #1's median of the same variant / this run's "
-        "(above 1.00×: faster than in run #1)"
-    )
-    return legend + "\n\n" + text_table(headers, rows, left=3) + "\n" + note
+    if fields:
+        note = (
+            f"no vs #1 column: the runs differ in {', '.join(fields)}, so one call does different "
+            "work in each and their latencies are not comparable; each run's speedup is against "
+            "its own eager"
+        )
+    elif batch_differs and not per_sample:
+        note = (
+            "no vs #1 column: the runs differ in batch size and a batch is not known for each; "
+            "each run's speedup is against its own eager"
+        )
+    elif per_sample:
+        batches = ", ".join(f"#{k}: {run.batch()}" for k, run in enumerate(runs, 1))
+        note = (
+            f"the runs differ in batch size ({batches}): vs #1 per sample = run #1's median per "
+            "sample (median ÷ batch) of the same variant / this run's (above 1.00×: less time per "
+            "sample than in run #1); the latencies themselves are per call of each run's batch"
+        )
+    else:
+        note = (
+            "vs #1 = run #1's median of the same variant / this run's "
+            "(above 1.00×: faster than in run #1)"
+        )
+    return legend + "\n\n" + text_table(headers, rows, left=3 if comparable else 2) + "\n" + note
 
 
 

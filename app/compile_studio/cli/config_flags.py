@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem, FieldSpec, config_fields
@@ -53,12 +54,19 @@ def add_config_flags(
                 choices=spec.choices or None,
                 help=f"{help_text} ({spec.flag} alone: {spec.bare})",
             )
+            # the old spelling of ``--dynamic auto`` (``dynamic`` was a flag once): kept, with
+            # help and a warning that say what it does, since it reads like ``--dynamic false``
+            old = "--no-" + spec.flag[2:]
             parser.add_argument(
-                "--no-" + spec.flag[2:],
+                old,
                 dest=spec.name,
-                action="store_const",
+                action=_OldSpelling,
+                nargs=0,
                 const=spec.default,
-                help=f"the same as {spec.flag} {spec.default}",
+                contrary=f"{spec.flag} false" if "false" in spec.choices else "",
+                help=f"old spelling of {spec.flag} {spec.default}, kept for scripts: it does not "
+                f"turn {spec.name} off"
+                + (f" (that is {spec.flag} false)" if "false" in spec.choices else ""),
             )
         else:
             parser.add_argument(
@@ -69,6 +77,26 @@ def add_config_flags(
                 metavar=spec.metavar or None,
                 help=help_text,
             )
+
+
+class _OldSpelling(argparse.Action):
+    """A flag kept for old scripts (``--no-dynamic``): stores ``const`` and says, on stderr, what
+    it means; ``contrary`` is what it may be mistaken for (``--dynamic false``)."""
+
+    def __init__(self, *args: Any, contrary: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.contrary = contrary
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+        values: Any, option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, self.const)
+        flag = "--" + self.dest.replace("_", "-")
+        text = f"note: {option_string} means {flag} {self.const}"
+        if self.contrary:
+            text += f", not {self.contrary} (write {self.contrary} for that)"
+        sys.stderr.write(text + "\n")
 
 
 def config_from_args(

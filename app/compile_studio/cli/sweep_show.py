@@ -105,6 +105,8 @@ def print_sweep(record: SweepRecord, out: TextIO) -> None:
              record.config.workload, describe_points(record), f"sweep {record.sweep_id}"]
     out.write(" · ".join(p for p in parts if p) + "\n")
     out.write(text_table([record.param, *SWEEP_HEADERS], sweep_rows(record), left=3) + "\n")
+    if any(v.tflops is not None for p in record.points for v in p.variants):
+        out.write("TFLOP/s: achieved, FLOPs per call / median time per call (as each point's run shows it)\n")
     for p in record.points:
         if p.status == FAILED:
             out.write(f"! {record.param}={value_text(p.value)} failed: {p.message}\n")

@@ -286,7 +286,7 @@ class BenchmarkConfig:
         problems: list[ConfigProblem] = []
         known = {spec.name: spec for spec in config_fields(cls)}
         kwargs: dict[str, Any] = {}
-        data = _read_legacy(data)
+        data = _read_size_lists(_read_legacy(data))
         if data.get("model") == "custom" and "dtype" not in data:
             data = {**data, "dtype": AS_GIVEN}
         for key, value in data.items():
@@ -504,6 +504,25 @@ class BenchmarkConfig:
         if problems:
             raise ConfigError(problems)
         return self
+
+
+#: Fields written as comma-separated whole numbers, which a config file may give as a JSON list.
+SIZE_LIST_FIELDS = ("layers", "transformer", "cnn")
+
+
+def _read_size_lists(data: dict[str, Any]) -> dict[str, Any]:
+    """``"layers": [64, 64, 10]`` read as ``"layers": "64,64,10"`` (also ``transformer``, ``cnn``).
+
+    Only a list of whole numbers is read so; anything else is left for the type check to name.
+    """
+    found = {}
+    for name in SIZE_LIST_FIELDS:
+        value = data.get(name)
+        if isinstance(value, list) and value and all(
+            isinstance(v, int) and not isinstance(v, bool) and abs(v) < 10**18 for v in value
+        ):
+            found[name] = ",".join(str(v) for v in value)
+    return {**data, **found} if found else data
 
 
 def _read_legacy(data: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,6 +198,11 @@ class WorkerProcess:
             ) from None
         self.on_log = on_log
         self.stderr_tail: list[str] = []
+        self.started_at = time.monotonic()
+        #: whether the worker's hello came through :meth:`events`
+        self.said_hello = False
+        #: how this process ended when this app ended it: (signal, seconds after the start, how)
+        self._ended_by_app: tuple[int, float, str] | None = None
         self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_thread.start()
         self._stop_lock = threading.Lock()
@@ -253,6 +259,8 @@ class WorkerProcess:
                             message=f"the worker sent a malformed event: {shown}",
                         )
                 continue
+            if isinstance(event, protocol.HelloEvent):
+                self.said_hello = True
             yield event
 
     def request_stop(self) -> None:
@@ -267,10 +275,12 @@ class WorkerProcess:
                 try:
                     self.proc.wait(grace_s)
                 except subprocess.TimeoutExpired:
+                    self._note_ended_by_app(signal.SIGTERM, "stop")
                     self._signal(signal.SIGTERM)
                     try:
                         self.proc.wait(term_s)
                     except subprocess.TimeoutExpired:
+                        self._note_ended_by_app(signal.SIGKILL, "stop", again=True)
                         self._signal(signal.SIGKILL)
                         self.proc.wait()
             self._kill_leftovers()
@@ -278,8 +288,17 @@ class WorkerProcess:
             return self.proc.returncode
 
     def kill(self) -> None:
-        """End the whole process group at once (no grace); returns without waiting."""
+        """End the whole process group at once (no grace); returns without waiting.
+
+        :meth:`exit_description` then says that this app ended it (and, before a hello,
+        after how long), not that something else killed it.
+        """
+        self._note_ended_by_app(signal.SIGKILL, "kill")
         self._signal(signal.SIGKILL)
+
+    def _note_ended_by_app(self, sig: int, how: str, again: bool = False) -> None:
+        if self.proc.poll() is None and (self._ended_by_app is None or again):
+            self._ended_by_app = (int(sig), time.monotonic() - self.started_at, how)
 
     def wait(self, timeout: float | None = None) -> int:
         rc = self.proc.wait(timeout)
@@ -314,8 +333,22 @@ class WorkerProcess:
             pass
 
     def exit_description(self) -> str:
-        """How the process ended, with the last lines it wrote to stderr."""
+        """How the process ended, with the last lines it wrote to stderr.
+
+        A signal this app sent (:meth:`kill`, or :meth:`stop` past its grace) is said as
+        such: ``Compile Studio stopped it after 600 s without a hello``.
+        """
         text = describe_exit(self.proc.returncode)
+        rc = self.proc.returncode
+        ended = self._ended_by_app
+        if ended is not None and rc is not None and rc < 0 and -rc == ended[0]:
+            name = signal.Signals(ended[0]).name
+            if ended[2] == "stop":
+                text = f"Compile Studio stopped it with {name} when it did not stop on request"
+            elif not self.said_hello:
+                text = f"Compile Studio stopped it after {ended[1]:.0f} s without a hello"
+            else:
+                text = f"Compile Studio stopped it ({name})"
         tail = [ln for ln in self.stderr_tail[-3:] if ln.strip()]
         return text + (": " + " | ".join(tail) if tail else "")
 

@@ -49,6 +49,8 @@ class SummaryRow:
     (drift, two levels, heavy tail) are summed up in ``checks``; ``verdict``
     and ``verdict_reason`` say what can be concluded (see results.verdict).
     ``break_even_calls`` is only given for a variant found faster.
+    ``tflops`` is the achieved rate of :data:`FLOP_RATE_DEFINITION` (None
+    without a FLOP count).
     ``floor_speedup`` is the same ratio of medians with the harness floor (the
     timer's own cost per call) taken out of both (see
     ``stats.floor_subtracted_speedup``); None where either median is too near
@@ -180,6 +182,15 @@ def _speedup_point(base: dict[int, np.ndarray], other: dict[int, np.ndarray]) ->
     return ma / mb if ma > 0 and mb > 0 else None
 
 
+#: The one definition of the achieved FLOP rate, wherever it is shown (``show``, ``why``, the
+#: Why tab, the report, summary.csv's ``tflops``, the sweep table).
+FLOP_RATE_DEFINITION = (
+    "achieved FLOP/s = FLOPs per call (counted by torch's FlopCounterMode; "
+    "for a run that did not record a count, the built-in MLP's 2·batch·in·out per Linear) "
+    "/ the variant's median time per call"
+)
+
+
 def _flops_per_call(config: BenchmarkConfig | None) -> int | None:
     if config is None or config.model != "mlp":
         return None
@@ -187,6 +198,67 @@ def _flops_per_call(config: BenchmarkConfig | None) -> int | None:
         return config.flops_per_call()
     except ValueError:
         return None
+
+
+def run_flops_per_call(run: RunResult) -> tuple[float | None, str]:
+    """The FLOPs of one call of ``run`` and where the figure comes from (``counted``/``analytic``).
+
+    The count torch's ``FlopCounterMode`` made in the worker (``measurement.flops_per_call``)
+    when the run recorded one; else, for the built-in MLP, the config's analytic count;
+    else ``(None, "")``. The same for every variant: they run the same model.
+    """
+    measurement = run.measurement if isinstance(run.measurement, dict) else {}
+    counted = measurement.get("flops_per_call")
+    if (
+        not isinstance(counted, bool)
+        and isinstance(counted, (int, float))
+        and math.isfinite(counted)
+        and counted > 0
+    ):
+        return counted, "counted"
+    analytic = _flops_per_call(run.config)
+    if analytic:
+        return analytic, "analytic"
+    return None, ""
+
+
+def achieved_tflops(flops_per_call: float | None, median_ms: float | None) -> float | None:
+    """TFLOP/s as :data:`FLOP_RATE_DEFINITION` defines it; None without either figure."""
+    if not flops_per_call or median_ms is None or not math.isfinite(median_ms) or median_ms <= 0:
+        return None
+    return float(flops_per_call) / (median_ms / 1000.0) / 1e12
+
+
+def fmt_flop_rate(tflops: float | None) -> str:
+    """``19.3 GFLOP/s`` below one TFLOP/s, ``1.2 TFLOP/s`` from it; ``–`` without a figure."""
+    if tflops is None or not math.isfinite(tflops):
+        return "–"
+    if tflops >= 1:
+        return f"{tflops:.1f} TFLOP/s"
+    giga = tflops * 1000
+    return f"{giga:.1f} GFLOP/s" if giga >= 1 else f"{giga:.2g} GFLOP/s"
+
+
+def flop_rate_line(run: RunResult, rows: list[SummaryRow] | None = None) -> str | None:
+    """``achieved: eager 19.3 GFLOP/s, default 25.0 GFLOP/s`` for the variants that have the figure,
+    with where the FLOPs come from; None when no variant has one. The CLI's ``show`` prints
+    it, and ``why`` and the report give the same figures."""
+    rows = summarize(run) if rows is None else rows
+    shown = [f"{r.name} {fmt_flop_rate(r.tflops)}" for r in rows if r.tflops is not None]
+    if not shown:
+        return None
+    return f"achieved: {', '.join(shown)} ({flop_rate_basis(run)})"
+
+
+def flop_rate_basis(run: RunResult) -> str:
+    """What the achieved rate of ``run`` divides, in words (its FLOPs' source, the median time)."""
+    _, source = run_flops_per_call(run)
+    flops = (
+        "FLOPs per call counted by torch's FlopCounterMode" if source == "counted"
+        else "FLOPs per call from the MLP's layer sizes (no count recorded)" if source == "analytic"
+        else "FLOPs per call"
+    )
+    return f"{flops} / median time per call"
 
 
 def _summary_key(run: RunResult) -> tuple[Any, ...]:
@@ -232,8 +304,7 @@ def _compute_summary(run: RunResult) -> list[SummaryRow]:
     base_stats = base.stats() if base is not None else None
     base_device = _round_groups(base.samples, device=True) if base is not None else {}
     batch = run.batch()
-    counted = run.measurement.get("flops_per_call")
-    flops = counted if isinstance(counted, int) and counted > 0 else _flops_per_call(run.config)
+    flops, _ = run_flops_per_call(run)
     groups = {name: _round_groups(v.samples) for name, v in run.variants.items()}
     checks: dict[str, SampleChecks | None] = {
         name: _checks_of(v.samples) for name, v in run.variants.items()
@@ -300,8 +371,7 @@ def _compute_summary(run: RunResult) -> list[SummaryRow]:
         if st is not None and st.median > 0:
             if isinstance(batch, int):
                 throughput = batch / (st.median / 1000.0)
-            if flops:
-                tflops = float(flops) / (st.median / 1000.0) / 1e12
+            tflops = achieved_tflops(flops, st.median)
         rows.append(
             SummaryRow(
                 name=v.name,

@@ -16,8 +16,9 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from .summary import flop_rate_basis, flop_rate_line, fmt_flop_rate
 from .why_files import Recompile, VariantWhy, WhyReport
-from .why_rules import Evidence, _pct, evidence, fastest_majority
+from .why_rules import Evidence, _pct, evidence, fastest_majority, summary_row
 
 
 def _n(x: float | None) -> str:
@@ -39,8 +40,8 @@ def _rate(e: Evidence) -> str:
     if t is None:
         return ""
     if e.peak_tflops:
-        return f"{_pct(t / e.peak_tflops)} of peak ({t:.0f} of {e.peak_tflops:.0f} TFLOP/s)"
-    return f"{t * 1000:.1f} GFLOP/s" if t < 1 else f"{t:.1f} TFLOP/s"
+        return f"{_pct(t / e.peak_tflops)} of peak ({fmt_flop_rate(t)} of {e.peak_tflops:.0f} TFLOP/s)"
+    return fmt_flop_rate(t)
 
 
 def _places(at: tuple[str, ...], total: int) -> str:
@@ -177,6 +178,14 @@ def sentence(run: Any, name: str) -> str | None:
     return classify(eager, other)
 
 
+def achieved_line(run: Any, name: str) -> str | None:
+    """``achieved: 19.3 GFLOP/s (…)``: variant ``name``'s rate as ``show`` gives it; None without one."""
+    row = summary_row(run, name)
+    if row is None or row.tflops is None:
+        return None
+    return f"achieved: {fmt_flop_rate(row.tflops)} ({flop_rate_basis(run)})"
+
+
 # -- text ----------------------------------------------------------------------------------------
 
 def _ms(x: float | None) -> str:
@@ -212,6 +221,9 @@ def variant_lines(v: VariantWhy, run: Any | None = None, ops: bool = True) -> li
         why = sentence(run, v.name)
         if why:
             out.append(f"why: {why}")
+        rate = achieved_line(run, v.name)
+        if rate:
+            out.append(rate)
     p = v.profile
     if p is not None:
         count = (
@@ -331,6 +343,9 @@ def markdown_lines(run: Any, md_text: Callable[[object], str]) -> list[str]:
     e = evidence(run, "eager")
     if e is not None and len(out) == 3:
         out.append(f"- **eager**: {md_text(classify(e))}")
+    rate = flop_rate_line(run)
+    if rate:
+        out.append(f"- {md_text(rate)}")
     for name in run.variants:
         found = table.get(name)
         data: dict[str, Any] = found if isinstance(found, dict) else {}

@@ -46,9 +46,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from .schema import RunDamaged
+from .summary import achieved_tflops, run_flops_per_call, summarize
 from .why_files import MAX_BREAK_AT, MAX_CALL_SHARES, MAX_SHORT_TEXT, _cut, _numbers
 
 #: FLOPs per operator (CPU) or kernel (CUDA) below which each does too little work to hide
@@ -151,12 +153,15 @@ class Evidence:
     break_reason: str = ""
     #: Dynamo's recompile limit was hit (what it said, in a line)
     recompile_limit: str | None = None
+    #: FLOPs per call of the achieved rate (:attr:`tflops`) when not ``flops_per_call``: the
+    #: MLP's analytic count for a run without a counted one (the rule reads only the count)
+    rate_flops_per_call: float | None = None
 
     @property
     def tflops(self) -> float | None:
-        if self.flops_per_call and self.ms:
-            return self.flops_per_call / (self.ms / 1000.0) / 1e12
-        return None
+        """The achieved rate (``summary.FLOP_RATE_DEFINITION``): FLOPs per call / ``ms``."""
+        flops = self.rate_flops_per_call if self.rate_flops_per_call is not None else self.flops_per_call
+        return achieved_tflops(flops, self.ms)
 
     @property
     def gemm_of_ops(self) -> float | None:
@@ -294,15 +299,33 @@ def evidence(run: Any, name: str) -> Evidence | None:
     data = table.get(name) if isinstance(table, dict) else None
     if not isinstance(data, dict):
         return None
-    v = run.variants.get(name)
-    st = v.stats() if v is not None and run.samples_loaded else None
     dtype = run.config.dtype if getattr(run, "config", None) is not None else None
     ran = run.measurement.get("model_dtype")
     if isinstance(ran, str) and dtype in (None, "as_given", "fp32", "bf16", "fp16"):
         dtype = ran  # the dtype the model ran in (a factory's own: "as given")
-    return evidence_of(
+    found = evidence_of(
         data, name,
         flops_per_call=_num(run.measurement.get("flops_per_call")),
-        ms=_num(getattr(st, "median", None)),
         dtype=dtype,
     )
+    # the achieved rate is the summary's (summary.FLOP_RATE_DEFINITION): its FLOPs and the
+    # variant's median time per call, never the profiled calls' time
+    flops, _ = run_flops_per_call(run)
+    return replace(found, ms=_median_ms(run, name), rate_flops_per_call=flops)
+
+
+def summary_row(run: Any, name: str) -> Any | None:
+    """Variant ``name``'s summary row (read back with the run, or computed); None without one."""
+    rows = run.known_summary() if hasattr(run, "known_summary") else None
+    if rows is None:
+        try:
+            rows = summarize(run)
+        except RunDamaged:
+            return None
+    return next((r for r in rows if r.name == name), None)
+
+
+def _median_ms(run: Any, name: str) -> float | None:
+    """Variant ``name``'s median time per call as the summary gives it."""
+    row = summary_row(run, name)
+    return _num(row.median_ms) if row is not None else None

@@ -1,0 +1,278 @@
+"""Every ``compile-studio-cli`` command README.md shows runs, and its sample outputs match the real ones.
+
+Each ``$ compile-studio-cli …`` line of a README code block is run with small sizes laid over
+it (the substitutions below: a few timed calls, aot_eager for the compiled variants, one or two
+sweep points), against a temporary data folder (``COMPILE_STUDIO_DATA_DIR``, set for every test
+by conftest) and temporary ``--out`` folders, and must exit 0. Commands that need an SSH host,
+Slurm or a CUDA GPU are listed in :data:`SKIPPED` with the reason. The commands that start
+workers run first, a few at once; those that read what they made (``show``, ``compare``,
+``why``, …) run after them, in README order, in this process.
+
+Then the README's sample outputs are held against the real ones: the columns of the sample
+``run`` table, and the column tables of ``summary.csv`` and ``sweep.csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import shlex
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from compile_studio.cli import commands as cli
+from compile_studio.results.formatting import SUMMARY_HEADERS
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+CLI = [sys.executable, "-m", "compile_studio.cli"]
+
+# -- the substitutions ------------------------------------------------------------------------
+
+#: Laid over every ``run`` and ``sweep`` (not ``--resume``): a few timed calls on the CPU, the
+#: first call timed in the run (no extra compile process).
+SMALL = [
+    "--device", "cpu", "--iterations", "4", "--warmup", "1", "--warmup-min-ms", "0",
+    "--rounds", "2", "--compile-timing", "in_run",
+]
+#: Compiled variants the README names run as aot_eager: the same CLI path without a C++ compile.
+VARIANT_SWAP = {"default": "aot_eager", "max-autotune": "aot_eager"}
+#: A sweep's ``--values``/``--range`` replaced by these, by parameter (one point each).
+SWEEP_VALUES = {
+    "batch_size": "2", "hidden_width": "16", "layer:2": "16", "seq_len": "8", "dynamic": "true",
+}
+#: A shape sweep: two batch sizes, two timed calls each.
+SHAPE = ["--values", "1,2", "--repeats", "2"]
+#: Sizes laid over a command that gives none of its own (the seed MLP, the default transformer).
+SIZES = {"mlp": ["--layers", "64,64,10", "--batch-size", "8"], "transformer": ["--batch-size", "2"]}
+#: Runs that ``why latest`` and ``advise latest`` may read keep their diagnostics; the others
+#: (their own ``--out``, sweeps) go without.
+#: The README's placeholders and the README command whose folder stands for each.
+PLACEHOLDERS = {
+    "SWEEP_FOLDER": "sweep --param batch_size --range 1:1024:x2",
+    "SWEEP_A": "sweep --param batch_size --range 1:1024:x2",
+    "SWEEP_B": "sweep --param batch_size --values 1,4,16,64,256 --layers 256,512,512,10",
+    "SHAPE_SWEEP_FOLDER": "sweep --shape --values 1,2,4,8,16 --variants eager,default",
+}
+#: Commands not run here, by the start of the command, and why.
+SKIPPED = {
+    "run --layers 4096,4096,4096": "needs a CUDA GPU (--device cuda)",
+    "sweep --param dtype --values fp32,bf16 --device cuda": "needs a CUDA GPU (--device cuda)",
+    "targets check gpu-box": "needs SSH to the target (tests/test_remote.py checks targets against a local sshd)",
+    "targets add gpu-box --kind ssh --host compile-studio-local --ssh-option=-F":
+        "needs the local test sshd's ssh config file (tests/test_remote.py)",
+    "run --target cluster": "needs Slurm (tests/test_remote.py runs on the local one-node cluster)",
+}
+
+
+def readme_commands() -> list[str]:
+    """Every ``$ compile-studio-cli …`` line of a README code block (continuations joined,
+    comments left out), without the ``$ compile-studio-cli`` itself, in README order."""
+    text = README.read_text(encoding="utf-8")
+    found = []
+    for block in re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M):
+        lines = block.splitlines()
+        k = 0
+        while k < len(lines):
+            line = lines[k]
+            if line.startswith("$ compile-studio-cli"):
+                while line.rstrip().endswith("\\"):
+                    k += 1
+                    line = line.rstrip()[:-1] + " " + lines[k].strip()
+                words = shlex.split(line, comments=True)[2:]
+                found.append(shlex.join(words))
+            k += 1
+    return found
+
+
+def skip_reason(command: str) -> str | None:
+    return next((why for start, why in SKIPPED.items() if command.startswith(start)), None)
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def _without(argv: list[str], *names: str) -> list[str]:
+    out, k = [], 0
+    while k < len(argv):
+        if argv[k] in names:
+            k += 2
+            continue
+        out.append(argv[k])
+        k += 1
+    return out
+
+
+def makes_something(argv: list[str]) -> bool:
+    """Whether the command starts a worker (run, sweep, env): run first, a few at once."""
+    return argv[0] in ("run", "sweep", "env") and "--resume" not in argv
+
+
+def small(command: str, out: Path) -> list[str]:
+    """The command with the substitutions laid over it; ``out`` is its own folder."""
+    argv = shlex.split(command)
+    if argv[0] == "why":
+        return [VARIANT_SWAP.get(a, a) for a in argv]
+    if not makes_something(argv) or argv[0] == "env":
+        return argv
+    variants = _option(argv, "--variants")
+    if variants is not None:
+        swapped = ",".join(dict.fromkeys(VARIANT_SWAP.get(v, v) for v in variants.split(",")))
+        argv[argv.index("--variants") + 1] = swapped
+    else:
+        argv += ["--variants", "eager,aot_eager"]
+    model = _option(argv, "--model") or "mlp"
+    if not any(a in argv for a in ("--layers", "--config", "--factory", "--batch-size")):
+        argv += SIZES.get(model, [])
+    if argv[0] == "run":
+        if _option(argv, "--out") is not None:
+            argv[argv.index("--out") + 1] = str(out)
+            argv.append("--no-diagnostics")
+        return argv + SMALL
+    argv = _without(argv, "--values", "--range")
+    if "--shape" in argv:
+        argv += SHAPE
+    else:
+        param = _option(argv, "--param")
+        assert param is not None, command
+        argv += ["--values", SWEEP_VALUES[param], "--no-diagnostics"]
+    return argv + ["--out", str(out)] + SMALL
+
+
+def _start(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, cwd=ROOT, timeout=240)
+
+
+@dataclass
+class Made:
+    """The README commands that start workers, after they ran: the data folder they used,
+    each command's own ``--out`` folder, and how each ended."""
+
+    data: Path
+    folders: dict[str, Path]
+    ended: dict[str, subprocess.CompletedProcess[str]]
+
+    def folder_of(self, command: str) -> Path:
+        (inside,) = [f for f in self.folders[command].iterdir() if f.is_dir()]
+        return inside
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> Made:
+    """Run the README commands that start workers, four at once, into a data folder of their own."""
+    data = tmp_path_factory.mktemp("readme-data")
+    base = tmp_path_factory.mktemp("readme-out")
+    commands = readme_commands()
+    folders = {c: base / f"out{k}" for k, c in enumerate(commands)}
+    makers = [c for c in commands if makes_something(shlex.split(c)) and skip_reason(c) is None]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COMPILE_STUDIO_DATA_DIR", str(data))
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            ended = dict(zip(makers, pool.map(lambda c: _start(small(c, folders[c])), makers)))
+    return Made(data, folders, ended)
+
+
+def test_every_readme_command_runs_as_documented(made, monkeypatch, capsys):
+    commands = readme_commands()
+    assert len(commands) >= 30, "the README's commands were not found"
+    for start in SKIPPED:
+        assert any(c.startswith(start) for c in commands), f"SKIPPED names a command the README lost: {start}"
+    for command in PLACEHOLDERS.values():
+        assert command in commands, f"PLACEHOLDERS names a command the README lost: {command}"
+    for command, p in made.ended.items():
+        argv = small(command, made.folders[command])
+        assert p.returncode == 0, f"{command}\n→ {shlex.join(argv)}\n{p.stderr[-3000:]}"
+        if argv[0] == "run":
+            header = next(line for line in p.stdout.splitlines() if line.startswith("variant "))
+            assert re.split(r"\s{2,}", header.strip()) == SUMMARY_HEADERS, command
+
+    # the commands that read what those made, in README order, in this process
+    monkeypatch.chdir(ROOT)  # the README's paths (examples/…) are relative to the checkout
+    monkeypatch.setenv("COMPILE_STUDIO_DATA_DIR", str(made.data))
+    ran, skipped = list(made.ended), []
+    for command in commands:
+        if command in made.ended:
+            continue
+        why = skip_reason(command)
+        if why is not None:
+            skipped.append((command, why))
+            continue
+        argv = small(command, made.folders[command])
+        argv = [str(made.folder_of(PLACEHOLDERS[a])) if a in PLACEHOLDERS else a for a in argv]
+        code = cli.main(argv)
+        out = capsys.readouterr()
+        assert code == 0, f"{command}\n→ {shlex.join(argv)}\n{out.err[-3000:]}"
+        ran.append(command)
+    assert len(ran) + len(skipped) == len(commands)
+    assert {c for c, _ in skipped} == {c for c in commands if skip_reason(c)}
+
+
+# -- the sample outputs -----------------------------------------------------------------------
+
+def _readme_section(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(title)
+    end = text.find("\n#", start + len(title))
+    return text[start: end if end > 0 else None]
+
+
+def _table_names(section: str) -> list[str]:
+    """The backticked names in the first cell of each row of a README column table (the rows
+    below its ``|---|`` line)."""
+    rows = section.split("|---|", 1)[1].splitlines()
+    names = []
+    for line in rows:
+        if line.startswith("| `"):
+            names += re.findall(r"`([^`]+)`", line.split("|")[1])
+    return names
+
+
+def _sample() -> tuple[str, str]:
+    """The README's sample ``run`` transcript: its command (without ``compile-studio-cli``) and text."""
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"^```text\n(\$ compile-studio-cli (run [^\n]*)\n.*?)^```", text, re.S | re.M)
+    assert block, "the README's sample run output was not found"
+    return shlex.join(shlex.split(block.group(2), comments=True)), block.group(1)
+
+
+def test_the_sample_run_output_has_the_real_columns(made):
+    command, sample = _sample()
+    real = made.ended[command].stdout
+    readme_header = next(line for line in sample.splitlines() if line.startswith("variant "))
+    real_header = next(line for line in real.splitlines() if line.startswith("variant "))
+    assert re.split(r"\s{2,}", readme_header.strip()) == re.split(r"\s{2,}", real_header.strip())
+    # the lines around the table are there in both (the verdict, the FLOP rate, where it went)
+    for start in ("= ", "achieved: ", "saved: "):
+        assert any(line.startswith(start) for line in sample.splitlines()), start
+        assert any(line.startswith(start) for line in real.splitlines()), start
+    for path in ("/work", "/tmp", "/root", "/home"):
+        assert path not in sample, "a machine's own path in the README's transcript"
+
+
+def test_the_summary_csv_table_lists_every_column(made):
+    command, _ = _sample()
+    with open(made.folder_of(command) / "summary.csv", newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f))
+    assert _table_names(_readme_section("### `summary.csv`")) == header
+
+
+def test_the_sweep_csv_table_lists_every_column():
+    from compile_studio.results.sweep_record import SWEEP_CSV_COLUMNS
+
+    documented = _table_names(_readme_section("| `sweep.csv` column | meaning |"))
+    assert documented == list(SWEEP_CSV_COLUMNS)
+
+
+def test_the_readme_lists_every_configuration_flag():
+    from compile_studio.core.config import config_fields
+
+    text = README.read_text(encoding="utf-8")
+    start = text.index("Every configuration field is a flag")
+    listed = set(re.findall(r"--[a-z0-9-]+", text[start: text.index("`--backend-modules FILE.py`", start)]))
+    assert listed - {"--help"} == {spec.flag for spec in config_fields()}
