@@ -105,6 +105,9 @@ def test_warmup_is_shaded_and_median_line_is_median_of_measure_only(panel):
     panel.refresh()
     assert warmup_region(panel, "eager") == (-0.5, 4.5)
     region = panel.latency.curves["eager"].region
+    # folded away by default: no shading, no legend entry, until asked for
+    assert not region.isVisible() and "warm-up" not in legend_labels(panel)
+    panel.latency.set_warmup_shown(True)
     assert region in panel.latency_plot.getPlotItem().items and region.isVisible()
     assert "warm-up" in legend_labels(panel)
     assert median_line_value(panel, "eager") == float(np.median(meas))
@@ -121,6 +124,7 @@ def test_series_without_warmup_has_no_shading_and_one_span_is_shaded_once(panel)
     panel.append("a", np.arange(10), np.ones(10), "measure")
     _fill(panel, "b", np.ones(3), np.ones(10))
     _fill(panel, "c", np.ones(3), np.ones(10))
+    panel.latency.set_warmup_shown(True)
     panel.refresh()
     assert warmup_region(panel, "a") is None
     assert median_line_value(panel, "a") == 1.0
@@ -167,6 +171,9 @@ def test_crosshair_snaps_to_nearest_sample_of_nearest_series(panel):
     text = panel.latency.crosshair_at(10.2, 1.1)
     assert text == "default\niteration 10\n1 ms"
     assert hover_text(panel) == text
+    # warm-up calls folded away are not snapped to; shown, they are
+    assert panel.latency.crosshair_at(1.0, 8.0) == "eager\niteration 3\n2 ms"
+    panel.latency.set_warmup_shown(True)
     assert panel.latency.crosshair_at(1.0, 8.0) == "eager\niteration 1 (warm-up)\n9 ms"
     panel.set_log_scale(True)
     assert panel.latency.crosshair_at(15, 2.1).startswith("eager\niteration 15")

@@ -1,4 +1,12 @@
-"""The "Latency" tab: latency per iteration, warm-up shaded, dashed medians, log scale, crosshair.
+"""The "Latency" tab: latency per iteration, dashed medians, log scale, crosshair.
+
+Measured calls come first: a series' warm-up calls (thousands for a tiny model
+under a time-based warm-up) are folded away once it has measured calls, until
+"Show warm-up calls" (the plot's context menu) brings them back, shaded. The
+y range is set by robust percentiles of the calls shown (p1–p99 of each
+series), not by their min and max; calls beyond the range are marked at its
+edge (▲ above, ▼ below) and counted in a note inside the plot, which exports
+carry too. Zooming by hand keeps the range until "Fit measured calls".
 
 Before anything is shown it says what Run will do instead of drawing empty axes.
 """
@@ -21,9 +29,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ...results.formatting import plural
 from .buffers import Series
 from .hover import hover_label, track_mouse
 from .style import (
+    LEGEND_BRUSH,
     MUTED,
     WARMUP_SHADE,
     PlainLogAxis,
@@ -31,6 +41,7 @@ from .style import (
     curve_pen,
     hover_pen,
     make_legend,
+    plain_number,
     set_legend_text,
     style_plot_item,
     warmup_pen,
@@ -71,6 +82,13 @@ class LatencyCurves:
         self.median_n = -1
         #: a dotted vertical line where each measurement round after the first begins
         self.round_lines: list[pg.InfiniteLine] = []
+        #: the calls beyond the y range, marked at the edge they lie past (▲ above, ▼ below)
+        self.marks_above = pg.ScatterPlotItem(symbol="t1", size=8, pen=pg.mkPen(None), brush=pg.mkBrush(series.color))
+        self.marks_below = pg.ScatterPlotItem(symbol="t", size=8, pen=pg.mkPen(None), brush=pg.mkBrush(series.color))
+        for marks in (self.marks_above, self.marks_below):
+            marks.setZValue(60)
+        #: (what it was computed from, (first x, last x, low y, high y)) of the calls shown
+        self.extent: tuple[tuple[int, int, bool, bool], tuple[float, float, float, float] | None] | None = None
 
     def new_round_lines(self) -> list[pg.InfiniteLine]:
         """Lines for the rounds that began since the last call (the caller adds them to the plot)."""
@@ -85,14 +103,29 @@ class LatencyCurves:
         return new
 
     def items(self) -> tuple[pg.GraphicsObject, ...]:
-        return (self.measure_curve, self.warmup_curve, self.median_line, self.region, *self.round_lines)
+        return (
+            self.measure_curve, self.warmup_curve, self.median_line, self.region,
+            self.marks_above, self.marks_below, *self.round_lines,
+        )
 
 
 #: The caption above the latency plot (it wraps when the plot is narrow).
 LATENCY_CAPTION = (
     "Shaded: warm-up (not in the statistics) · dashed: median of measured calls · "
-    "dotted: a new round"
+    "dotted: a new round · ▲▼: calls beyond the range shown"
 )
+#: The caption while warm-up calls are folded away.
+LATENCY_CAPTION_FOLDED = (
+    "Measured calls (warm-up folded away: right-click › Show warm-up calls) · dashed: median · "
+    "dotted: a new round · ▲▼: calls beyond the range shown"
+)
+#: The percentiles (in %) of each series' calls shown that set the y range.
+LOW_PERCENTILE = 1.0
+HIGH_PERCENTILE = 99.0
+#: Room added above and below the percentiles (a share of their span).
+RANGE_PAD = 0.08
+#: Most edge marks drawn for the calls beyond the range (every k-th kept beyond).
+MAX_EDGE_MARKS = 4000
 
 
 class LatencyTab(PlotTab):
@@ -106,6 +139,12 @@ class LatencyTab(PlotTab):
         super().__init__(parent)
         self.curves: dict[str, LatencyCurves] = {}
         self._log_y = False
+        self._show_warmup = False
+        #: whether the range follows the calls shown (off once the user zooms or pans)
+        self._fit = True
+        #: the calls beyond the y range shown: (above, below), counted from the points drawn
+        self.beyond: tuple[int, int] = (0, 0)
+        self._beyond_exact = True
         self.plot = pg.PlotWidget(background="w", axisItems={"left": PlainLogAxis("left")})
         item = self.plot.getPlotItem()
         style_plot_item(item, "latency (ms)", "iteration")
@@ -129,6 +168,27 @@ class LatencyTab(PlotTab):
             self.plot.addItem(hover_item, ignoreBounds=True)
         self._mouse_proxy = track_mouse(self.plot, self._on_mouse_moved, self.hide_crosshair, self)
 
+        vb = item.getViewBox()
+        self._refitting = False
+        #: what is folded away and what lies beyond the range, in words (inside the plot: exports show it)
+        self.note = pg.TextItem("", color=MUTED, anchor=(0, 1), fill=pg.mkBrush(*LEGEND_BRUSH))
+        self.note.setParentItem(vb)
+        self.note.setZValue(70)
+        self.note.setVisible(False)
+        vb.sigResized.connect(self._place_note)
+        vb.sigRangeChanged.connect(self._on_range_changed)
+        vb.sigRangeChangedManually.connect(self._on_range_changed_by_hand)
+        menu = vb.menu
+        menu.viewAll.triggered.connect(self._on_range_changed_by_hand)
+        menu.addSeparator()
+        self.warmup_action = menu.addAction("Show warm-up calls")
+        self.warmup_action.setCheckable(True)
+        self.warmup_action.setToolTip("Draw the warm-up calls (shaded) before the measured ones")
+        self.warmup_action.toggled.connect(self.set_warmup_shown)
+        self.fit_action = menu.addAction("Fit measured calls")
+        self.fit_action.setToolTip("Range over p1–p99 of the calls shown; calls beyond it are marked at its edge")
+        self.fit_action.triggered.connect(self.fit_calls)
+
         self.log_scale_checkbox = QCheckBox("Log scale")
         self.log_scale_checkbox.setToolTip(
             "Logarithmic latency axis: use it when variants differ by several times or a few calls spike"
@@ -144,7 +204,7 @@ class LatencyTab(PlotTab):
         lay.setSpacing(2)
         bar = QHBoxLayout()
         bar.setContentsMargins(6, 2, 6, 0)
-        self.caption = QLabel(LATENCY_CAPTION)
+        self.caption = QLabel(LATENCY_CAPTION_FOLDED)
         self.caption.setObjectName("latencyCaption")
         self.caption.setStyleSheet(f"color: {MUTED};")
         # wraps instead of running into the check boxes when the plot is narrow
@@ -203,8 +263,11 @@ class LatencyTab(PlotTab):
             self.legend.removeItem(self._warm_sample)
             self.legend.addItem(self._warm_sample, "warm-up")
         self.plot.addItem(c.median_line, ignoreBounds=True)
+        for marks in (c.marks_above, c.marks_below):
+            self.plot.addItem(marks, ignoreBounds=True)
         self._apply_log(c)
         self._sync_hint()
+        self._sync_warmup(c)
 
     def relabel(self, series: Series) -> None:
         """Show the series' label (and failed mark) in the legend and its pens."""
@@ -221,6 +284,9 @@ class LatencyTab(PlotTab):
         self.curves.clear()
         self.legend.clear()
         self._warm_legend_shown = False
+        self._fit = True
+        self.beyond = (0, 0)
+        self._set_note()
         self.hide_crosshair()
         self.sync_legend()
         self._sync_hint()
@@ -234,7 +300,7 @@ class LatencyTab(PlotTab):
 
     # -- drawing ----------------------------------------------------------------------
     def redraw(self, changed: Iterable[Series]) -> None:
-        """Draw the buffers of the ``changed`` series, their medians and the warm-up bands."""
+        """Draw the buffers of the ``changed`` series, their medians and the warm-up bands; refit the range."""
         clip = self.plot.getPlotItem().clipToViewMode()
         for s in changed:
             c = self.curves[s.key]
@@ -248,7 +314,9 @@ class LatencyTab(PlotTab):
                 c.median_n = s.meas.n
                 c.median = float(np.median(s.measured_values())) if s.meas.n else None
                 self._place_median(c)
+            self._sync_warmup(c)
         self._place_regions()
+        self._refit()
 
     def _place_median(self, c: LatencyCurves) -> None:
         if c.median is None or (self._log_y and c.median <= 0):
@@ -266,12 +334,178 @@ class LatencyTab(PlotTab):
                 continue
             span = (rng[0] - 0.5, rng[1] + 0.5)
             c.region.setRegion(span)
+            if self.folded(c.series):
+                c.region.setVisible(False)
+                continue
             # Runs of one config share their warm-up span: shade it once.
             c.region.setVisible(span not in seen)
             seen.add(span)
         if seen and not self._warm_legend_shown:
             self.legend.addItem(self._warm_sample, "warm-up")
             self._warm_legend_shown = True
+        elif not seen and self._warm_legend_shown:
+            self.legend.removeItem(self._warm_sample)
+            self._warm_legend_shown = False
+
+    # -- warm-up calls -----------------------------------------------------------------------
+    def folded(self, s: Series) -> bool:
+        """Whether ``s``'s warm-up calls are folded away: not asked for, and it has measured calls to show."""
+        return not self._show_warmup and s.meas.n > 0
+
+    def warmup_shown(self) -> bool:
+        """Whether warm-up calls are drawn ("Show warm-up calls" in the plot's context menu)."""
+        return self._show_warmup
+
+    def set_warmup_shown(self, on: bool) -> None:
+        """Draw the warm-up calls (shaded, in the range) or fold them away behind the measured ones."""
+        on = bool(on)
+        if self.warmup_action.isChecked() != on:
+            self.warmup_action.setChecked(on)  # re-enters through toggled
+            return
+        if on == self._show_warmup:
+            return
+        self._show_warmup = on
+        for c in self.curves.values():
+            self._sync_warmup(c)
+        self._place_regions()
+        self.hide_crosshair()
+        self.sync_legend()
+        self.fit_calls()
+
+    def _sync_warmup(self, c: LatencyCurves) -> None:
+        c.warmup_curve.setVisible(not self.folded(c.series))
+
+    # -- the range ---------------------------------------------------------------------------
+    def fit_calls(self) -> None:
+        """Range over the calls shown (p1–p99 of each series) from now on, also as calls arrive."""
+        self._fit = True
+        self._refit()
+
+    def fits_calls(self) -> bool:
+        """Whether the range follows the calls shown (False once zoomed or panned by hand)."""
+        return self._fit
+
+    def _on_range_changed_by_hand(self, *args: object) -> None:
+        self._fit = False
+
+    def _extent(self, c: LatencyCurves) -> tuple[float, float, float, float] | None:
+        """(first x, last x, p1, p99 in view units) of the calls of ``c`` shown; None: none shown."""
+        s = c.series
+        folded = self.folded(s)
+        key = (s.meas.count, s.warm.count, folded, self._log_y)
+        if c.extent is not None and c.extent[0] == key:
+            return c.extent[1]
+        buffers = [b for b in ((s.meas,) if folded else (s.meas, s.warm)) if b.n]
+        out: tuple[float, float, float, float] | None = None
+        if buffers:
+            x_lo = min(float(b.xs.min()) for b in buffers)
+            x_hi = max(float(b.xs.max()) for b in buffers)
+            parts = [s.measured_values()] if s.meas.n else []
+            if not folded and s.warm.n:
+                parts.append(s.warm.ys)
+            values = np.concatenate(parts) if parts else np.empty(0)
+            values = values[np.isfinite(values)]
+            if self._log_y:
+                values = np.log10(values[values > 0])
+            if len(values):
+                lo, hi = np.percentile(values, [LOW_PERCENTILE, HIGH_PERCENTILE])
+                out = (x_lo, x_hi, float(lo), float(hi))
+        c.extent = (key, out)
+        return out
+
+    def _refit(self) -> None:
+        """Set the range to the calls shown, while it follows them; the marks follow either way."""
+        if not self._fit:
+            self._mark_beyond()
+            return
+        extents = [e for c in self.curves.values() if (e := self._extent(c)) is not None]
+        if not extents:
+            self._mark_beyond()
+            return
+        x0 = min(e[0] for e in extents) - 0.5
+        x1 = max(e[1] for e in extents) + 0.5
+        lo = min(e[2] for e in extents)
+        hi = max(e[3] for e in extents)
+        span = hi - lo
+        if span <= 0:
+            span = 0.1 if self._log_y else (abs(hi) * 0.1 or 1.0)
+        y0, y1 = lo - RANGE_PAD * span, hi + RANGE_PAD * span
+        if not self._log_y and lo >= 0:
+            y0 = max(y0, 0.0)
+        vb = self.plot.getPlotItem().getViewBox()
+        self._refitting = True
+        try:
+            vb.setRange(xRange=(x0, x1 + 0.01 * (x1 - x0)), yRange=(y0, y1), padding=0)
+        finally:
+            self._refitting = False
+        self._mark_beyond()
+
+    def _on_range_changed(self, *args: object) -> None:
+        if not self._refitting:
+            self._mark_beyond()
+
+    def _mark_beyond(self) -> None:
+        """Mark each call drawn beyond the y range at the edge it lies past; count them in the note."""
+        vb = self.plot.getPlotItem().getViewBox()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        inset = 0.025 * (y1 - y0)
+        exact = True
+        n_above = n_below = 0
+        for c in self.curves.values():
+            s = c.series
+            above: list[np.ndarray] = []
+            below: list[np.ndarray] = []
+            for b in (s.meas,) if self.folded(s) else (s.meas, s.warm):
+                if not b.n:
+                    continue
+                exact = exact and b.stride == 1
+                xs, ys = b.xs, b.ys
+                inside = (xs >= x0) & (xs <= x1)
+                if self._log_y:
+                    positive = ys > 0
+                    ys = np.where(positive, np.log10(np.where(positive, ys, 1.0)), -np.inf)
+                above.append(xs[inside & (ys > y1)])
+                below.append(xs[inside & (ys < y0)])
+            for marks, xs_beyond, y in ((c.marks_above, above, y1 - inset), (c.marks_below, below, y0 + inset)):
+                xs = np.concatenate(xs_beyond) if xs_beyond else np.empty(0)
+                if marks is c.marks_above:
+                    n_above += len(xs)
+                else:
+                    n_below += len(xs)
+                if len(xs) > MAX_EDGE_MARKS:
+                    xs = xs[:: math.ceil(len(xs) / MAX_EDGE_MARKS)]
+                marks.setData(x=xs, y=np.full(len(xs), y))
+        self._beyond_exact = exact
+        self.beyond = (n_above, n_below)
+        self._set_note(y0, y1)
+
+    def _ms(self, y: float) -> float:
+        return 10 ** y if self._log_y else y
+
+    def _set_note(self, y0: float = 0.0, y1: float = 0.0) -> None:
+        parts = []
+        folded = sum(c.series.warm.count for c in self.curves.values() if self.folded(c.series))
+        if folded:
+            parts.append(f"{plural(folded, 'warm-up call')} folded away")
+        above, below = self.beyond
+        some = "" if self._beyond_exact else "at least "
+        if above:
+            parts.append(f"▲ {some}{plural(above, 'call')} above {plain_number(self._ms(y1))} ms")
+        if below:
+            parts.append(f"▼ {some}{plural(below, 'call')} below {plain_number(self._ms(y0))} ms")
+        text = " · ".join(parts)
+        self.note.setText(text)
+        self.note.setVisible(bool(text))
+        self._place_note()
+        self.caption.setText(LATENCY_CAPTION_FOLDED if folded or not self._show_warmup else LATENCY_CAPTION)
+
+    def note_text(self) -> str:
+        """The note inside the plot: warm-up calls folded away, calls beyond the range ("" when none)."""
+        return self.note.toPlainText() if self.note.isVisible() else ""
+
+    def _place_note(self, *args: object) -> None:
+        vb = self.plot.getPlotItem().getViewBox()
+        self.note.setPos(2.0, vb.height() - 2.0)
 
     # -- log scale -----------------------------------------------------------------------
     def set_log_scale(self, on: bool) -> None:
@@ -288,6 +522,7 @@ class LatencyTab(PlotTab):
             self._apply_log(c)
             self._place_median(c)
         self.hide_crosshair()
+        self._refit()
 
     def _apply_log(self, c: LatencyCurves) -> None:
         for curve in (c.measure_curve, c.warmup_curve):
@@ -317,7 +552,8 @@ class LatencyTab(PlotTab):
         ty = self._view_y(latency_ms)
         best: tuple[float, Series, int] | None = None
         for c in self.curves.values():
-            b = c.series.all
+            # warm-up calls folded away are not snapped to
+            b = c.series.meas if self.folded(c.series) else c.series.all
             if b.n == 0:
                 continue
             xs = b.xs
@@ -334,8 +570,9 @@ class LatencyTab(PlotTab):
             self.hide_crosshair()
             return None
         _, s, j = best
-        x, y = float(s.all.x[j]), float(s.all.y[j])
-        phase = " (warm-up)" if s.all.flag[j] else ""
+        b = s.meas if self.folded(s) else s.all
+        x, y = float(b.x[j]), float(b.y[j])
+        phase = " (warm-up)" if b is s.all and s.all.flag[j] else ""
         text = f"{s.legend_text()}\niteration {x:g}{phase}\n{y:.4g} ms"
         vy = self._view_y(y)
         self._vline.setPos(x)
@@ -372,7 +609,7 @@ register_tab(TabSpec(
     key="latency", title="Latency", make=lambda panel: LatencyTab(), order=10,
     caption=(
         "Latency per call",
-        "dashed = median of measured calls · dotted = a new round · shaded = warm-up (not in the statistics) · "
-        "one colour per variant",
+        "dashed = median of measured calls · dotted = a new round · shaded = warm-up (not in the statistics; "
+        "folded away unless shown) · ▲▼ = calls beyond the range (p1–p99 of the calls shown) · one colour per variant",
     ),
 ))

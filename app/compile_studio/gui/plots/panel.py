@@ -161,6 +161,17 @@ class PlotPanel(QTabWidget):
         s = self.series.get(key)
         return QColor(s.color) if s is not None else None
 
+    def quartiles_of(self, key: str) -> tuple[float, float] | None:
+        """(p25, p75) in ms of series ``key``'s measured calls shown (None: no such series or no call)."""
+        s = self.series.get(key)
+        if s is None or s.meas.count == 0:
+            return None
+        values = s.measured_values()
+        if not len(values):
+            return None
+        p25, p75 = np.percentile(values, [25, 75])
+        return float(p25), float(p75)
+
     def append_gpu_state(self, run_key: str, label: str, rows: list[dict]) -> None:
         """Buffer GPU readings of run ``run_key`` (dicts as in ``gpu_state.csv``); draws nothing.
 
@@ -170,7 +181,7 @@ class PlotPanel(QTabWidget):
 
     # -- summary ------------------------------------------------------------------------------
     def set_summary(self, bars: list[SummaryBar]) -> None:
-        """Draw median bars with p5–p95 error bars and the speedup on each bar."""
+        """Draw each variant's median, p25–p75 box, p5–p95 whiskers and speedup."""
         self.summary.set_bars(bars)
 
     def summary_bars(self) -> list[SummaryBar]:
