@@ -50,7 +50,7 @@ def test_a_full_tmpfs_stops_the_run_prints_every_sample_from_memory_and_exits_3(
     assert "Traceback" not in done.stderr
     assert "not saved in full: the disk is full at" in done.stdout
     assert "(the table above is from memory)" in done.stdout
-    assert "error (write_failed) in run: the disk is full at" in done.stderr
+    assert "error (write_failed): the disk is full at" in done.stderr
     # the table from memory summarises what was measured; the variant not started is listed
     eager = next(line for line in done.stdout.splitlines() if line.startswith("eager "))
     assert eager.split()[1] == "failed" and re.search(r"\s0\.\d+\s", eager)  # a median in ms

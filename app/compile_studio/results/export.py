@@ -22,7 +22,7 @@ from .run_files import (
     summary_to_csv,
 )
 from .run_result import RunResult
-from .summary import SummaryRow, summarize
+from .summary import SummaryRow, flop_rate_line, summarize
 from .why import markdown_lines as why_markdown_lines
 
 
@@ -200,6 +200,9 @@ def markdown_report(run: RunResult, plot_png: str | None = None, folder: str | P
         + method
         + "Break-even = compile seconds / time saved per call, given only for a variant found faster."
     )
+    rate = flop_rate_line(run, rows)
+    if rate:
+        lines += ["", md_text(rate)]
     judged = [r for r in rows if r.verdict and r.name != "eager"]
     if judged:
         lines += ["", "### Verdict", ""]

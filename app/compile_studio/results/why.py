@@ -16,7 +16,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from .summary import flop_rate_basis, flop_rate_line, fmt_flop_rate
+from .summary import flop_rate_basis, fmt_flop_rate
 from .why_files import Recompile, VariantWhy, WhyReport
 from .why_rules import Evidence, _pct, evidence, fastest_majority, summary_row
 
@@ -343,9 +343,6 @@ def markdown_lines(run: Any, md_text: Callable[[object], str]) -> list[str]:
     e = evidence(run, "eager")
     if e is not None and len(out) == 3:
         out.append(f"- **eager**: {md_text(classify(e))}")
-    rate = flop_rate_line(run)
-    if rate:
-        out.append(f"- {md_text(rate)}")
     for name in run.variants:
         found = table.get(name)
         data: dict[str, Any] = found if isinstance(found, dict) else {}
