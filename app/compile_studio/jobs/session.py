@@ -547,9 +547,10 @@ class RunSession:
                         recorder.stop(lost)
                         recorder.cut_short(lost)
                     elif silent.is_set():
+                        tail = [ln for ln in worker.stderr_tail[-3:] if ln.strip()]
                         message = (
-                            f"the worker did not say hello within {self.hello_timeout:.0f} s "
-                            f"and was stopped ({worker.exit_description()})"
+                            f"the worker did not say hello within {self.hello_timeout:.0f} s, "
+                            "so Compile Studio stopped it" + (": " + " | ".join(tail) if tail else "")
                         )
                         self._session_error(ErrorKind.CRASHED, message)
                         recorder.fail(message)
