@@ -18,7 +18,7 @@ FRONT_ENDS = "Front ends, jobs, launchers and results stay off the engine, the w
 NO_QT = "Engine and results stay off Qt"
 WORKER_ONLY = "Worker and engine need only Python, torch, numpy and the core"
 QT_IN_WINDOW = "Qt only in the window"
-WORKERS_THROUGH_JOBS = "The window reaches workers only through jobs"
+WORKERS_THROUGH_JOBS = "The window and the CLI reach workers only through jobs"
 
 
 def lint_imports_command() -> str:
@@ -103,6 +103,12 @@ def test_the_tree_keeps_every_contract():
             "from compile_studio.launchers.supervisor import WorkerProcess",
             WORKERS_THROUGH_JOBS,
             "compile_studio.gui.colors -> compile_studio.launchers.supervisor",
+        ),
+        (
+            "cli/why.py",
+            "from compile_studio.launchers import standby_worker",
+            WORKERS_THROUGH_JOBS,
+            "compile_studio.cli.why -> compile_studio.launchers.standby_worker",
         ),
         (
             "worker.py",

@@ -24,7 +24,7 @@ from ..core import protocol
 from ..core.config import ConfigError
 from ..core.protocol import RunStatus, VariantStatus
 from ..jobs.session import Progress, RunSession
-from ..launchers.supervisor import ProbeFailed, probe_environment
+from ..jobs.workers import ProbeFailed, probe_environment
 from ..results import RunDamaged, RunResult, RunStore, summarize
 from ..results.formatting import (
     SUMMARY_HEADERS,
@@ -273,7 +273,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     launcher = None
     if getattr(args, "target", None):
-        from ..launchers.remote import launcher_for
+        from ..jobs.workers import launcher_for
         from ..launchers.targets import TargetsFileError
 
         try:

@@ -293,7 +293,7 @@ def _shape_launcher(target_name: str | None) -> Any:
     """The launcher of ``--target`` (None: this machine); KeyError/ValueError saying why not."""
     if not target_name:
         return None
-    from ..launchers.remote import launcher_for
+    from ..jobs.workers import launcher_for
     from ..launchers.targets import load_targets
 
     targets = load_targets()

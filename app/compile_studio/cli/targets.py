@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..launchers.supervisor import WorkerStartFailed
+from ..jobs.workers import WorkerStartFailed
 from ..launchers.target_kinds import kind_names, kind_words
 from ..launchers.targets import (
     LOCAL,
@@ -153,7 +153,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _check(name: str, targets: Any) -> int:
-    from ..launchers.remote import RemoteLauncher, launcher_for
+    from ..jobs.workers import RemoteLauncher, launcher_for
 
     try:
         launcher = launcher_for(name, targets)

@@ -10,7 +10,7 @@ pyproject.toml hold the front ends to it. No Qt, no torch here.
 
 from __future__ import annotations
 
-from ..launchers.remote import launcher_for
+from ..launchers.remote import RemoteLauncher, launcher_for
 from ..launchers.standby_worker import StandbyWorker
 from ..launchers.supervisor import (
     ProbeFailed,
@@ -22,6 +22,7 @@ from ..launchers.supervisor import (
 
 __all__ = [
     "ProbeFailed",
+    "RemoteLauncher",
     "StandbyWorker",
     "WorkerLauncher",
     "WorkerProcess",
