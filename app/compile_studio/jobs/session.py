@@ -368,15 +368,7 @@ class RunSession:
             silent.set()
             worker.kill()
 
-        if self.launcher.waits_in_queue():
-            from ..launchers.queue_clock import QueueClock
-
-            return QueueClock(self.launcher, self.hello_timeout, expire, self._on_queued)
-
-        timer = threading.Timer(self.hello_timeout, expire)
-        timer.daemon = True
-        timer.start()
-        return timer
+        return self.launcher.hello_timer(self.hello_timeout, expire, self._on_queued)
 
     def _register(
         self, worker: WorkerProcess, config: dict[str, Any] | str | None = None

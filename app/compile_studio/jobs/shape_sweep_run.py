@@ -18,7 +18,7 @@ from typing import Any
 from ..core import protocol
 from ..core.config import MAX_BATCH, BenchmarkConfig, ConfigError, ConfigProblem
 from ..core.protocol import RunStatus
-from ..launchers.supervisor import WorkerLauncher, WorkerProcess
+from ..launchers.supervisor import HelloTimer, WorkerLauncher, WorkerProcess
 from ..results.owner_lock import RecordBusy, this_owner
 from ..results.shape_record import ShapePoint, ShapeSweepRecord
 from ..results.sweep_record import COMPLETE, FAILED, RUNNING, STOPPED
@@ -215,7 +215,7 @@ class ShapeSweepRun:
         status, message = FAILED, ""
         worker: WorkerProcess | None = None
         silent = threading.Event()
-        timer: threading.Timer | None = None
+        timer: HelloTimer | None = None
         watch = self._watch()
         try:
             self.launcher.prepare(self._log)
@@ -229,9 +229,9 @@ class ShapeSweepRun:
                 assert worker is not None
                 worker.kill()
 
-            timer = threading.Timer(self.hello_timeout, expire)
-            timer.daemon = True
-            timer.start()
+            timer = self.launcher.hello_timer(
+                self.hello_timeout, expire, lambda state: self._log(f"[compile studio] {state}")
+            )
             with self._lock:
                 self._worker = worker
                 stop_now = self._stop.requested

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..core import protocol
 
@@ -105,6 +105,23 @@ class WorkerLauncher:
         """Whether the worker may wait in a batch queue before it starts."""
         return False
 
+    def hello_timer(
+        self, timeout_s: float, expire: Callable[[], None], on_queued: Callable[[str], None]
+    ) -> HelloTimer:
+        """The clock that calls ``expire`` when a worker has said nothing for ``timeout_s``; started.
+
+        A worker that may wait in a batch queue first gets its time once its job
+        runs; while it waits, ``on_queued`` gets the queue's state in words.
+        """
+        if self.waits_in_queue():
+            from .queue_clock import QueueClock
+
+            return QueueClock(self, timeout_s, expire, on_queued)
+        timer = threading.Timer(timeout_s, expire)
+        timer.daemon = True
+        timer.start()
+        return timer
+
     def queue_state(self) -> str | None:
         """The queue wait in words (``queued on partition …``); None when not waiting."""
         return None
@@ -132,6 +149,12 @@ class WorkerLauncher:
         except OSError:
             pass
         return child_env
+
+
+class HelloTimer(Protocol):
+    """A started hello clock (:meth:`WorkerLauncher.hello_timer`): cancelled once the hello came."""
+
+    def cancel(self) -> None: ...
 
 
 def worker_command(*args: str) -> list[str]:
