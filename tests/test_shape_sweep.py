@@ -19,6 +19,7 @@ from compile_studio.results.shape_record import (
     SHAPE_JSON,
     ShapePoint,
     ShapeSweepRecord,
+    shape_speedup_text,
 )
 from compile_studio.results.sweep_load import load_shape_sweep
 from compile_studio.results.sweep_record import SweepDamaged
@@ -288,3 +289,95 @@ def test_a_shape_sweep_left_running_by_a_dead_process_reads_as_stopped(shape_swe
 def test_resume_of_a_shape_sweep_takes_no_flags(shape_sweep, capsys):
     assert cli.main(["sweep", "--resume", str(shape_sweep[3]), "--layers", "8,8"]) == 2
     assert "--resume runs the shape sweep as it was made" in capsys.readouterr().err
+
+
+def test_each_point_keeps_the_spread_of_its_few_calls(shape_sweep):
+    record = load_shape_sweep(shape_sweep[3])
+    for p in record.points:
+        assert p.min_ms is not None and p.max_ms is not None and p.median_ms is not None
+        assert p.min_ms <= p.median_ms <= p.max_ms, p
+        assert p.eager_min_ms is not None and p.eager_max_ms is not None and p.eager_ms is not None
+        assert p.eager_min_ms <= p.eager_ms <= p.eager_max_ms, p
+        if p.mode == "eager":
+            assert p.speedup_lo is None and p.speedup_hi is None  # no pairs: eager against itself
+            continue
+        # the ratio of medians lies within the lowest and highest ratio of a pair of calls
+        assert p.speedup_lo is not None and p.speedup_hi is not None and p.speedup is not None
+        assert p.speedup_lo - 1e-9 <= p.speedup <= p.speedup_hi + 1e-9, p
+        text = shape_speedup_text(p, record.repeats)
+        assert text.startswith("≈") and "(3 calls, " in text and text.endswith("×)"), text
+    with open(shape_sweep[3] / SHAPE_CSV, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    compiled = [r for r in rows if r["mode"] != "eager"]
+    assert all(float(r["speedup_lo"]) <= float(r["speedup"]) <= float(r["speedup_hi"]) for r in compiled)
+    assert all(r["speedup_lo"] == "" and r["min_ms"] for r in rows if r["mode"] == "eager")
+
+
+def test_pair_speedups_are_the_lowest_and_highest_ratio_of_a_pair():
+    from compile_studio.engine.shape_sweep import pair_speedups
+
+    assert pair_speedups([2.0, 3.0, 4.0], [1.0, 1.0, 8.0]) == (0.5, 3.0)
+    assert pair_speedups([1.0, 0.0], [0.0, 2.0]) == (None, None)  # a time of 0 has no ratio
+    assert pair_speedups([], []) == (None, None)
+
+
+def test_an_older_shape_sweep_without_spreads_reads_and_says_rough(shape_sweep, tmp_path):
+    doc = json.loads((shape_sweep[3] / SHAPE_JSON).read_text())
+    for p in doc["points"]:
+        for key in ("min_ms", "max_ms", "eager_min_ms", "eager_max_ms", "speedup_lo", "speedup_hi"):
+            p.pop(key)
+    folder = tmp_path / "older"
+    folder.mkdir()
+    (folder / SHAPE_JSON).write_text(json.dumps(doc))
+    record = load_shape_sweep(folder)
+    assert not record.load_problems
+    compiled = [p for p in record.points if p.mode != "eager"]
+    assert all(p.speedup_lo is None and p.min_ms is None for p in record.points)
+    for p in compiled:
+        text = shape_speedup_text(p, record.repeats)
+        assert text.startswith("≈") and text.endswith("(3 calls)"), text
+
+
+def test_a_speedup_is_never_a_bare_zero_and_says_why_it_is_missing():
+    def point(batch: int = 8, **kw) -> ShapePoint:
+        return ShapePoint(variant="aot_eager", mode="true", batch=batch, **kw)
+
+    assert shape_speedup_text(point(median_ms=0.5, eager_ms=0.65, speedup=1.3, timed_calls=5)) == "≈1.3× (5 calls)"
+    assert shape_speedup_text(point(median_ms=0.1, eager_ms=0.72, speedup=7.18, timed_calls=5, speedup_lo=6.9,
+                                    speedup_hi=7.4)) == "≈7.2× (5 calls, 6.9–7.4×)"
+    tiny = shape_speedup_text(point(median_ms=25.0, eager_ms=0.1, speedup=0.004), 5)
+    assert tiny == "≈0.004× (5 calls)" and "0.00×" not in tiny
+    # a point made with an eager time of 0 ms (a coarse timer) once read "0.00×"
+    record = ShapeSweepRecord(sweep_id="s", created="", config=BenchmarkConfig(device="cpu"), batches=[4],
+                              modes=["true"])
+    record.add(point(batch=4, median_ms=0.2, timed_calls=5))
+    record.add(ShapePoint(variant="eager", mode="eager", batch=4, median_ms=0.0))
+    zero = record.points_of("aot_eager", "true")[0]
+    assert zero.speedup == 0.0
+    assert shape_speedup_text(zero) == "– (eager's time is 0 ms, below the timer's resolution)"
+    assert shape_speedup_text(point(median_ms=0.0, eager_ms=1.0, speedup=None)).startswith("– (its time is 0 ms")
+    assert shape_speedup_text(point(median_ms=None)) == "– (not timed)"
+    assert shape_speedup_text(point(error="boom")) == "– (failed)"
+    assert shape_speedup_text(point(median_ms=1.0)) == "– (eager was not timed at this batch size)"
+
+
+def test_the_window_labels_a_real_sweeps_speedups_as_rough(shape_sweep, qtbot):
+    from compile_studio.gui.plots.sweep_plot import ShapeSweepPlot
+    from compile_studio.gui.sweep_view import shape_speedups_text
+
+    record = load_shape_sweep(shape_sweep[3])
+    plot = ShapeSweepPlot()
+    qtbot.addWidget(plot)
+    plot.resize(900, 600)
+    plot.show()
+    plot.set_record(record)
+    texts = plot.speedup_texts
+    assert set(texts) == {(f"dynamic={m}", b) for m in protocol.SHAPE_MODES for b in BATCHES}
+    assert all(t.startswith("≈") and "(3 calls, " in t for t in texts.values()), texts
+    assert [lab.toPlainText() for lab in plot.speedup_labels] == [
+        t.split(" ")[0] for t in texts.values()
+    ]
+    assert "rough" in plot.plots["speedup"].titleLabel.text and "3 calls" in plot.plots["speedup"].titleLabel.text
+    assert len([d for d in plot.drawn if d[0] == "speedup"]) == 15
+    assert shape_speedups_text(record, "aot_eager", "true").startswith("speedup ≈")
+    assert shape_speedups_text(record, "aot_eager", "true").endswith("(3 calls each)")

@@ -411,6 +411,12 @@ class ShapePointEvent:
     whether Python's garbage collector was off during the timed calls. Eager's
     own point pools its calls timed beside every compiled point at this batch
     size. None: not recorded (an older worker).
+
+    The spread of those few calls: ``min_ms``/``max_ms`` (and eager's
+    ``eager_min_ms``/``eager_max_ms``) are the fastest and slowest timed
+    call; ``speedup_lo``/``speedup_hi`` the lowest and highest ratio of an
+    eager call to the variant's call timed in the same pair. None: not
+    recorded (an older worker), or eager's own point (no pairs).
     """
 
     TYPE: ClassVar[str] = "shape_point"
@@ -436,6 +442,12 @@ class ShapePointEvent:
     eager_warmup_calls: int | None = None
     timed_calls: int | None = None
     gc_off: bool | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    eager_min_ms: float | None = None
+    eager_max_ms: float | None = None
+    speedup_lo: float | None = None
+    speedup_hi: float | None = None
 
 
 Event = (

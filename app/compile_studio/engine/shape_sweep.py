@@ -7,7 +7,8 @@ input of that size. Per point it records the first call at that shape (the
 compile or recompile it caused), the graphs Dynamo compiled during it and
 Dynamo's guard-failure reasons for recompiling (the first few, cut short),
 whether Dynamo hit its recompile limit (and from then on ran the frame
-eager), the median of a few timed calls at that shape, and whether the
+eager), the median of a few timed calls at that shape (with the fastest and
+slowest, and the spread of the paired eager/variant ratios), and whether the
 output matches the fp64 reference as the dtype's rule asks.
 
 Eager and the compiled variant are timed by the same rules, at the same
@@ -179,6 +180,24 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _lowest(values: list[float]) -> float | None:
+    return min(values) if values else None
+
+
+def _highest(values: list[float]) -> float | None:
+    return max(values) if values else None
+
+
+def pair_speedups(eager_wall: list[float], wall: list[float]) -> tuple[float | None, float | None]:
+    """(lowest, highest) ratio of an eager call to the variant's call timed in the same pair.
+
+    The timed calls alternate eager and the variant, so call i of each is a
+    pair; a pair with a time of 0 has no ratio. (None, None) without any pair.
+    """
+    ratios = [e / w for e, w in zip(eager_wall, wall) if w > 0 and e > 0]
+    return (min(ratios), max(ratios)) if ratios else (None, None)
+
+
 class ShapeSweepRunner:
     """Runs a :class:`protocol.ShapeSweepRequest` in this process and reports each point to ``sink``."""
 
@@ -318,6 +337,8 @@ class ShapeSweepRunner:
                     device_median_ms=_median(shape.eager_device), eager_device_ms=_median(shape.eager_device),
                     warmup_calls=min(shape.eager_warmups), eager_warmup_calls=min(shape.eager_warmups),
                     timed_calls=len(shape.eager_wall), gc_off=shape.eager_gc_off,
+                    min_ms=_lowest(shape.eager_wall), max_ms=_highest(shape.eager_wall),
+                    eager_min_ms=_lowest(shape.eager_wall), eager_max_ms=_highest(shape.eager_wall),
                     correct=None if dev is None else checks.judge(self.check_dtype, dev, None)[0],
                     max_error=None if dev is None else _finite(dev.error),
                 )
@@ -371,6 +392,7 @@ class ShapeSweepRunner:
                     continue
                 self._keep_eager(shape, timed)
                 median, eager_ms = _median(timed.wall), _median(timed.eager_wall)
+                speedup_lo, speedup_hi = pair_speedups(timed.eager_wall, timed.wall)
                 correct = None
                 if dev is not None:
                     correct = checks.judge(self.check_dtype, dev, shape.eager_dev)[0]
@@ -385,6 +407,9 @@ class ShapeSweepRunner:
                         device_median_ms=_median(timed.device), eager_device_ms=_median(timed.eager_device),
                         warmup_calls=timed.warmup_calls, eager_warmup_calls=timed.warmup_calls,
                         timed_calls=len(timed.wall), gc_off=timed.gc_off,
+                        min_ms=_lowest(timed.wall), max_ms=_highest(timed.wall),
+                        eager_min_ms=_lowest(timed.eager_wall), eager_max_ms=_highest(timed.eager_wall),
+                        speedup_lo=speedup_lo, speedup_hi=speedup_hi,
                         correct=correct, max_error=None if dev is None else _finite(dev.error),
                     )
                 )

@@ -42,7 +42,12 @@ from ..jobs.sweep_spec import (
 from ..results import RunDamaged, RunResult, load_run
 from ..results.file_io import atomic_write_text
 from ..results.formatting import plural
-from ..results.shape_record import ShapeSweepRecord, shape_record_to_csv
+from ..results.shape_record import (
+    ShapeSweepRecord,
+    no_speedup_reason,
+    shape_record_to_csv,
+    times_text,
+)
 from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
 from ..results.sweep_record import SweepDamaged, SweepRecord, record_to_csv
 from ..results.sweep_store import SweepFolder
@@ -481,7 +486,9 @@ class SweepView(QWidget):
         parts = [f"[{record.status}]"]
         for variant, mode in record.series():
             points = record.points_of(variant, mode)
-            parts.append(f"{variant} dynamic={mode}: {plural(sum(p.recompiles for p in points), 'recompile')}")
+            words = f"{variant} dynamic={mode}: {plural(sum(p.recompiles for p in points), 'recompile')}"
+            speedups = shape_speedups_text(record, variant, mode)
+            parts.append(f"{words}, {speedups}" if speedups else words)
         if record.message:
             parts.append(record.message)
         if self.shape_thread is not None:
@@ -568,3 +575,17 @@ def shape_title(record: ShapeSweepRecord) -> str:
             title = title[len(said):]
             break
     return f"Shape sweep: {title}"
+
+
+def shape_speedups_text(record: ShapeSweepRecord, variant: str, mode: str) -> str:
+    """The speedups of one shape-sweep series in words, as rough as they are:
+    ``speedup ≈0.9–1.4× (5 calls each)`` ("" when none was measured)."""
+    points = record.points_of(variant, mode)
+    values = [p.speedup for p in points if no_speedup_reason(p) is None and p.speedup is not None]
+    if not values:
+        return ""
+    calls = {p.timed_calls for p in points if p.timed_calls is not None}
+    n = calls.pop() if len(calls) == 1 else record.repeats
+    lo, hi = min(values), max(values)
+    shown = f"≈{times_text(lo)}×" if times_text(lo) == times_text(hi) else f"≈{times_text(lo)}–{times_text(hi)}×"
+    return f"speedup {shown} ({plural(n, 'call')} each)"

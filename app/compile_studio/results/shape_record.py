@@ -4,7 +4,13 @@ A point is the worker's ``shape_point`` event kept as it came
 (:class:`protocol.ShapePointEvent`, its fields declared there once); the
 batch sizes, modes, recompile limit and repeats are the request's
 (:class:`protocol.ShapeSweepSettings`). What is written here is read back,
-checked, by sweep_load.py: the two change in step.
+checked, by sweep_load.py: the two change in step. A record from an older
+worker reads back without the spread of a point's calls (None).
+
+A shape-sweep speedup is a ratio of medians of a few calls (``repeats``,
+5 by default) with no interval: :func:`shape_speedup_text` says so
+(``≈1.3× (5 calls, 1.1–1.6×)``), and says why where there is none
+(``– (eager's time is 0 ms)``), never a bare ``0.00×``.
 """
 
 from __future__ import annotations
@@ -13,8 +19,11 @@ import copy
 import csv
 import io
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+import numpy as np
 
 from .. import __version__
 from ..core.config import BenchmarkConfig
@@ -52,6 +61,12 @@ SHAPE_CSV_COLUMNS = [
     "eager_warmup_calls",
     "timed_calls",
     "gc_off",
+    "min_ms",
+    "max_ms",
+    "eager_min_ms",
+    "eager_max_ms",
+    "speedup_lo",
+    "speedup_hi",
 ]
 #: Guard-failure reasons kept per point when read, and the longest kept.
 MAX_SHAPE_REASONS = 3
@@ -209,3 +224,51 @@ def _mode_order(mode: str) -> int:
     order = ("eager", "false", "auto", "true")
     return order.index(mode) if mode in order else len(order)
 
+
+# -- speedups in words -------------------------------------------------------------------------
+
+def times_text(value: float) -> str:
+    """A ratio with two significant digits and no exponent: ``1.3``, ``0.43``, ``0.0041``, ``12``."""
+    if value >= 10:
+        return f"{value:.0f}"
+    return str(np.format_float_positional(value, precision=2, unique=True, fractional=False, trim="-"))
+
+
+def no_speedup_reason(point: ShapePointEvent) -> str | None:
+    """Why ``point`` has no speedup to show (None: it has one): failed, not timed, a time of 0 ms."""
+    if point.error:
+        return "failed"
+    if point.median_ms is None:
+        return "not timed"
+    if not math.isfinite(point.median_ms) or point.median_ms <= 0:
+        return "its time is 0 ms, below the timer's resolution"
+    if point.eager_ms is None:
+        return "eager was not timed at this batch size"
+    if not math.isfinite(point.eager_ms) or point.eager_ms <= 0:
+        return "eager's time is 0 ms, below the timer's resolution"
+    if point.speedup is None or not math.isfinite(point.speedup) or point.speedup <= 0:
+        return "no speedup recorded"
+    return None
+
+
+def speedup_spread(point: ShapePointEvent) -> tuple[float, float] | None:
+    """(lowest, highest) ratio of the paired eager and variant calls; None where not recorded."""
+    lo, hi = point.speedup_lo, point.speedup_hi
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi < lo:
+        return None
+    return lo, hi
+
+
+def shape_speedup_text(point: ShapePointEvent, repeats: int | None = None) -> str:
+    """A shape-sweep speedup as rough as it is: ``≈1.3× (5 calls, 1.1–1.6×)``, the spread where recorded;
+    ``– (reason)`` without one. ``repeats``: the calls per point where the point does not say."""
+    reason = no_speedup_reason(point)
+    if reason is not None:
+        return f"– ({reason})"
+    assert point.speedup is not None
+    calls = point.timed_calls if point.timed_calls is not None else repeats
+    inside = [f"{calls} call{'s' if calls != 1 else ''}"] if calls is not None else ["few calls"]
+    spread = speedup_spread(point)
+    if spread is not None:
+        inside.append(f"{times_text(spread[0])}–{times_text(spread[1])}×")
+    return f"≈{times_text(point.speedup)}× ({', '.join(inside)})"
