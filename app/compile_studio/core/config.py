@@ -141,11 +141,13 @@ class BenchmarkConfig:
 
     layers: str = setting(
         DEFAULT_LAYERS, label="Layer sizes", check=_layers_problem, metavar="W,W,...",
+        model_kinds=("mlp", "mlp_ln_residual"),
         help="the MLP: the input width, then the output width of each Linear layer",
         placeholder="input width, then each layer's width: 1024,1024,512,10",
     )
     activation: str = setting(
-        "gelu", label="Activation", choices=ACTIVATIONS, help="activation after each hidden layer"
+        "gelu", label="Activation", choices=ACTIVATIONS, help="activation after each hidden layer",
+        model_kinds=("mlp", "mlp_ln_residual", "cnn"),
     )
     batch_size: int = setting(
         256, label="Batch", unit="samples", minimum=1, maximum=MAX_BATCH, help="rows per call"
@@ -233,23 +235,24 @@ class BenchmarkConfig:
         "encoder layers; cnn: conv stages; custom: your own factory (its code runs in the worker)",
     )
     transformer: str = setting(
-        DEFAULT_TRANSFORMER, label="Transformer", metavar="D,H,FFN,SEQ,L",
+        DEFAULT_TRANSFORMER, label="Transformer", metavar="D,H,FFN,SEQ,L", model_kinds=("transformer",),
         check=_spec_problem(parse_transformer_spec),
         help="model transformer: d_model, heads, feed-forward width, sequence length, layers",
     )
     cnn: str = setting(
         DEFAULT_CNN, label="CNN", metavar="IMG,K,C1,C2,...", check=_spec_problem(parse_cnn_spec),
+        model_kinds=("cnn",),
         help="model cnn: image size, kernel size, then the channels of each stage",
     )
     factory: str = setting(
-        "", label="Factory", metavar="FILE.py:FUNC", check=_factory_problem,
+        "", label="Factory", metavar="FILE.py:FUNC", check=_factory_problem, model_kinds=("custom",),
         placeholder="path/to/model.py:make_model (its code runs in the worker)",
         help="model custom: a function returning (model, inputs[, loss]); its arguments named like "
         "a configuration field (batch_size, seed, ...) get this configuration's values; the file's "
         "code runs in the worker, and a copy is kept in the run folder",
     )
     model_path: str = setting(
-        "", label="Model path", placeholder="folder to import package.module from",
+        "", label="Model path", placeholder="folder to import package.module from", model_kinds=("custom",),
         help="model custom with package.module:FUNC: the folder it is imported from",
     )
     label: str = setting(

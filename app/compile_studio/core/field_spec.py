@@ -68,6 +68,8 @@ class FieldSpec:
     bare: str = ""
     #: (value, words) pairs: how the form shows a choice whose value is not words itself
     choice_labels: tuple[tuple[str, str], ...] = ()
+    #: the model kinds (values of the ``model`` field) this field applies to; empty: every kind
+    model_kinds: tuple[str, ...] = ()
 
     def choice_label(self, value: str) -> str:
         """How the form shows the choice ``value``: its label, or the value itself."""
@@ -120,8 +122,9 @@ def setting(default: Any, **metadata: Any) -> Any:
     unknown = sorted(set(metadata) - set(_METADATA_KEYS))
     if unknown:
         raise TypeError(f"setting() knows no metadata {', '.join(unknown)}")
-    if "choices" in metadata:
-        metadata["choices"] = tuple(metadata["choices"])
+    for key in ("choices", "model_kinds"):
+        if key in metadata:
+            metadata[key] = tuple(metadata[key])
     if isinstance(metadata.get("choice_labels"), dict):
         metadata["choice_labels"] = tuple(metadata["choice_labels"].items())
     if isinstance(default, list):

@@ -55,26 +55,13 @@ FALLBACK_VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "aot
 
 _ERROR_STYLE = "color: #B00020;"
 
-#: The model kinds each model-specific field applies to; a field not named here applies to
-#: every kind. A field's own ``model_kinds`` metadata, where its declaration has one, wins.
-MODEL_KIND_FIELDS: dict[str, tuple[str, ...]] = {
-    "layers": ("mlp", "mlp_ln_residual"),
-    "activation": ("mlp", "mlp_ln_residual", "cnn"),
-    "transformer": ("transformer",),
-    "cnn": ("cnn",),
-    "factory": ("custom",),
-    "model_path": ("custom",),
-}
 #: The field that picks the model kind (the form groups the others by it).
 MODEL_FIELD = "model"
 
 
 def field_model_kinds(spec: FieldSpec) -> tuple[str, ...] | None:
     """The model kinds ``spec`` applies to; None: every kind (a field of the measurement)."""
-    declared = getattr(spec, "model_kinds", None)
-    if declared:
-        return tuple(declared)
-    return MODEL_KIND_FIELDS.get(spec.name)
+    return spec.model_kinds or None
 _SPIN_LIMITS = (-(2**31), 2**31 - 1)
 
 
