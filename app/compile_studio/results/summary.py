@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 #: Version of the summary stored in run.json (its rows' fields and how they are computed).
 #: A stored summary of another version, or whose rows do not have exactly the
 #: fields of :class:`SummaryRow`, is computed again from the samples when read.
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 #: 2: ``floor_speedup``; a verdict names the harness floor where it is a sizeable share of a median.
+#: 3: a verdict's sentence leads with the cause that decided it (the interval before the checks).
 
 
 @dataclass(frozen=True)
