@@ -12,7 +12,7 @@ from compile_studio.cli import commands as cli
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig, ConfigError
 from compile_studio.jobs.shape_sweep_run import parse_batches, shape_request
-from compile_studio.results.formatting import rough_speedup_header, rough_speedup_text
+from compile_studio.results.formatting import rough_speedup_header
 from compile_studio.results.shape_record import (
     SHAPE_CSV,
     SHAPE_CSV_COLUMNS,
@@ -175,13 +175,8 @@ def test_warm_up_takes_the_calls_and_the_time_capped_for_a_sweep():
 
 def test_shape_speedups_say_they_are_rough_and_never_show_0_00(shape_sweep):
     out = shape_sweep[1]
-    assert "speedup (rough, 3 calls)" in out and "(rough)" in out
+    assert "speedup (rough, 3 calls)" in out and "≈" in out
     assert "0.00×" not in out
-    assert rough_speedup_text(0.004, 50) == "~0.004× (rough)"
-    assert rough_speedup_text(0.43, 3) == "~0.43× (rough)"
-    assert rough_speedup_text(0.43, None) == "~0.43× (rough)"
-    assert rough_speedup_text(1.234, 5) == "1.23×"
-    assert rough_speedup_text(None, 5) == "–" and rough_speedup_text(float("nan"), 5) == "–"
     assert rough_speedup_header(1) == "speedup (rough, 1 call)"
 
 

@@ -20,11 +20,10 @@ from ..results.formatting import (
     fmt_ms,
     fmt_seconds,
     rough_speedup_header,
-    rough_speedup_text,
     text_table,
 )
 from ..results.locations import default_data_dir
-from ..results.shape_record import ShapeSweepRecord
+from ..results.shape_record import ShapeSweepRecord, shape_speedup_text
 from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep, load_sweep
 from ..results.sweep_record import FAILED, SweepDamaged, SweepRecord
 from .common import (
@@ -270,7 +269,7 @@ def shape_rows(record: ShapeSweepRecord, variant: str, mode: str) -> list[list[s
             fell,
             fmt_ms(p.median_ms),
             fmt_ms(p.eager_ms),
-            rough_speedup_text(p.speedup, p.timed_calls if p.timed_calls is not None else record.repeats),
+            shape_speedup_text(p, record.repeats),
             "–" if p.correct is None else ("yes" if p.correct else "NO"),
         ])
     return rows

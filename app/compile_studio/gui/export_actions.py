@@ -283,6 +283,7 @@ class ExportActions(QObject):
         panel.hide()
         panel.load_run(run, key_prefix=f"{run.run_id}/")
         panel.latency.set_log_scale(self._plots.latency.log_scale_checkbox.isChecked())
+        panel.latency.set_warmup_shown(self._plots.latency.warmup_shown())
         layout.addWidget(panel.latency, 1)
         panel.latency.show()
         # the figure is a picture, not a control: no check boxes in it

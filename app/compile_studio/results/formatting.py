@@ -91,25 +91,6 @@ def fmt_speedup_ratio(reference_ms: float | None, ms: float | None) -> str:
     return f"{reference_ms / ms:.2f}×"
 
 
-#: A shape-sweep speedup from fewer timed calls than this is shown as rough.
-ROUGH_CALLS = 5
-
-
-def rough_speedup_text(speedup: float | None, calls: int | None) -> str:
-    """A shape-sweep speedup (a ratio of medians of a few calls, with no interval).
-
-    ``1.23×``; ``~0.4× (rough)`` when it is below 0.01 or comes from fewer
-    than :data:`ROUGH_CALLS` calls (or an unknown number): never a bare
-    ``0.00×``. ``–`` without one.
-    """
-    if speedup is None or not math.isfinite(speedup) or speedup <= 0:
-        return "–"
-    if speedup < 0.01 or calls is None or calls < ROUGH_CALLS:
-        shown = f"{speedup:.0f}" if speedup >= 10 else f"{speedup:.2g}"
-        return f"~{shown}× (rough)"
-    return f"{speedup:.2f}×"
-
-
 def rough_speedup_header(calls: int) -> str:
     """The column of shape-sweep speedups: ``speedup (rough, 5 calls)``."""
     return f"speedup (rough, {plural(calls, 'call')})"
