@@ -165,9 +165,17 @@ def box(ssh_config):
 # -- worker starts ---------------------------------------------------------------------------------
 # A local worker forks from a process that has imported torch already (tests/worker_zygote.py):
 # the same worker code, ~3 CPU-s less per start. A test marked ``fresh_worker_processes``, the
-# modules below (they find workers by their command line), and every test when
+# modules below (they find workers by their command line or as children), and every test when
 # COMPILE_STUDIO_TEST_FORK_WORKERS=0 start each worker as the app does, with Popen.
-FRESH_WORKER_MODULES = {"test_gui_faults", "test_standby", "test_pinning"}
+FRESH_WORKER_MODULES = {"test_gui_faults", "test_standby", "test_pinning", "test_packaging"}
+#: Pythons the tests start (a CLI run) fork their workers from this process's server too:
+#: tests/forkhook/sitecustomize.py, on PYTHONPATH, routes them to it (COMPILE_STUDIO_TEST_FORK_SOCKET).
+FORK_SOCKET_ENV = "COMPILE_STUDIO_TEST_FORK_SOCKET"
+FORK_WORKERS = os.environ.get("COMPILE_STUDIO_TEST_FORK_WORKERS", "1") != "0"
+if FORK_WORKERS:
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(Path(__file__).resolve().parent / "forkhook"), os.environ.get("PYTHONPATH")) if p
+    )
 
 def pytest_configure(config) -> None:
     config.addinivalue_line(
@@ -178,7 +186,7 @@ def pytest_configure(config) -> None:
 @pytest.fixture(scope="session")
 def worker_fork_server():
     """The fork server of this test process (None when turned off)."""
-    if os.environ.get("COMPILE_STUDIO_TEST_FORK_WORKERS", "1") == "0":
+    if not FORK_WORKERS:
         yield None
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -186,6 +194,7 @@ def worker_fork_server():
 
     folder = tempfile.mkdtemp(prefix="cs-fork-")
     zygote = worker_zygote.Zygote.start(os.path.join(folder, "socket"))
+    os.environ[FORK_SOCKET_ENV] = zygote.path
     try:
         yield zygote
     finally:
@@ -193,6 +202,7 @@ def worker_fork_server():
         if report:  # a file to append this test process's count of forked workers to
             with open(report, "a") as out:
                 out.write(f"{os.getpid()} forked {zygote.forked}\n")
+        os.environ.pop(FORK_SOCKET_ENV, None)
         zygote.close()
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -206,7 +216,9 @@ def forked_worker_starts(request, worker_fork_server):
         or request.node.get_closest_marker("fresh_worker_processes")
         or request.node.module.__name__.rpartition(".")[2] in FRESH_WORKER_MODULES
     ):
-        yield
+        with pytest.MonkeyPatch.context() as mp:
+            mp.delenv(FORK_SOCKET_ENV, raising=False)
+            yield
         return
     import worker_zygote
     from compile_studio.launchers import supervisor

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,17 @@ def test_only_a_worker_a_fresh_start_would_make_the_same_is_forked(zygote):
     assert not zygote.can_fork(worker, {**env, "TORCHINDUCTOR_CACHE_DIR": "/elsewhere"})
     assert not zygote.can_fork(worker, {**env, "OMP_NUM_THREADS": "3"})
     assert zygote.can_fork(worker, {**env, "COMPILE_STUDIO_DATA_DIR": "/elsewhere"})  # read at run time
+
+
+def test_a_cli_the_tests_start_forks_its_worker_from_the_server(zygote, tmp_path, tiny_config):
+    """tests/forkhook/sitecustomize.py: a CLI run started by a test forks its worker too."""
+    forks = Path(zygote.path + ".forks")
+    before = forks.read_text().split() if forks.exists() else []
+    flags = ["--layers", tiny_config["layers"], "--batch-size", "2", "--device", "cpu", "--iterations", "5",
+             "--warmup", "1", "--warmup-min-ms", "0", "--rounds", "1", "--variants", "eager", "--quiet",
+             "--no-diagnostics", "--out", str(tmp_path)]
+    done = subprocess.run([sys.executable, "-m", "compile_studio.cli", "run", *flags],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    after = forks.read_text().split()
+    assert len(after) == len(before) + 1

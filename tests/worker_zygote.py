@@ -111,6 +111,8 @@ def serve(path: str) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    with open(path + ".env.json", "w", encoding="utf-8") as out:  # for processes that attach
+        json.dump(_import_time_env(os.environ), out)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(16)
@@ -152,6 +154,8 @@ def serve(path: str) -> None:
                                       *(c.fileno() for c in waiting.values())])
             for fd in fds:
                 os.close(fd)
+            with open(path + ".forks", "a", encoding="utf-8") as forks:  # one line per worker forked
+                forks.write(f"{pid}\n")
             conn.sendall(f"{pid}\n".encode())
             waiting[pid] = conn
 
@@ -161,7 +165,7 @@ def serve(path: str) -> None:
 class Zygote:
     """A running fork server (started by :meth:`start`), and whether it can start a given worker."""
 
-    def __init__(self, proc: subprocess.Popen, path: str, env: dict[str, str]):
+    def __init__(self, proc: subprocess.Popen | None, path: str, env: Mapping[str, str]):
         self.proc, self.path, self._import_env = proc, path, _import_time_env(env)
         self.forked = 0
         self._ready = False
@@ -177,8 +181,20 @@ class Zygote:
         )
         return cls(proc, path, env)
 
+    @classmethod
+    def attach(cls, path: str) -> Zygote | None:
+        """The server another process started on ``path`` (a CLI the tests run); None without one."""
+        try:
+            with open(path + ".env.json", encoding="utf-8") as f:
+                env = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return cls(None, path, env) if isinstance(env, dict) else None
+
     def ready(self, timeout_s: float = 0.0) -> bool:
         """Whether the server takes requests (waits up to ``timeout_s`` for it)."""
+        if self.proc is None:
+            return os.path.exists(self.path)
         with self._ready_lock:
             if not self._ready and self.proc.poll() is None:
                 assert self.proc.stdout is not None
@@ -187,6 +203,8 @@ class Zygote:
         return self._ready and self.proc.poll() is None
 
     def close(self) -> None:
+        if self.proc is None:
+            return
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         try:
