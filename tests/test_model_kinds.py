@@ -117,9 +117,9 @@ def test_a_bad_factory_is_a_configuration_problem_in_the_cli(tmp_path, source, w
     assert "Traceback" not in proc.stderr.split("The configuration cannot run:")[-1]
 
 
-def test_factory_example_in_the_readme_runs(tmp_path):
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    example = readme.split("<!-- factory example -->")[1].split("```python")[1].split("```")[0]
+def test_factory_example_in_the_docs_runs(tmp_path):
+    page = (Path(__file__).parents[1] / "docs" / "models.md").read_text()
+    example = page.split("<!-- factory example -->")[1].split("```python")[1].split("```")[0]
     path = tmp_path / "readme_model.py"
     path.write_text(textwrap.dedent(example))
     workload = build_workload(BenchmarkConfig(model="custom", factory=f"{path}:make_model"))
