@@ -175,6 +175,37 @@ def test_a_hit_recompile_limit_leads_with_the_whole_call_at_stake(tmp_path):
     assert "recompile limit" in found[0].evidence and rules_of(found)[2] == "fullgraph"
 
 
+#: A forward that counts its calls in a Python attribute, as recorded (torch 2.13, aot_eager).
+VALUE_REASON = (
+    "0/{k}: self.calls == {k}                                          # self.calls += 1  # mp/attr/counter.py:12 "
+    "in forward (HINT: torch.compile considers integer attributes of the nn.Module to be static. If you are "
+    "observing recompilation, you might want to make this integer dynamic using "
+    "torch._dynamo.config.allow_unspec_int_on_nn_module = True, or convert this integer into a tensor.)\n"
+    "User stack trace:\n  File \"/home/u/counter.py\", line 12, in forward\n    self.calls += 1"
+)
+VALUE_LIMIT = (
+    "recompile_limit = 8 for forward (counter.py:11); last guard failure: self.calls == 7 "
+    "# self.calls += 1 # mp/attr/counter.py:12 in forward (HINT: …)"
+)
+
+
+def test_a_python_value_changed_every_call_is_a_code_change_at_its_line(tmp_path):
+    recompiles = [{"reason": VALUE_REASON.format(k=k), "frame": "forward (/home/u/counter.py:11)",
+                   "in_window": False} for k in range(3)]
+    found = advise(facts_of(tmp_path, variants={"default": compiled_why(recompiles=recompiles)}))
+    assert rules_of(found) == ["python-value-guard"]  # not a size guard: no dynamic=True
+    s = found[0]
+    assert s.delta == {} and s.tier == TIER_GRAPH and s.effect == pytest.approx(3 / 4)
+    assert "self.calls == 2" in s.evidence and "self.calls" in s.title
+    assert s.code is not None and s.code.place == "counter.py:12" and s.code.before == "self.calls += 1"
+    assert 'register_buffer("calls"' in s.code.after and "allow_unspec_int_on_nn_module" in s.code.after
+    # the limit hit on it: the whole compiled call is at stake
+    limited = advise(facts_of(tmp_path, variants={"default": compiled_why(recompiles=recompiles,
+                                                                          recompile_limit=VALUE_LIMIT)}))
+    assert rules_of(limited) == ["python-value-guard"] and limited[0].effect == 1.0
+    assert "recompile limit was hit" in limited[0].evidence and "self.calls == 7" in limited[0].evidence
+
+
 def test_a_launch_bound_gpu_model_gets_reduce_overhead(tmp_path):
     found = advise(facts_of(tmp_path, env=H100_ENV, eager=CUDA_TINY, flops=FLOPS["cuda_tiny"], warmup=0))
     assert rules_of(found) == ["reduce-overhead"]

@@ -159,6 +159,70 @@ def rule_mark_dynamic(facts: RunEvidence) -> Iterator[Suggestion]:
         )
 
 
+#: A guard on a Python value: ``self.calls == 7`` (after a compile id ``0/3:``), not on a tensor.
+_VALUE_GUARD = re.compile(r"^(?:\d+/\d+:\s*)?((?:[A-Za-z_]\w*|L\['[^']+'\])(?:\.[A-Za-z_]\w*)+)\s*==\s*([^\s#]+)")
+#: Where the value changes: Dynamo's ``# self.calls += 1  # …`` and the user stack's file and line.
+_GUARD_SOURCE = re.compile(r"#\s*(.+?)\s+#")
+_STACK_PLACE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _value_guard(reason: str) -> re.Match[str] | None:
+    """The guard on a Python value that ``reason`` names (None for size and other guards)."""
+    text = reason.split("last guard failure:", 1)[-1].strip()
+    return None if _SIZE_GUARD.search(text) else _VALUE_GUARD.search(text)
+
+
+def rule_python_value(facts: RunEvidence) -> Iterator[Suggestion]:
+    """Recompiles (or the recompile limit) on a Python value the forward changes every call."""
+    for v in _compiled(facts):
+        why = v.why
+        if why is None:
+            continue
+        found = [(user_names(rc.reason, v.name), rc.frame) for rc in why.recompiles if _value_guard(rc.reason)]
+        limit = bool(why.recompile_limit and _value_guard(why.recompile_limit))
+        if not found and not limit:
+            continue
+        reason = user_names(why.recompile_limit or "", v.name) if limit else found[-1][0]
+        guard = _value_guard(reason)
+        assert guard is not None
+        name = _bare(guard.group(1))
+        text = reason.split("last guard failure:", 1)[-1]
+        stmt = _GUARD_SOURCE.search(text)
+        place = next((_STACK_PLACE.search(r) for r, _ in found if _STACK_PLACE.search(r)), None)
+        file, line = (place.group(1), int(place.group(2))) if place else _frame_place(
+            user_names(found[-1][1] if found else "", v.name))
+        attr = name.rsplit(".", 1)[-1]
+        graphs = why.compile.graphs if why.compile is not None and why.compile.graphs else 1
+        effect = 1.0 if limit else len(found) / (len(found) + graphs)
+        yield Suggestion(
+            rule="python-value-guard",
+            title=f"keep {name} out of the compiled code's guards: each new value of it recompiles",
+            evidence=(
+                f"{'the recompile limit was hit' if limit else plural_recompiles(len(found))} on a Python "
+                f"value the model changes every call: {guard.group(0).strip()}"
+            ),
+            tier=TIER_GRAPH, effect=effect,
+            effect_basis="the compiled calls: they ran eager" if limit else (
+                f"{v.name}'s compiles ({len(found)} of {len(found) + graphs} were recompiles for {name})"
+            ),
+            source_title=TROUBLESHOOTING[0], source_url=TROUBLESHOOTING[1],
+            variant=v.name,
+            code=CodeChange(
+                file=file, line=line, before=stmt.group(1).strip() if stmt else "",
+                after=(
+                    f"self.register_buffer(\"{attr}\", torch.zeros((), dtype=torch.long))  # in __init__: "
+                    "a tensor's value is not guarded\n"
+                    "# or count outside the compiled model; for an integer attribute of an nn.Module:\n"
+                    "# torch._dynamo.config.allow_unspec_int_on_nn_module = True"
+                ),
+            ),
+        )
+
+
+def plural_recompiles(n: int) -> str:
+    return f"{n} recompile{'s' if n != 1 else ''}"
+
+
 def _item_breaks(v: VariantFacts) -> list[GraphBreak]:
     if v.why is None:
         return []
@@ -390,6 +454,7 @@ def rule_cache(facts: RunEvidence) -> Iterator[Suggestion]:
 RULES = (
     rule_dynamic,
     rule_mark_dynamic,
+    rule_python_value,
     rule_item,
     rule_fullgraph,
     rule_reduce_overhead,
