@@ -83,6 +83,50 @@ def cpu_seconds() -> float:
         return t.user + t.system
 
 
+class StallWatch:
+    """Where the GUI thread is when its event loop stalls: a thread samples its stack every 5 ms
+    while no tick has come for ``after_ms``; each stall keeps the frames seen most often."""
+
+    def __init__(self, after_ms: float = 40.0):
+        import threading
+
+        self.after_s = after_ms / 1000.0
+        self.main = threading.main_thread().ident
+        self.last_tick: float | None = None  # watched from the first tick (the run's start) on
+        self.stalls: list[tuple[float, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def tick(self) -> None:
+        self.last_tick = time.monotonic()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        import collections
+        import traceback
+
+        seen: collections.Counter[str] = collections.Counter()
+        stalled_since = None
+        while not self._stop.wait(0.005):
+            if self.last_tick is None:
+                continue
+            late = time.monotonic() - self.last_tick
+            if late > self.after_s:
+                stalled_since = stalled_since or self.last_tick
+                frame = sys._current_frames().get(self.main)
+                if frame is not None:
+                    stack = traceback.extract_stack(frame)[-6:]
+                    seen[" < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))] += 1
+            elif stalled_since is not None:
+                if seen:
+                    self.stalls.append(((self.last_tick - stalled_since) * 1000.0, seen.most_common(1)[0][0]))
+                seen.clear()
+                stalled_since = None
+
+
 class WindowRunner:
     """A window (one per process), with an event-loop lag probe and the window's CPU share per run."""
 
@@ -107,15 +151,21 @@ class WindowRunner:
         #: per run: (the window's CPU seconds, the run's wall seconds) from Run to its end
         self.cpu_per_run: list[tuple[float, float]] = []
         self._cpu0 = self._wall0 = 0.0
+        #: where the GUI thread was in each stall (``--stalls``)
+        self.watch: StallWatch | None = None
         self.window.run_finished.connect(self._finished)
         self._QTimer = QTimer
 
     def _tick(self) -> None:
+        if self.watch is not None:
+            self.watch.tick()
         now = self.clock.nsecsElapsed()
         self.lags.append(max(0.0, (now - self._last) / 1e6 - TICK_MS))
         self._last = now
 
     def _finished(self, run) -> None:
+        if self.watch is not None:
+            self.watch.stop()
         self.cpu_per_run.append((cpu_seconds() - self._cpu0, time.monotonic() - self._wall0))
         self._done = run
         self.timer.stop()
@@ -149,6 +199,8 @@ def window_child(config_path: str, out_path: str) -> int:
     config = BenchmarkConfig.from_dict(json.loads(Path(config_path).read_text()))
     t0 = time.monotonic()
     gui = WindowRunner()
+    if os.environ.get("UI_BENCH_STALLS"):
+        gui.watch = StallWatch()
     run = gui.run(config)
     cpu, wall = gui.cpu_per_run[-1]
     lags = np.asarray(gui.lags) if gui.lags else np.zeros(1)
@@ -156,6 +208,7 @@ def window_child(config_path: str, out_path: str) -> int:
         "stats": stats_of(run), "lag_p50": float(np.percentile(lags, 50)), "lag_p99": float(np.percentile(lags, 99)),
         "lag_max": float(lags.max()), "ticks": len(gui.lags), "cpu_s": cpu, "wall_s": wall,
         "window_s": time.monotonic() - t0 - wall, "split": run.measurement.get("core_split") or "not pinned",
+        "stalls": sorted(gui.watch.stalls, reverse=True)[:8] if gui.watch is not None else [],
     }))
     gui.window.close()
     from compile_studio.gui.gc_guard import delete_before_exit
@@ -189,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="eager,default")
     parser.add_argument("--reuse", action="store_true", help="every window run in one window (not a fresh one each)")
     parser.add_argument("--busy", action="store_true", help="beside one competing busy loop (reported, not barred)")
+    parser.add_argument("--stalls", action="store_true",
+                        help="print where the window's GUI thread was in its longest stalls")
     parser.add_argument("--window-child", nargs=2, metavar=("CONFIG", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.window_child:
@@ -200,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     from compile_studio.core.config import BenchmarkConfig
     from compile_studio.results.machine_load import machine_load
 
+    if args.stalls:
+        os.environ["UI_BENCH_STALLS"] = "1"
     busy = start_busy_loop() if args.busy else None
     print(f"machine: {machine_load().summary()}; display: {os.environ.get('DISPLAY') or os.environ.get('QT_QPA_PLATFORM')}; "
           f"window runs: {'one window' if args.reuse else 'the first run of a fresh window each'}"
@@ -236,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 figures = fresh_window_run(config.to_dict(), scratch)
             t2 = time.monotonic()
+            for ms, where in figures.get("stalls", []):
+                print(f"    stall {ms:.0f} ms at {where}")
             cli_stats.append(stats_of(c))
             gui_stats.append({k: tuple(v) for k, v in figures["stats"].items()})
             lag_ok = figures["lag_p99"] < 33 and figures["lag_max"] < 100
