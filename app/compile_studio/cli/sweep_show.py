@@ -19,6 +19,7 @@ from ..results.formatting import (
     fmt_interval,
     fmt_ms,
     fmt_seconds,
+    plural,
     rough_speedup_header,
     text_table,
 )
@@ -286,7 +287,7 @@ def print_shape_sweep(record: ShapeSweepRecord, out: TextIO) -> None:
     for variant, mode in record.series():
         points = record.points_of(variant, mode)
         total = sum(p.recompiles for p in points)
-        out.write(f"\n{variant} · dynamic={mode} · {total} recompiles over {len(points)} batch sizes\n")
+        out.write(f"\n{variant} · dynamic={mode} · {plural(total, 'recompile')} over {plural(len(points), 'batch size')}\n")
         out.write(text_table(shape_headers(record), shape_rows(record, variant, mode), left=1) + "\n")
     if not record.series():
         out.write("\nno compiled point has run yet\n")
