@@ -21,7 +21,6 @@ import json
 import os
 import re
 import stat
-import threading
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -29,7 +28,8 @@ from typing import Any
 
 from .. import __version__
 from ..core.config import BenchmarkConfig
-from .file_io import atomic_write_text, json_safe
+from .file_io import json_safe
+from .record_folder import RecordFolder
 from .schema import (
     RunDamaged,
 )
@@ -252,71 +252,23 @@ def trial_to_json(record: TrialRecord) -> str:
     return json.dumps(json_safe(doc), indent=2, allow_nan=False, default=str) + "\n"
 
 
-def _safe_slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]", "-", text)[:80].lstrip(".-") or "trial"
+class TrialFolder(RecordFolder):
+    """A trial folder and its record (trial.json only), saved whole after every change."""
 
-
-class TrialFolder:
-    """A trial folder and its record, saved whole (trial.json, atomically) after every change.
-
-    Safe to share between threads: :meth:`update` changes the record under a
-    lock and saves it; :meth:`snapshot` gives a copy to read.
-    """
-
-    def __init__(self, path: Path, record: TrialRecord):
-        self.path = Path(path)
-        self.record = record
-        self._lock = threading.RLock()
-        #: why the last save failed (None: saved)
-        self.write_error: str | None = None
+    name_word = "trial"
+    what = "comparison"
+    json_name = TRIAL_JSON
+    id_field = "trial_id"
+    record: TrialRecord
+    _to_json = staticmethod(trial_to_json)
 
     @classmethod
     def create(
         cls, run_folder: Path, slug: str, record: TrialRecord, when: datetime | None = None
     ) -> TrialFolder:
         """A new ``<run_folder>/trials/<time>_trial_<slug>`` folder with trial.json; raises OSError."""
-        when = when or datetime.now()
-        trials = trials_folder(Path(run_folder), create=True)
-        base = f"{when:%Y%m%d-%H%M%S}_trial_{_safe_slug(slug)}"
-        for k in range(1000):
-            path = trials / (base if k == 0 else f"{base}_{k}")
-            try:
-                path.mkdir()
-                break
-            except FileExistsError:
-                continue
-        else:  # pragma: no cover - a thousand trials in one second
-            raise OSError(f"cannot create a unique trial folder in {trials}")
-        record.trial_id = path.name
-        record.created = record.created or when.isoformat(timespec="seconds")
-        folder = cls(path, record)
-        folder.save(raise_errors=True)
+        folder: TrialFolder = cls._create(trials_folder(Path(run_folder), create=True), slug, record, when)
         return folder
-
-    def save(self, raise_errors: bool = False) -> bool:
-        """Write trial.json (atomically); returns whether it worked."""
-        with self._lock:
-            try:
-                atomic_write_text(self.path / TRIAL_JSON, trial_to_json(self.record))
-            except OSError as exc:
-                self.write_error = f"cannot write the trial in {self.path}: {exc.strerror or exc}"
-                if raise_errors:
-                    raise
-                return False
-            self.write_error = None
-            return True
-
-    def update(self, change: Any = None) -> TrialRecord:
-        """Apply ``change(record)`` (if given) under the lock, save, and return a copy of the record."""
-        with self._lock:
-            if change is not None:
-                change(self.record)
-            self.save()
-            return self.record.copy()
-
-    def snapshot(self) -> TrialRecord:
-        with self._lock:
-            return self.record.copy()
 
     def run_folder(self, name: str) -> Path | None:
         """The folder of one of the trial's runs, when ``name`` is a plain name of a real folder in it."""
