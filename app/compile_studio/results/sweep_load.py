@@ -11,22 +11,21 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .owner_lock import held_by_a_process, owner_alive
+from .record_load import (
+    is_record_folder,
+    load_record,
+    read_environment,
+    read_fields,
+    record_folder_of,
+)
 from .run_result import config_from_saved
 from .schema import (
     MAX_NAME,
-    MAX_TEXT,
-    RunDamaged,
     Schema,
-    Unfit,
-    check_regular_file,
-    conform,
-    parse_json_document,
-    read_bytes_capped,
 )
 from .shape_record import (
     MAX_SHAPE_POINTS,
@@ -60,86 +59,16 @@ INTERRUPTED = "interrupted: the process running the sweep ended (resume runs it 
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
 
 
-# -- what every record folder's loading shares ----------------------------------------------
-
-def _is_record_folder(path: str | Path, name: str) -> bool:
-    """Whether ``path`` is a record folder holding ``name``, or that file (cheap: names only)."""
-    p = Path(path)
-    try:
-        if p.name == name and p.is_file():
-            return True
-        return p.is_dir() and (p / name).is_file()
-    except OSError:
-        return False
-
-
-def _record_folder_of(path: Path, name: str) -> Path:
-    return path.parent if path.name == name and not path.is_dir() else path
-
-
-def _load_record(path: str | Path, name: str, read: Callable[[Path, Any], Any]) -> Any:
-    """Read the record file ``name`` of a folder (or the file itself) with ``read(folder, doc)``.
-
-    The file must be a regular file within the size limit and one JSON
-    document; whatever goes wrong reading it becomes :class:`SweepDamaged`
-    saying why, never another exception.
-    """
-    folder = _record_folder_of(Path(path), name)
-    target = folder / name
-    try:
-        check_regular_file(target, MAX_SWEEP_JSON_BYTES)
-        doc = parse_json_document(read_bytes_capped(target, MAX_SWEEP_JSON_BYTES), name)
-        return read(folder, doc)
-    except SweepDamaged:
-        raise
-    except RunDamaged as exc:
-        raise SweepDamaged(str(exc)) from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError) as exc:
-        raise SweepDamaged(f"{name} cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
-
-
-def _read_fields(doc: dict[str, Any], fields: dict[str, Any], name: str, problems: list[str]) -> dict[str, Any]:
-    """The top-level ``fields`` of a record document that fit their type; the others listed."""
-    out = {}
-    for key, hint in fields.items():
-        if key not in doc:
-            continue
-        value = doc[key]
-        if hint in (dict, list):
-            if isinstance(value, hint):
-                out[key] = value
-            else:
-                problems.append(f"{name}: {key} must be {'an object' if hint is dict else 'a list'}")
-            continue
-        try:
-            out[key] = conform(value, hint, MAX_TEXT)
-        except (Unfit, RecursionError) as exc:
-            problems.append(f"{name}: {key} {exc}")
-    return out
-
-
-def _read_environment(value: Any, name: str, problems: list[str]) -> dict[str, Any]:
-    """The environment block a worker reported, checked like any value read back."""
-    if not isinstance(value, dict):
-        return {}
-    try:
-        environment = conform(value, Any)
-    except Unfit as exc:
-        problems.append(f"{name}: environment {exc}")
-        return {}
-    return environment if isinstance(environment, dict) else {}
-
-
 # -- sweeps ---------------------------------------------------------------------------------
 
 def is_sweep_folder(path: str | Path) -> bool:
     """Whether ``path`` is a sweep folder or its sweep.json (cheap: the file's name only)."""
-    return _is_record_folder(path, SWEEP_JSON)
+    return is_record_folder(path, SWEEP_JSON)
 
 
 def sweep_folder_of(path: Path) -> Path:
     """The sweep folder ``path`` names (the folder itself, or the folder of its sweep.json)."""
-    return _record_folder_of(path, SWEEP_JSON)
+    return record_folder_of(path, SWEEP_JSON)
 
 
 _TOP_FIELDS: dict[str, Any] = {
@@ -210,7 +139,7 @@ def load_sweep(path: str | Path) -> SweepRecord:
     A field that does not fit falls back to its default, a point that does not
     fit is left out; both are listed in ``record.load_problems``.
     """
-    record: SweepRecord = _load_record(path, SWEEP_JSON, _read_sweep)
+    record: SweepRecord = load_record(path, SWEEP_JSON, _read_sweep, SweepDamaged, MAX_SWEEP_JSON_BYTES)
     return record
 
 
@@ -218,7 +147,7 @@ def _read_sweep(folder: Path, doc: Any) -> SweepRecord:
     if not isinstance(doc, dict) or "points" not in doc or "param" not in doc:
         raise SweepDamaged(f"{SWEEP_JSON} is not a Compile Studio sweep record")
     problems: list[str] = []
-    top = _read_fields(doc, _TOP_FIELDS, SWEEP_JSON, problems)
+    top = read_fields(doc, _TOP_FIELDS, SWEEP_JSON, problems)
     param = top.get("param")
     if not isinstance(param, str) or not param or len(param) > MAX_NAME:
         raise SweepDamaged(f"{SWEEP_JSON}: the swept parameter is missing or not a short name")
@@ -241,7 +170,7 @@ def _read_sweep(folder: Path, doc: Any) -> SweepRecord:
             continue
         seen.add(point.index)
         points.append(point)
-    environment = _read_environment(top.get("environment"), SWEEP_JSON, problems)
+    environment = read_environment(top.get("environment"), SWEEP_JSON, problems)
     concurrency = top.get("concurrency", 1)
     record = SweepRecord(
         sweep_id=top.get("sweep_id") or folder.name,
@@ -300,7 +229,7 @@ def _mark_interrupted(record: SweepRecord, folder: Path | None = None) -> None:
 
 def is_shape_sweep_folder(path: str | Path) -> bool:
     """Whether ``path`` is a shape-sweep folder or its shape_sweep.json (by the file's name)."""
-    return _is_record_folder(path, SHAPE_JSON)
+    return is_record_folder(path, SHAPE_JSON)
 
 
 _SHAPE_POINT = Schema.of_dataclass("shape point", ShapePoint)
@@ -312,7 +241,7 @@ _SHAPE_TOP: dict[str, Any] = {
 
 def load_shape_sweep(path: str | Path) -> ShapeSweepRecord:
     """Read a shape-sweep folder (or its shape_sweep.json); :class:`SweepDamaged` saying why it cannot."""
-    record: ShapeSweepRecord = _load_record(path, SHAPE_JSON, _read_shape_sweep)
+    record: ShapeSweepRecord = load_record(path, SHAPE_JSON, _read_shape_sweep, SweepDamaged, MAX_SWEEP_JSON_BYTES)
     return record
 
 
@@ -320,7 +249,7 @@ def _read_shape_sweep(folder: Path, doc: Any) -> ShapeSweepRecord:
     if not isinstance(doc, dict) or doc.get("kind") != SHAPE_KIND or not isinstance(doc.get("points"), list):
         raise SweepDamaged(f"{SHAPE_JSON} is not a Compile Studio shape-sweep record")
     problems: list[str] = []
-    top = _read_fields(doc, _SHAPE_TOP, SHAPE_JSON, problems)
+    top = read_fields(doc, _SHAPE_TOP, SHAPE_JSON, problems)
     config = config_from_saved(doc.get("config"))
     if config is None:
         raise SweepDamaged(f"{SHAPE_JSON}: the configuration is missing")
@@ -343,7 +272,7 @@ def _read_shape_sweep(folder: Path, doc: Any) -> ShapeSweepRecord:
         if "recompile_reasons" in values:
             values["recompile_reasons"] = kept_reasons(values["recompile_reasons"])
         points.append(ShapePoint(**values))
-    environment = _read_environment(doc.get("environment"), SHAPE_JSON, problems)
+    environment = read_environment(doc.get("environment"), SHAPE_JSON, problems)
     record = ShapeSweepRecord(
         sweep_id=top.get("sweep_id") or folder.name,
         created=top.get("created") or "",

@@ -12,25 +12,21 @@ raises :class:`~compile_studio.results.trial_record.TrialDamaged` saying why.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.config import BenchmarkConfig, ConfigError
 from .owner_lock import owner_alive
+from .record_load import is_record_folder, load_record, record_folder_of
 from .run_result import config_from_saved
 from .schema import (
     MAX_NAME,
     MAX_TEXT,
-    RunDamaged,
     Schema,
     Unfit,
     bounded_json,
-    check_regular_file,
     conform,
-    parse_json_document,
-    read_bytes_capped,
 )
 from .trial_record import (
     _FOLDER_NAME,
@@ -63,18 +59,12 @@ from .trial_record import (
 
 def is_trial_folder(path: str | Path) -> bool:
     """Whether ``path`` is a trial folder or its trial.json (by the file's name)."""
-    p = Path(path)
-    try:
-        if p.name == TRIAL_JSON and p.is_file():
-            return True
-        return p.is_dir() and (p / TRIAL_JSON).is_file()
-    except OSError:
-        return False
+    return is_record_folder(path, TRIAL_JSON)
 
 
 def trial_folder_of(path: Path) -> Path:
     """The trial folder ``path`` names (the folder itself, or the folder of its trial.json)."""
-    return path.parent if path.name == TRIAL_JSON and not path.is_dir() else path
+    return record_folder_of(path, TRIAL_JSON)
 
 
 _ROUND = Schema.of_dataclass("round", RoundFigure)
@@ -179,24 +169,13 @@ def load_trial(path: str | Path) -> TrialRecord:
     ``record.load_problems``. A trial left "running" by a process that is
     gone reads as stopped.
     """
-    folder = trial_folder_of(Path(path))
-    try:
-        return _load(folder)
-    except TrialDamaged:
-        raise
-    except RunDamaged as exc:
-        raise TrialDamaged(str(exc)) from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, MemoryError) as exc:
-        raise TrialDamaged(f"{TRIAL_JSON} cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from None
+    record: TrialRecord = load_record(
+        path, TRIAL_JSON, _read_trial, TrialDamaged, MAX_TRIAL_JSON_BYTES, plain_folder=True
+    )
+    return record
 
 
-def _load(folder: Path) -> TrialRecord:
-    st = os.lstat(folder)
-    if not stat.S_ISDIR(st.st_mode):
-        raise TrialDamaged(f"{folder.name} is not a folder (a link or a file)")
-    target = folder / TRIAL_JSON
-    check_regular_file(target, MAX_TRIAL_JSON_BYTES)
-    doc = parse_json_document(read_bytes_capped(target, MAX_TRIAL_JSON_BYTES), TRIAL_JSON)
+def _read_trial(folder: Path, doc: Any) -> TrialRecord:
     if not isinstance(doc, dict) or doc.get("kind") != TRIAL_KIND:
         raise TrialDamaged(f"{TRIAL_JSON} is not a Compile Studio trial record")
     problems: list[str] = []
