@@ -57,7 +57,7 @@ from .window_environment import hello_from_standby, probe_failed, set_hello, sta
 from .window_menus import build_menus
 from .window_panes import BOTTOM_PANE_HEIGHT as BOTTOM_PANE_HEIGHT  # where it was first
 from .window_panes import HISTORY_WIDTH as HISTORY_WIDTH  # where it was first
-from .window_panes import bottom_tab_changed, build_panes, fit_form_width, form_width
+from .window_panes import bottom_tab_changed, build_panes, centre_state, fit_form_width, form_width
 from .window_views import rebuild_views, update_live_bars, update_table
 
 #: Plot repaint interval: at most ~30 repaints a second, however fast samples come.
@@ -106,6 +106,8 @@ class MainWindow(QMainWindow):
     _form_scroll: QScrollArea
     #: whether the panes keep the widths the window chose (until the user drags a handle)
     _auto_widths: bool
+    #: the centre panes' heights before the Why tab grew the bottom one (None: it did not)
+    _sizes_before_why: list[int] | None
     # the menus' actions and what they install (made by window_menus.build_menus)
     open_action: QAction
     quit_action: QAction
@@ -241,7 +243,7 @@ class MainWindow(QMainWindow):
         self.settings.set_loaded_code(self._loaded_code if unagreed else None, self._loaded_from)
         self.settings.set_geometry(self.saveGeometry())
         self.settings.set_splitter_state("main", self.main_splitter.saveState())
-        self.settings.set_splitter_state("centre", self.centre_splitter.saveState())
+        self.settings.set_splitter_state("centre", centre_state(self))
         self.settings.sync()
 
     # -- environment -------------------------------------------------------------------

@@ -14,6 +14,10 @@ that comparison for the selected suggestion off the GUI thread
 (:class:`~compile_studio.gui.trial_thread.TrialThread`, as the sweep's thread runs a sweep). Everything is
 read from the run folder by ``results.why_files`` and ``results.trial_record``;
 text from the files is shown as plain text, never as markup. No torch.
+
+Below the variant row the tab scrolls rather than squash its parts; a narrow
+tab puts the operators above the chart and the details above the code. The
+operator table and the chart are in :mod:`why_evidence`.
 """
 
 from __future__ import annotations
@@ -21,9 +25,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtGui import QColor, QDesktopServices, QFontDatabase
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
@@ -33,6 +36,8 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
+    QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -61,85 +66,48 @@ from ..results.why_files import (
     load_why,
     read_text_file,
 )
-from .colors import SERIES_COLORS
 from .run_identity import run_folder
 from .trial_thread import TrialThread
 from .trust_dialog import CodeConsent
+from .why_evidence import OP_COLUMNS as OP_COLUMNS  # where it was first
+from .why_evidence import OpsTable
+from .why_evidence import PhaseBars as PhaseBars  # where it was first
 
-#: Columns of the top-operators table.
-OP_COLUMNS = ["operator / kernel", "self / call", "calls / call", "share"]
 #: Columns of the "What to try" table.
 TRY_COLUMNS = ["#", "what to try", "change", "tried: verdict"]
 #: The least height of the "What to try" list (its title row and a row of the table).
 TRY_MIN_HEIGHT = 40
+#: Narrower than this (px), the operators sit above the compile phases and the details above
+#: the output code; wider, side by side.
+SIDE_BY_SIDE_WIDTH = 760
+#: The least heights (px) of the details and of the output code: less, the tab scrolls.
+DETAILS_MIN_HEIGHT = 90
+CODE_MIN_HEIGHT = 120
 TRY_HINT = "Select a configuration change and press Try it (or: compile-studio-cli advise RUN --try N)"
 PERFETTO_NOTE = "open it in ui.perfetto.dev (or chrome://tracing)"
 
 
-def _plain_label(text: str = "") -> QLabel:
+def _plain_label(text: str = "", path: bool = False) -> QLabel:
+    """A label of plain text that wraps; ``path``: one that holds a long path, which never
+    widens the tab (what runs past the edge is in its tooltip, see :func:`_set_path_text`)."""
     label = QLabel(text)
     label.setTextFormat(Qt.TextFormat.PlainText)
     label.setWordWrap(True)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    if path:
+        label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
     return label
+
+
+def _set_path_text(label: QLabel, text: str) -> None:
+    label.setText(text)
+    label.setToolTip(text)
 
 
 def _ms(value: float | None) -> str:
     if value is None:
         return "–"
     return f"{value * 1000:.1f} µs" if value < 1 else f"{value:.2f} ms"
-
-
-class PhaseBars(pg.PlotWidget):
-    """Compile time by phase: one horizontal stacked bar per compiled variant."""
-
-    def __init__(self) -> None:
-        super().__init__(background="w")
-        self.item = self.getPlotItem()
-        self.item.setLabel("bottom", "seconds of the first call")
-        self.item.showGrid(x=True, y=False, alpha=0.3)
-        self.item.setMouseEnabled(x=False, y=False)
-        self.item.hideButtons()
-        # top left, above the bars: a narrow view never cuts the phase names off
-        self.legend = self.item.addLegend(offset=(5, 5), colCount=2)
-        self.bars: list[pg.BarGraphItem] = []
-        self.setMinimumHeight(140)
-
-    def show_phases(self, report: WhyReport) -> None:
-        self.item.clear()
-        self.legend.clear()
-        self.bars = []
-        rows = [(n, v) for n, v in report.variants.items() if v.compile is not None and v.compile.phases]
-        phases: list[str] = []
-        for _, v in rows:
-            assert v.compile is not None
-            phases += [p for p in v.compile.phases if p not in phases]
-        for j, phase in enumerate(phases):
-            x0, y, w = [], [], []
-            for i, (_, v) in enumerate(rows):
-                assert v.compile is not None
-                before = sum(v.compile.phases.get(p, 0.0) for p in phases[:j])
-                x0.append(before)
-                y.append(i)
-                w.append(v.compile.phases.get(phase, 0.0))
-            if not any(w):
-                continue
-            color = QColor(SERIES_COLORS[j % len(SERIES_COLORS)])
-            bar = pg.BarGraphItem(x0=x0, y=y, height=0.6, width=w, brush=color, pen=pg.mkPen(None))
-            self.item.addItem(bar)
-            self.legend.addItem(bar, phase)
-            self.bars.append(bar)
-        for i, (_, v) in enumerate(rows):
-            assert v.compile is not None
-            if v.compile.first_call_ms:
-                total = v.compile.first_call_ms / 1000.0
-                mark = pg.ScatterPlotItem([total], [i], symbol="|", size=18, pen=pg.mkPen("k", width=2))
-                self.item.addItem(mark)
-        axis = self.item.getAxis("left")
-        axis.setTicks([[(i, name) for i, (name, _) in enumerate(rows)]])
-        # room above the bars for the legend
-        self.item.setYRange(-0.6, max(0.6, len(rows) - 0.4) + 1.3)
-        self.item.setTitle("compile time by phase  (| first call)" if rows else "no compile phases")
 
 
 def _trials_stamp(folder: Path | None) -> tuple[tuple[str, int], ...]:
@@ -180,18 +148,10 @@ class WhyView(QWidget):
         head = QHBoxLayout()
         head.addWidget(QLabel("Variant"))
         head.addWidget(self.variant_box)
-        head.addWidget(self.sentence, 1)
+        head.addStretch(1)
         head.addWidget(self.open_folder_button)
 
-        self.ops = QTableWidget(0, len(OP_COLUMNS))
-        self.ops.setHorizontalHeaderLabels(OP_COLUMNS)
-        header = self.ops.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.ops.setToolTip("self time per call (median over the profiled calls), calls per call, "
-                            "share of the call's wall time")
-        self.ops.verticalHeader().hide()
-        self.ops.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.ops = OpsTable()
         self.profile_note = _plain_label()
         ops_box = QWidget()
         ops_layout = QVBoxLayout(ops_box)
@@ -204,21 +164,24 @@ class WhyView(QWidget):
         phase_box = QWidget()
         phase_layout = QVBoxLayout(phase_box)
         phase_layout.setContentsMargins(0, 0, 0, 0)
-        phase_layout.addWidget(self.phases, 1)
+        phase_layout.addWidget(self.phases)
         phase_layout.addWidget(self.phases_note)
+        phase_layout.addStretch(1)
 
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
         self.details.setObjectName("whyDetails")
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         self.details.setFont(mono)
+        self.details.setMinimumHeight(DETAILS_MIN_HEIGHT)
         self.code_box = QComboBox()
         self.code_box.currentIndexChanged.connect(self._show_code)
         self.code = QPlainTextEdit()
         self.code.setReadOnly(True)
         self.code.setFont(mono)
         self.code.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.code_path = _plain_label()
+        self.code.setMinimumHeight(CODE_MIN_HEIGHT)
+        self.code_path = _plain_label(path=True)
         code_head = QHBoxLayout()
         code_head.addWidget(QLabel("Output code"))
         code_head.addWidget(self.code_box, 1)
@@ -229,14 +192,17 @@ class WhyView(QWidget):
         code_layout.addWidget(self.code_path)
         code_layout.addWidget(self.code, 1)
 
-        top = QSplitter(Qt.Orientation.Horizontal)
-        top.addWidget(ops_box)
-        top.addWidget(phase_box)
-        top.setSizes([600, 500])
-        bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(self.details)
-        bottom.addWidget(code_widget)
-        bottom.setSizes([600, 500])
+        #: the operators and the compile phases; the details and the output code (side by side
+        #: when the tab is wide, one above the other when narrow: see resizeEvent)
+        self.evidence = QSplitter(Qt.Orientation.Horizontal)
+        self.evidence.addWidget(ops_box)
+        self.evidence.addWidget(phase_box)
+        self.texts = QSplitter(Qt.Orientation.Horizontal)
+        self.texts.addWidget(self.details)
+        self.texts.addWidget(code_widget)
+        for split in (self.evidence, self.texts):
+            split.setChildrenCollapsible(False)
+            split.setSizes([600, 500])
         self.try_table = QTableWidget(0, len(TRY_COLUMNS))
         self.try_table.setObjectName("whatToTry")
         self.try_table.setHorizontalHeaderLabels(TRY_COLUMNS)
@@ -246,6 +212,7 @@ class WhyView(QWidget):
         self.try_table.verticalHeader().hide()
         self.try_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.try_table.setWordWrap(True)
+        self.try_table.setSizeAdjustPolicy(QTableWidget.SizeAdjustPolicy.AdjustToContents)
         self.try_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.try_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.try_table.itemSelectionChanged.connect(self._update_try_button)
@@ -282,17 +249,48 @@ class WhyView(QWidget):
         try_box.setMinimumHeight(TRY_MIN_HEIGHT)
         self.what_to_try = WhatToTry()
         body = QSplitter(Qt.Orientation.Vertical)
-        body.addWidget(top)
-        body.addWidget(bottom)
+        body.setChildrenCollapsible(False)
+        body.addWidget(self.evidence)
+        body.addWidget(self.texts)
         body.addWidget(try_box)
         for pane, stretch in enumerate((2, 1, 2)):
             body.setStretchFactor(pane, stretch)
-        self.trace_label = _plain_label()
+        self.trace_label = _plain_label(path=True)
+        # below the variant row everything scrolls: in a low or narrow pane each part keeps the
+        # size it is read at (the operator table its rows, the chart its axes) instead of being squashed
+        self._content = content = QWidget()
+        self._content_layout = content_layout = QVBoxLayout(content)
+        content_layout.setContentsMargins(0, 0, 4, 0)
+        content_layout.addWidget(self.sentence)
+        content_layout.addWidget(body, 1)
+        content_layout.addWidget(self.trace_label)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setObjectName("whyScroll")
+        self.scroll_area.setWidget(content)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QScrollArea.Shape.NoFrame)
         layout = QVBoxLayout(self)
         layout.addLayout(head)
-        layout.addWidget(body, 1)
-        layout.addWidget(self.trace_label)
+        layout.addWidget(self.scroll_area, 1)
         self._show_absent("no run shown yet")
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        wide = event.size().width() >= SIDE_BY_SIDE_WIDTH
+        orientation = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
+        for split in (self.evidence, self.texts):
+            if split.orientation() != orientation:
+                split.setOrientation(orientation)
+
+    def needed_height(self) -> int:
+        """The height (px) at which the tab shows every part at its least size, without scrolling."""
+        layout = self.layout()
+        margins = layout.contentsMargins().top() + layout.contentsMargins().bottom() + layout.spacing() if layout else 0
+        width = self.scroll_area.viewport().width() or self.width()
+        need = self._content.minimumSizeHint().height()
+        if self._content_layout.hasHeightForWidth():
+            need = max(need, self._content_layout.minimumHeightForWidth(width))
+        return self.variant_box.sizeHint().height() + need + margins
 
     # -- the run ------------------------------------------------------------------------------
     def set_run(self, run: RunResult | None) -> None:
@@ -335,8 +333,8 @@ class WhyView(QWidget):
         self.details.setPlainText("")
         self.code_box.clear()
         self.code.setPlainText("")
-        self.code_path.setText("")
-        self.trace_label.setText("")
+        _set_path_text(self.code_path, "")
+        _set_path_text(self.trace_label, "")
         self.profile_note.setText("")
         self.phases_note.setText("")
         self.open_folder_button.setEnabled(self.folder is not None)
@@ -355,9 +353,10 @@ class WhyView(QWidget):
             measured += [f"  {note}" for note in self.run.model_notes()]
         self.details.setPlainText("\n".join(measured + lines[1:]))
         self._fill_code(v)
-        self.trace_label.setText(
+        _set_path_text(
+            self.trace_label,
             f"Trace: {self.folder / v.trace} — {PERFETTO_NOTE}" if v.trace and self.folder
-            else "Trace: none kept for this variant"
+            else "Trace: none kept for this variant",
         )
         notes = []
         for n, w in self.report.variants.items():
@@ -369,19 +368,15 @@ class WhyView(QWidget):
     def _fill_ops(self, v: VariantWhy) -> None:
         p = v.profile
         rows = (p.kernels or p.ops) if p is not None else []
-        self.ops.setRowCount(len(rows))
-        for i, r in enumerate(rows):
-            cells = [
+        self.ops.set_rows([
+            [
                 r.name,
                 _ms(r.self_ms_per_call),
                 "–" if r.calls_per_call is None else f"{r.calls_per_call:g}",
                 "–" if r.share is None else f"{r.share * 100:.1f} %",
             ]
-            for j, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                if j:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.ops.setItem(i, j, item)
+            for r in rows
+        ])
         if p is None:
             self.profile_note.setText("No profile for this variant.")
         else:
@@ -409,14 +404,14 @@ class WhyView(QWidget):
             self._show_code(0)
         else:
             self.code.setPlainText("")
-            self.code_path.setText("No output code: eager and non-Inductor backends generate none")
+            _set_path_text(self.code_path, "No output code: eager and non-Inductor backends generate none")
 
     def _show_code(self, index: int) -> None:
         files = self._code_files
         if not 0 <= index < len(files):
             return
         c = files[index]
-        self.code_path.setText(f"Written by Inductor to {c.path}")
+        _set_path_text(self.code_path, f"Written by Inductor to {c.path}")
         if c.file is None or self.folder is None:
             self.code.setPlainText("(this graph's code was not kept in the run folder)")
             return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QByteArray, Qt
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -123,6 +123,10 @@ def build_panes(window: MainWindow) -> None:
     window.centre_splitter.setStretchFactor(0, 1)
     window.centre_splitter.setStretchFactor(1, 0)
     window.centre_splitter.setSizes([900 - BOTTOM_PANE_HEIGHT, BOTTOM_PANE_HEIGHT])
+    #: the centre panes' heights before the Why tab made the bottom pane taller (None: it did not)
+    window._sizes_before_why = None
+    # the user's own drag is kept: leaving the Why tab then restores nothing
+    window.centre_splitter.splitterMoved.connect(lambda *_: setattr(window, "_sizes_before_why", None))
 
     window.history = HistoryPanel(window.store)
     window.history.running_folder = window._running_folder
@@ -203,19 +207,46 @@ def fit_form_width(window: MainWindow) -> None:
 
 def bottom_tab_changed(window: MainWindow, index: int) -> None:
     """The Why tab chosen in a pane lower than its evidence needs: the pane grows (the
-    plots keep at least a third of the height)."""
+    plots keep at least a third of the height). Another tab chosen after it: the panes
+    get back the heights they had before (unless the user dragged the handle meanwhile)."""
     if window.bottom_tabs.widget(index) is not window.why_view:
+        restore_centre_sizes(window)
         return
     top, bottom = window.centre_splitter.sizes()
     tab_bar = window.bottom_tabs.tabBar().sizeHint().height()
-    layout = window.why_view.layout()
-    if layout is None:
-        return
-    want = layout.minimumSize().height() + tab_bar + 8
+    want = window.why_view.needed_height() + tab_bar + 8
     if bottom < want:
         total = top + bottom
-        bottom = min(want, total - total // 3)
-        window.centre_splitter.setSizes([total - bottom, bottom])
+        grown = min(want, total - total // 3)
+        if grown > bottom:
+            if window._sizes_before_why is None:
+                window._sizes_before_why = [top, bottom]
+            window.centre_splitter.setSizes([total - grown, grown])
+
+
+def restore_centre_sizes(window: MainWindow) -> None:
+    """Give the plots and the bottom pane the heights they had before the Why tab grew it
+    (the bottom pane's height, the plots the rest when the window was resized meanwhile)."""
+    before, window._sizes_before_why = window._sizes_before_why, None
+    if before is None:
+        return
+    top = window.centre_splitter.widget(0)
+    total = sum(window.centre_splitter.sizes())
+    bottom = min(before[1], total - (top.minimumSizeHint().height() if top is not None else 0))
+    window.centre_splitter.setSizes([total - bottom, bottom])
+
+
+def centre_state(window: MainWindow) -> QByteArray:
+    """The centre splitter's state to keep: the heights before the Why tab grew its pane, if it did."""
+    splitter = window.centre_splitter
+    before = window._sizes_before_why
+    if before is None:
+        return splitter.saveState()
+    now = splitter.sizes()
+    splitter.setSizes(before)
+    state = splitter.saveState()
+    splitter.setSizes(now)
+    return state
 
 
 def keep_on_screen(window: MainWindow) -> None:

@@ -9,6 +9,7 @@ edge (▲ above, ▼ below) and counted in a note inside the plot, which exports
 carry too. Zooming by hand keeps the range until "Fit measured calls".
 
 Before anything is shown it says what Run will do instead of drawing empty axes.
+What one series draws, and the span of its calls, is in latency_curves.py.
 """
 
 from __future__ import annotations
@@ -32,10 +33,10 @@ from PySide6.QtWidgets import (
 from ...results.formatting import plural
 from .buffers import Series
 from .hover import hover_label, track_mouse
+from .latency_curves import LatencyCurves
 from .style import (
     LEGEND_BRUSH,
     MUTED,
-    WARMUP_SHADE,
     PlainLogAxis,
     SideLegend,
     curve_pen,
@@ -48,67 +49,6 @@ from .style import (
 )
 from .tab import PlotTab, TabSpec, register_tab
 
-
-class LatencyCurves:
-    """What the latency tab draws for one series: two curves, a median line, a warm-up band.
-
-    ``run_style`` picks the dash pattern of the series' run (0: solid).
-    """
-
-    def __init__(self, series: Series, run_style: int = 0) -> None:
-        self.series = series
-        self.run_style = run_style
-        self.measure_curve = pg.PlotDataItem(
-            name=series.label, pen=curve_pen(series.color, run_style=run_style), antialias=True
-        )
-        self.warmup_curve = pg.PlotDataItem(pen=warmup_pen(series.color, run_style=run_style), antialias=True)
-        for curve in (self.measure_curve, self.warmup_curve):
-            curve.setSkipFiniteCheck(True)
-        self.median_line = pg.InfiniteLine(
-            angle=0, movable=False, pen=pg.mkPen(series.color, width=1.2, style=Qt.PenStyle.DashLine)
-        )
-        self.median_line.setVisible(False)
-        self.region = pg.LinearRegionItem(
-            values=(0, 0),
-            orientation="vertical",
-            movable=False,
-            brush=pg.mkBrush(WARMUP_SHADE),
-            pen=pg.mkPen(None),
-        )
-        self.region.setZValue(-10)
-        self.region.setVisible(False)
-        #: the median (ms) of the measured samples drawn, and how many samples it is of
-        self.median: float | None = None
-        self.median_n = -1
-        #: a dotted vertical line where each measurement round after the first begins
-        self.round_lines: list[pg.InfiniteLine] = []
-        #: the calls beyond the y range, marked at the edge they lie past (▲ above, ▼ below)
-        self.marks_above = pg.ScatterPlotItem(symbol="t1", size=8, pen=pg.mkPen(None), brush=pg.mkBrush(series.color))
-        self.marks_below = pg.ScatterPlotItem(symbol="t", size=8, pen=pg.mkPen(None), brush=pg.mkBrush(series.color))
-        for marks in (self.marks_above, self.marks_below):
-            marks.setZValue(60)
-        #: (what it was computed from, (first x, last x, low y, high y)) of the calls shown
-        self.extent: tuple[tuple[int, int, bool, bool], tuple[float, float, float, float] | None] | None = None
-
-    def new_round_lines(self) -> list[pg.InfiniteLine]:
-        """Lines for the rounds that began since the last call (the caller adds them to the plot)."""
-        color = pg.mkColor(self.series.color)
-        color.setAlpha(110)
-        pen = pg.mkPen(color, width=1, style=Qt.PenStyle.DotLine)
-        new = [
-            pg.InfiniteLine(pos=x - 0.5, angle=90, movable=False, pen=pen)
-            for x in self.series.round_starts[len(self.round_lines):]
-        ]
-        self.round_lines.extend(new)
-        return new
-
-    def items(self) -> tuple[pg.GraphicsObject, ...]:
-        return (
-            self.measure_curve, self.warmup_curve, self.median_line, self.region,
-            self.marks_above, self.marks_below, *self.round_lines,
-        )
-
-
 #: The caption above the latency plot (it wraps when the plot is narrow).
 LATENCY_CAPTION = (
     "Shaded: warm-up (not in the statistics) · dashed: median of measured calls · "
@@ -119,13 +59,8 @@ LATENCY_CAPTION_FOLDED = (
     "Measured calls (warm-up folded away: right-click › Show warm-up calls) · dashed: median · "
     "dotted: a new round · ▲▼: calls beyond the range shown"
 )
-#: The percentiles (in %) of each series' calls shown that set the y range.
-LOW_PERCENTILE = 1.0
-HIGH_PERCENTILE = 99.0
 #: Room added above and below the percentiles (a share of their span).
 RANGE_PAD = 0.08
-#: Most edge marks drawn for the calls beyond the range (every k-th kept beyond).
-MAX_EDGE_MARKS = 4000
 
 
 class LatencyTab(PlotTab):
@@ -265,7 +200,7 @@ class LatencyTab(PlotTab):
         self.plot.addItem(c.median_line, ignoreBounds=True)
         for marks in (c.marks_above, c.marks_below):
             self.plot.addItem(marks, ignoreBounds=True)
-        self._apply_log(c)
+        c.apply_log(self._log_y)
         self._sync_hint()
         self._sync_warmup(c)
 
@@ -313,17 +248,10 @@ class LatencyTab(PlotTab):
             if s.meas.n != c.median_n:
                 c.median_n = s.meas.n
                 c.median = float(np.median(s.measured_values())) if s.meas.n else None
-                self._place_median(c)
+                c.place_median(self._log_y)
             self._sync_warmup(c)
         self._place_regions()
         self._refit()
-
-    def _place_median(self, c: LatencyCurves) -> None:
-        if c.median is None or (self._log_y and c.median <= 0):
-            c.median_line.setVisible(False)
-            return
-        c.median_line.setPos(math.log10(c.median) if self._log_y else c.median)
-        c.median_line.setVisible(True)
 
     def _place_regions(self) -> None:
         seen: set[tuple[float, float]] = set()
@@ -388,37 +316,14 @@ class LatencyTab(PlotTab):
     def _on_range_changed_by_hand(self, *args: object) -> None:
         self._fit = False
 
-    def _extent(self, c: LatencyCurves) -> tuple[float, float, float, float] | None:
-        """(first x, last x, p1, p99 in view units) of the calls of ``c`` shown; None: none shown."""
-        s = c.series
-        folded = self.folded(s)
-        key = (s.meas.count, s.warm.count, folded, self._log_y)
-        if c.extent is not None and c.extent[0] == key:
-            return c.extent[1]
-        buffers = [b for b in ((s.meas,) if folded else (s.meas, s.warm)) if b.n]
-        out: tuple[float, float, float, float] | None = None
-        if buffers:
-            x_lo = min(float(b.xs.min()) for b in buffers)
-            x_hi = max(float(b.xs.max()) for b in buffers)
-            parts = [s.measured_values()] if s.meas.n else []
-            if not folded and s.warm.n:
-                parts.append(s.warm.ys)
-            values = np.concatenate(parts) if parts else np.empty(0)
-            values = values[np.isfinite(values)]
-            if self._log_y:
-                values = np.log10(values[values > 0])
-            if len(values):
-                lo, hi = np.percentile(values, [LOW_PERCENTILE, HIGH_PERCENTILE])
-                out = (x_lo, x_hi, float(lo), float(hi))
-        c.extent = (key, out)
-        return out
-
     def _refit(self) -> None:
         """Set the range to the calls shown, while it follows them; the marks follow either way."""
         if not self._fit:
             self._mark_beyond()
             return
-        extents = [e for c in self.curves.values() if (e := self._extent(c)) is not None]
+        extents = [
+            e for c in self.curves.values() if (e := c.calls_extent(self.folded(c.series), self._log_y)) is not None
+        ]
         if not extents:
             self._mark_beyond()
             return
@@ -448,33 +353,11 @@ class LatencyTab(PlotTab):
         """Mark each call drawn beyond the y range at the edge it lies past; count them in the note."""
         vb = self.plot.getPlotItem().getViewBox()
         (x0, x1), (y0, y1) = vb.viewRange()
-        inset = 0.025 * (y1 - y0)
         exact = True
         n_above = n_below = 0
         for c in self.curves.values():
-            s = c.series
-            above: list[np.ndarray] = []
-            below: list[np.ndarray] = []
-            for b in (s.meas,) if self.folded(s) else (s.meas, s.warm):
-                if not b.n:
-                    continue
-                exact = exact and b.stride == 1
-                xs, ys = b.xs, b.ys
-                inside = (xs >= x0) & (xs <= x1)
-                if self._log_y:
-                    positive = ys > 0
-                    ys = np.where(positive, np.log10(np.where(positive, ys, 1.0)), -np.inf)
-                above.append(xs[inside & (ys > y1)])
-                below.append(xs[inside & (ys < y0)])
-            for marks, xs_beyond, y in ((c.marks_above, above, y1 - inset), (c.marks_below, below, y0 + inset)):
-                xs = np.concatenate(xs_beyond) if xs_beyond else np.empty(0)
-                if marks is c.marks_above:
-                    n_above += len(xs)
-                else:
-                    n_below += len(xs)
-                if len(xs) > MAX_EDGE_MARKS:
-                    xs = xs[:: math.ceil(len(xs) / MAX_EDGE_MARKS)]
-                marks.setData(x=xs, y=np.full(len(xs), y))
+            above, below, whole = c.mark_beyond((x0, x1), (y0, y1), self.folded(c.series), self._log_y)
+            n_above, n_below, exact = n_above + above, n_below + below, exact and whole
         self._beyond_exact = exact
         self.beyond = (n_above, n_below)
         self._set_note(y0, y1)
@@ -519,14 +402,10 @@ class LatencyTab(PlotTab):
         self._log_y = on
         self.plot.getPlotItem().setLogMode(x=False, y=on)
         for c in self.curves.values():
-            self._apply_log(c)
-            self._place_median(c)
+            c.apply_log(self._log_y)
+            c.place_median(self._log_y)
         self.hide_crosshair()
         self._refit()
-
-    def _apply_log(self, c: LatencyCurves) -> None:
-        for curve in (c.measure_curve, c.warmup_curve):
-            curve.setLogMode(False, self._log_y)
 
     def _on_menu_log_toggled(self, on: bool) -> None:
         if on != self._log_y:
