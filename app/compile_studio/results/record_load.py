@@ -99,3 +99,14 @@ def read_environment(value: Any, name: str, problems: list[str]) -> dict[str, An
         problems.append(f"{name}: environment {exc}")
         return {}
     return environment if isinstance(environment, dict) else {}
+
+
+def bounded_list(value: Any, owner: str, name: str, limit: int, problems: list[str]) -> list[Any]:
+    """``value`` when it is a list of at most ``limit`` items (longer: cut, and said); else ``[]``, said."""
+    if not isinstance(value, list):
+        problems.append(f"{owner}: {name} is not a list")
+        return []
+    if len(value) > limit:
+        problems.append(f"{owner}: more than {limit} {name}: the rest left out")
+        return value[:limit]
+    return value

@@ -16,6 +16,7 @@ from typing import Any
 
 from .owner_lock import held_by_a_process, owner_alive
 from .record_load import (
+    bounded_list,
     is_record_folder,
     load_record,
     read_environment,
@@ -116,13 +117,7 @@ def _read_point(k: int, data: Any, problems: list[str]) -> SweepPoint | None:
             values[key] = ""
     values["earlier_runs"] = [n for n in values.get("earlier_runs", []) if _FOLDER_NAME.fullmatch(n)]
     point = SweepPoint(**values)
-    raw_variants = data.get("variants", [])
-    if not isinstance(raw_variants, list):
-        problems.append(f"point {k}: variants is not a list")
-        raw_variants = []
-    if len(raw_variants) > MAX_POINT_VARIANTS:
-        problems.append(f"point {k}: more than {MAX_POINT_VARIANTS} variants: the rest left out")
-        raw_variants = raw_variants[:MAX_POINT_VARIANTS]
+    raw_variants = bounded_list(data.get("variants", []), f"point {k}", "variants", MAX_POINT_VARIANTS, problems)
     for item in raw_variants:
         got = _VARIANT.read(item, problems)
         name = got.get("variant")

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.config import BenchmarkConfig, ConfigError
 from .owner_lock import owner_alive
-from .record_load import is_record_folder, load_record, record_folder_of
+from .record_load import bounded_list, is_record_folder, load_record, record_folder_of
 from .run_result import config_from_saved
 from .schema import (
     MAX_NAME,
@@ -141,13 +141,7 @@ def _read_suggestion(k: int, data: Any, rounds: int, problems: list[str]) -> Tri
             s.config = bounded_json(config)
         except (ValueError, RecursionError) as exc:
             problems.append(f"suggestion {k}: config {exc}")
-    raw_rounds = data.get("rounds", [])
-    if not isinstance(raw_rounds, list):
-        problems.append(f"suggestion {k}: rounds is not a list")
-        raw_rounds = []
-    if len(raw_rounds) > MAX_TRIAL_ROUNDS:
-        problems.append(f"suggestion {k}: more than {MAX_TRIAL_ROUNDS} rounds: the rest left out")
-        raw_rounds = raw_rounds[:MAX_TRIAL_ROUNDS]
+    raw_rounds = bounded_list(data.get("rounds", []), f"suggestion {k}", "rounds", MAX_TRIAL_ROUNDS, problems)
     for item in raw_rounds:
         got = _ROUND.read(item, problems)
         if not isinstance(got.get("round"), int) or not 1 <= got["round"] <= max(rounds, 1):
