@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QWidget
 
 from ...results.formatting import plural
 from .buffers import Series
@@ -24,6 +24,7 @@ from .style import (
     CaptionedLayoutView,
     PlainLogAxis,
     SideLegend,
+    captioned_plot,
     curve_pen,
     histogram_pen,
     set_legend_text,
@@ -128,19 +129,7 @@ class DistributionTab(PlotTab):
             "Logarithmic latency axis with log-spaced bins: use it when variants differ by several times"
         )
         self.log_x_checkbox.toggled.connect(self.set_log_x)
-        self.caption = QLabel(DISTRIBUTION_CAPTION)
-        self.caption.setStyleSheet(f"color: {MUTED};")
-        self.caption.setWordWrap(True)
-        self.caption.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        bar = QHBoxLayout()
-        bar.setContentsMargins(6, 2, 6, 0)
-        bar.addWidget(self.caption, 1)
-        bar.addWidget(self.log_x_checkbox)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(2)
-        lay.addLayout(bar)
-        lay.addWidget(self.plot, 1)
+        self.caption = captioned_plot(self, DISTRIBUTION_CAPTION, self.log_x_checkbox, self.plot)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._update)

@@ -9,6 +9,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPen
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from ..colors import FOREGROUND, MUTED, WARMUP_SHADE, series_color, with_alpha
 
@@ -144,6 +145,24 @@ def bar_label_font() -> QFont:
     font.setPointSize(10)
     font.setBold(True)
     return font
+
+
+def captioned_plot(owner: QWidget, caption: str, toggle: QCheckBox, plot: QWidget) -> QLabel:
+    """Lay ``owner`` out as a tab of a plot: a muted caption and its toggle above ``plot``; the caption."""
+    label = QLabel(caption)
+    label.setStyleSheet(f"color: {MUTED};")
+    label.setWordWrap(True)
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    bar = QHBoxLayout()
+    bar.setContentsMargins(6, 2, 6, 0)
+    bar.addWidget(label, 1)
+    bar.addWidget(toggle)
+    lay = QVBoxLayout(owner)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.setSpacing(2)
+    lay.addLayout(bar)
+    lay.addWidget(plot, 1)
+    return label
 
 
 def style_plot_item(item: pg.PlotItem, left: str, bottom: str | None) -> None:

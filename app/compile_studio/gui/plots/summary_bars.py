@@ -18,14 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QWidget
 
 from ...results import SummaryRow
 from .style import (
     FOREGROUND,
-    MUTED,
     PlainLogAxis,
     bar_label_font,
+    captioned_plot,
     plain_number,
     series_color,
     style_plot_item,
@@ -156,21 +156,11 @@ class SummaryBarsTab(PlotTab):
             f"Logarithmic latency axis (on by itself when the boxes span more than {AUTO_LOG_SPREAD:g}×)"
         )
         self.log_scale_checkbox.toggled.connect(self._on_log_toggled)
-        self.caption = QLabel(
-            "Bar: median · box: p25–p75 · whiskers: p5–p95, cut at the edge (▲) where they would squash the boxes"
+        self.caption = captioned_plot(
+            self,
+            "Bar: median · box: p25–p75 · whiskers: p5–p95, cut at the edge (▲) where they would squash the boxes",
+            self.log_scale_checkbox, self.plot,
         )
-        self.caption.setStyleSheet(f"color: {MUTED};")
-        self.caption.setWordWrap(True)
-        self.caption.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        bar = QHBoxLayout()
-        bar.setContentsMargins(6, 2, 6, 0)
-        bar.addWidget(self.caption, 1)
-        bar.addWidget(self.log_scale_checkbox)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(2)
-        lay.addLayout(bar)
-        lay.addWidget(self.plot, 1)
 
     # -- log scale ------------------------------------------------------------------------
     def log_scale(self) -> bool:
