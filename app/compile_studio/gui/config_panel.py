@@ -128,6 +128,8 @@ class ConfigPanel(QWidget):
         top = _form()
         top.addRow("Preset", self._with_error_label("preset", self.preset_combo, keep_line=False))
         model_form, run_form = (_form(), _form()) if grouped else (top, top)
+        if grouped:  # the kind picker heads its group: the fields below it follow its choice
+            specs = sorted(specs, key=lambda spec: spec.name != MODEL_FIELD)
         for spec in specs:
             kinds = field_model_kinds(spec) if grouped else None
             form = model_form if spec.name == MODEL_FIELD or kinds is not None else run_form
