@@ -135,10 +135,10 @@ def test_a_tried_suggestion_is_measured_in_alternating_rounds_and_judged(source,
     assert record.status == "complete" and record.rounds == 3 and record.rounds_done() == 3
     assert record.source_run_id == source.folder.name
     assert Path(record.source_path) == source.folder
-    # A then both Bs, every round; the Bs' order turns (neither always runs right after A)
+    # A, both Bs, A again, every round; the Bs' order turns (neither always runs right after A)
     order = [(r.round, r.role) for r in record.runs]
-    assert order == [(1, "A"), (1, "B1"), (1, "B2"), (2, "A"), (2, "B2"), (2, "B1"),
-                     (3, "A"), (3, "B1"), (3, "B2")]
+    assert order == [(1, "A"), (1, "B1"), (1, "B2"), (1, "A2"), (2, "A"), (2, "B2"), (2, "B1"), (2, "A2"),
+                     (3, "A"), (3, "B1"), (3, "B2"), (3, "A2")]
     for r in record.runs:
         assert r.status == "complete", r
         assert (tried.folder / r.run / "run.json").is_file()
@@ -151,17 +151,18 @@ def test_a_tried_suggestion_is_measured_in_alternating_rounds_and_judged(source,
     for s in (batch, dyn):
         assert [r.round for r in s.rounds] == [1, 2, 3]
         for r in s.rounds:
-            assert r.a and r.b and r.ratio == pytest.approx(r.a / r.b)
-            assert r.a_run and r.b_run
+            # A's figure brackets B's: the geometric mean of A's runs before and after it
+            assert r.a and r.b and r.a_end and r.ratio == pytest.approx(math.sqrt(r.a * r.a_end) / r.b)
+            assert r.a_run and r.b_run and r.a_end_run and r.a_end_run != r.a_run
         assert s.verdict in TIMED, (s.verdict, s.verdict_reason)
         assert consistent(s.verdict, s.interval_lo, s.interval_hi), s
         assert s.interval_method == "rounds"
         assert s.interval_lo <= s.interval_point <= s.interval_hi
         ratios = [r.ratio for r in s.rounds]
         assert s.interval_point == pytest.approx(math.exp(sum(map(math.log, ratios)) / 3))
-        # the A/A control: how far A's own figure moved between the rounds
-        a = [r.a for r in s.rounds]
-        assert s.aa_spread_pct == pytest.approx((max(a) / min(a) - 1) * 100)
+        # the A/A control: the largest difference between A's two runs of one round
+        aa = [max(r.a / r.a_end, r.a_end / r.a) for r in s.rounds]
+        assert s.aa_spread_pct == pytest.approx((max(aa) - 1) * 100)
     # per sample: A's per-call median over 1 sample, B's over 64
     run = load_run(tried.folder / batch.rounds[0].b_run)
     assert batch.rounds[0].b == pytest.approx(run.variants["eager"].stats().median / 64)
@@ -197,7 +198,7 @@ def test_trial_json_holds_the_source_the_suggestions_the_rounds_and_the_verdicts
         assert {"rule", "title", "delta", "figure", "rounds", "interval_point", "interval_lo", "interval_hi",
                 "aa_spread_pct", "verdict", "verdict_reason"} <= set(s)
         assert s["verdict"] in VERDICT_WORDS and len(s["rounds"]) == 3
-        assert {"a", "b", "ratio", "a_run", "b_run"} <= set(s["rounds"][0])
+        assert {"a", "b", "ratio", "a_run", "b_run", "a_end", "a_end_run"} <= set(s["rounds"][0])
     assert load_trial(tried.folder) == tried.record
     assert tried.folder.parent == source.folder / "trials"
 
@@ -394,6 +395,26 @@ def test_each_figure_is_the_one_the_suggestion_changes(tmp_path):
     assert outcome.record.status == "complete" and outcome.failed is None
 
 
+def test_a_machine_that_slows_down_steadily_moves_a_and_b_alike(tmp_path):
+    """Every run 5 % slower than the one before: A's runs before and after B bracket it, so the
+    ratio is B's own effect (1.25×), not the drift (A first alone would give 1.19×), and the
+    A/A control is what A's two runs of a round differ by."""
+    run, folder = fake_run(tmp_path)
+    runs = []
+    factory = factory_of(
+        during=lambda session: runs.append(session.run_id),
+        ms=lambda c, n: (0.8 if c.dynamic == "true" else 1.0) * 1.05 ** (len(runs) - 1),
+    )
+    trial = trial_job.new_trial(run, folder, [(1, suggestion("dynamic-shapes", {"dynamic": "true"}))], rounds=3)
+    (tried,) = trial_job.TrialRunner(trial, session_factory=factory).run().record.suggestions
+    assert len(runs) == 9
+    assert [r.ratio for r in tried.rounds] == pytest.approx([1.25] * 3)
+    assert [r.a / r.a_end for r in tried.rounds] == pytest.approx([1.05 ** -2] * 3)
+    assert tried.aa_spread_pct == pytest.approx((1.05 ** 2 - 1) * 100)
+    assert tried.verdict == "faster", tried.verdict_reason
+    assert "A's two runs of a round differ by up to 10 %" in tried.verdict_reason
+
+
 def test_an_added_mode_is_read_against_the_variant_it_would_replace(tmp_path):
     run, folder = fake_run(tmp_path)
     s = suggestion("no-cudagraphs", {"variants": ["max-autotune-no-cudagraphs"]}, variant="default")
@@ -439,7 +460,7 @@ def test_a_stop_keeps_the_rounds_measured(tmp_path, capsys, monkeypatch):
 
     def during(session):
         seen.append(session.run_id)
-        if len(seen) == 4:  # round 2's B: the user presses Ctrl+C
+        if len(seen) == 5:  # round 2's B (after A, B, A again, A): the user presses Ctrl+C
             threading.Thread(target=runner.request_stop).start()
             import time
 
@@ -453,7 +474,8 @@ def test_a_stop_keeps_the_rounds_measured(tmp_path, capsys, monkeypatch):
     assert outcome.stop_requested and record.status == "stopped"
     assert "1 of 4 rounds measured" in record.message
     assert [(r.round, r.role, r.status) for r in record.runs] == [
-        (1, "A", "complete"), (1, "B1", "complete"), (2, "A", "complete"), (2, "B1", "stopped")]
+        (1, "A", "complete"), (1, "B1", "complete"), (1, "A2", "complete"), (2, "A", "complete"),
+        (2, "B1", "stopped")]
     (tried,) = record.suggestions
     assert tried.rounds[0].ratio == pytest.approx(1.0) and tried.rounds[1].ratio is None
     assert tried.verdict == "cannot tell" and "only 1 round" in tried.verdict_reason

@@ -15,7 +15,7 @@ each run a whole run kept in ``RUN/trials/<time>_trial_<rules>/`` with
 trial.json. Each suggestion is judged on the figure it changes (time per
 call; per sample for a batch change; the first call for a cache change)
 with the verdict words of a run — faster, slower, cannot tell, incorrect —
-with A's spread between rounds as the A/A control. Ctrl+C keeps the rounds
+with A run twice per round, before and after B, as the A/A control. Ctrl+C keeps the rounds
 measured. docs/advice.md lists the rules and how a suggestion is tried.
 Exit codes: 0 done (whatever the verdict), 2 bad input or a refusal, 3
 failure (the run's own configuration could not run), 130 interrupted.
@@ -35,16 +35,16 @@ from ..results.advice_rules import advise
 from ..results.locations import default_run_store
 from ..results.summary_cache import summary_of
 from ..results.terminal import escape_controls
-from ..results.trial_judge import fmt_figure, fmt_ratio
 from ..results.trial_record import (
     COMPLETE,
     MAX_TRIAL_ROUNDS,
     MIN_TRIAL_ROUNDS,
     ROLE_A,
+    ROLE_A_END,
     RUNNING,
     TrialRecord,
 )
-from ..results.what_to_try import WhatToTry, trial_table, tried_lines
+from ..results.what_to_try import WhatToTry, round_figures, trial_table, tried_lines
 from ..results.why_files import WhyReport
 from .common import EXIT_BAD_CONFIG as EXIT_BAD
 from .common import (
@@ -165,6 +165,8 @@ def _chosen(which: str, suggestions: list[Suggestion]) -> list[int] | str:
 def _label(record: TrialRecord, role: str) -> str:
     if role == ROLE_A:
         return "A (the run's configuration)"
+    if role == ROLE_A_END:
+        return "A again (the A/A control)"
     s = record.suggestion(role)
     return f"{role} ({s.rule}: {s.delta_text()})" if s is not None else role
 
@@ -183,10 +185,7 @@ def _progress(record: TrialRecord, r: int, role: str) -> None:
         if s is not None:
             rf = next((x for x in s.rounds if x.round == r), None)
             if rf is not None:
-                text += (
-                    f" · {s.figure_text()}: A {fmt_figure(rf.a)} ms, B {fmt_figure(rf.b)} ms "
-                    f"→ {fmt_ratio(rf.ratio)}"
-                )
+                text += f" · {s.figure_text()}: {round_figures(rf)}"
     sys.stderr.write(escape_controls(text) + "\n")
     sys.stderr.flush()
 

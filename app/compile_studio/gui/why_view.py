@@ -532,7 +532,9 @@ class WhyView(QWidget):
         s = record.suggestions[0] if record.suggestions else None
         if entry is None or s is None:
             return
-        what = "A (the run's configuration)" if role == "A" else f"B ({s.delta_text()})"
+        what = {"A": "A (the run's configuration)", "A2": "A again (the A/A control)"}.get(
+            role, f"B ({s.delta_text()})"
+        )
         state = "running…" if entry.status == RUNNING else entry.status
         self.try_note.setText(f"Trying {s.index}. {s.rule}: round {r}/{record.rounds} · {what} {state}")
 

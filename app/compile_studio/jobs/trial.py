@@ -8,17 +8,19 @@ with the suggestion's delta applied (:meth:`advice.Suggestion.apply`).
 How it runs
 -----------
 Round after round (at least :data:`~results.trial_record.MIN_TRIAL_ROUNDS`),
-A runs first, then each B — A B A B … for one suggestion, A B1 B2 A B2 B1 …
-for several (their order turns each round, so none always runs right after
-A). Every run is a whole run as ``compile-studio-cli run`` makes it, driven
+A runs first, then each B, then A again — A B A · A B A … for one
+suggestion, A B1 B2 A · A B2 B1 A … for several (their order turns each
+round, so none always runs right after A). Every run is a whole run as ``compile-studio-cli run`` makes it, driven
 by a :class:`~jobs.session.RunSession` into its own run folder inside the
 trial folder, so nothing of two configurations that were not interleaved is
-ever compared: each round's ratio is A's figure over B's from the same
-round, and a change of the machine that lasts longer than a round hits both.
+ever compared: each round's ratio is A's figure (the geometric mean of its
+two runs, which bracket B) over B's from the same round, so a machine that
+drifts steadily over the round moves both sides alike, and a change that
+lasts longer than a round hits both.
 
-The A/A control is A itself: A runs once per round, and how far its figure
-moved between rounds (max / min − 1) is the noise floor the verdict uses —
-a suggestion whose ratio lies within it "cannot tell" (see
+The A/A control is A itself, run twice per round: the largest difference
+between its two runs of one round is the noise floor the verdict uses — a
+suggestion whose ratio lies within it "cannot tell" (see
 :mod:`results.trial_judge` for the figures and the verdict, the same words
 as a run's: faster, slower, cannot tell, incorrect — and failed, when B
 could not be measured).
@@ -69,6 +71,7 @@ from ..results.owner_lock import this_owner
 from ..results.run_result import RunResult
 from ..results.store import RunStore
 from ..results.trial_judge import (
+    a_reference,
     figure_of,
     judge_suggestion,
     ratio_of,
@@ -85,6 +88,7 @@ from ..results.trial_record import (
     MIN_TRIAL_ROUNDS,
     PENDING,
     ROLE_A,
+    ROLE_A_END,
     RUNNING,
     STOPPED,
     RoundFigure,
@@ -353,7 +357,7 @@ class TrialRunner:
 
     def planned_runs(self) -> int:
         record = self.trial.record
-        return record.rounds * (1 + len(record.suggestions))
+        return record.rounds * (2 + len(record.suggestions))
 
     def fraction(self) -> float:
         """How far the comparison is (0–1): runs done plus the running one's progress."""
@@ -422,6 +426,11 @@ class TrialRunner:
                 if s is None or s.dropped:
                     continue
                 self._run_one(r, key, BenchmarkConfig.from_dict(s.config))
+            if self._stop.is_set():
+                return
+            if all(s.dropped for s in self.trial.snapshot().suggestions):
+                return  # no B left to bracket
+            self._run_one(r, ROLE_A_END, record.config)
 
     def _environment(self, event: protocol.Event) -> None:
         if isinstance(event, protocol.HelloEvent) and not self.trial.record.environment:
@@ -499,7 +508,17 @@ class TrialRunner:
                     rf.note = _join(rf.note, f"A: {why}")
                 else:
                     self._a_groups.setdefault(s.key, {})[r] = run_samples(run, s.a_variant, s.figure)
-                rf.ratio = ratio_of(rf.a, rf.b)
+                rf.ratio = ratio_of(a_reference(rf.a, rf.a_end), rf.b)
+                self._judge(s)
+            return
+        if role == ROLE_A_END:
+            for s in record.suggestions:
+                value, why = run_figure(run, s.a_variant, s.figure)
+                rf = _round(s, r)
+                rf.a_end, rf.a_end_run = value, name
+                if value is None:
+                    rf.note = _join(rf.note, f"A again: {why}")
+                rf.ratio = ratio_of(a_reference(rf.a, rf.a_end), rf.b)
                 self._judge(s)
             return
         found = record.suggestion(role)
@@ -509,7 +528,7 @@ class TrialRunner:
         value, why = run_figure(run, s.b_variant, s.figure)
         rf = _round(s, r)
         rf.b, rf.b_run = value, name
-        rf.ratio = ratio_of(rf.a, rf.b)
+        rf.ratio = ratio_of(a_reference(rf.a, rf.a_end), rf.b)
         v = run.variants.get(s.b_variant)
         rf.b_allclose = v.allclose if v is not None else None
         if value is None:

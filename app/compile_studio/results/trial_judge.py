@@ -7,22 +7,31 @@ compile) for a compile-cache change, the time per call otherwise. For a
 delta that adds a compile mode, the added mode's figure in B is read against
 the figure of the variant the suggestion names in A (:func:`variants_of`).
 
-Each round gives one figure of A and one of B, each the median of that
-run's timed calls (divided by the batch the run measured for the time per
-sample), and their ratio A / B: above 1 the suggestion made the figure
-smaller (faster). The verdict (:func:`judge_suggestion`) is the one of
-:mod:`results.verdict`, on the same terms as a variant against eager in one
-run: a 95 % t-interval on the log of the per-round ratios
-(:func:`stats.round_ratio_interval`, one observation per round), the checks
-of A's and B's timed calls across the rounds (drift, two levels), and a
-noise floor from the A/A control — here how far A's own figure moved
-between rounds (max / min − 1): a ratio within it "cannot tell". B's own
-correctness check decides "incorrect" (a dtype change above all), whatever
-its speed. Pure Python and numpy.
+Each round gives two figures of A (its run before every B and its run
+after them) and one of B, each the median of that run's timed calls
+(divided by the batch the run measured for the time per sample). The
+round's ratio is A / B with A the geometric mean of its two figures
+(:func:`a_reference`): A brackets B, so a machine that slows down or speeds
+up steadily over the round moves both sides alike. Above 1 the suggestion
+made the figure smaller (faster). The round's A/A control is A's first
+figure over its last: what the same configuration gives twice in one round.
+
+The verdict (:func:`judge_suggestion`) is the one of :mod:`results.verdict`,
+on the same terms as a variant against eager in one run: a 95 % t-interval
+on the log of the per-round ratios (:func:`stats.round_ratio_interval`, one
+observation per round), the checks of A's and B's timed calls (two levels;
+drift between rounds is not held against a bracketed ratio, since it moves
+A and B alike), and a noise floor from the A/A control — the largest A/A
+difference of any round (:func:`aa_spread`): a ratio within it "cannot
+tell". Records made before A ran twice per round fall back to how far A's
+figure moved between rounds, with the drift check. B's own correctness
+check decides "incorrect" (a dtype change above all), whatever its speed.
+Pure Python and numpy.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -125,18 +134,42 @@ def ratio_of(a: float | None, b: float | None) -> float | None:
     return a / b
 
 
+def a_reference(a: float | None, a_end: float | None) -> float | None:
+    """A's figure of a round: the geometric mean of its runs before and after B (the first alone
+    until the last has run, or when it could not be measured)."""
+    if a is None or not a > 0:
+        return None
+    if a_end is None or not a_end > 0:
+        return a
+    return math.sqrt(a * a_end)
+
+
+def bracketed(rounds: Sequence[RoundFigure]) -> bool:
+    """Whether A ran after B in some round (A/A control by rounds, drift cancels in the ratio)."""
+    return any(r.a_end is not None for r in rounds)
+
+
 def aa_spread(rounds: Sequence[RoundFigure]) -> float | None:
-    """The A/A control: how far A's figure moved between rounds (max / min − 1, a fraction)."""
+    """The A/A control as a fraction: the largest difference between A's two runs of one round
+    (max / min − 1); for rounds without A's second run, how far A's figure moved between rounds."""
+    if bracketed(rounds):
+        logs = [abs(math.log(r.a / r.a_end)) for r in rounds if r.a and r.a_end and r.a > 0 and r.a_end > 0]
+        return math.expm1(max(logs)) if logs else None
     found = spread_pct([r.a for r in rounds if r.a is not None])
     return found / 100.0 if found is not None else None
 
 
 def interval_of(rounds: Sequence[RoundFigure]) -> SpeedupInterval | None:
     """The t-interval of the per-round ratios A / B (None with fewer than two rounds that have both)."""
-    both = [r for r in rounds if r.ratio is not None and r.a is not None and r.b is not None]
-    if len(both) < 2:
+    both = [(a_reference(r.a, r.a_end), r.b) for r in rounds if r.ratio is not None and r.b is not None]
+    pairs = [(a, b) for a, b in both if a is not None and b is not None]
+    if len(pairs) < 2:
         return None
-    return round_ratio_interval([[r.a] for r in both if r.a], [[r.b] for r in both if r.b])
+    return round_ratio_interval([[a] for a, _ in pairs], [[b] for _, b in pairs])
+
+
+def _without_drift(checks: SampleChecks | None) -> SampleChecks | None:
+    return dataclasses.replace(checks, drift=None) if checks is not None else None
 
 
 def _checks(groups: Sequence[Sequence[float]]) -> SampleChecks | None:
@@ -165,6 +198,8 @@ def judge_suggestion(
     s.interval_hi = interval.hi if interval is not None else None
     s.interval_method = interval.method if interval is not None else ""
     a_checks, b_checks = _checks(a_groups), _checks(b_groups)
+    if bracketed(s.rounds):
+        a_checks, b_checks = _without_drift(a_checks), _without_drift(b_checks)
     s.checks = "; ".join(
         f"{name}: {', '.join(c.problems())}"
         for name, c in ((A_NAME, a_checks), (B_NAME, b_checks))
@@ -207,7 +242,11 @@ def judge_suggestion(
         ):
             verdict = Verdict(
                 verdict.kind,
-                verdict.reason + f"; A/A control: A moved by up to {spread * 100:.0f} % between rounds",
+                verdict.reason + (
+                    f"; A/A control: A's two runs of a round differ by up to {spread * 100:.0f} %"
+                    if bracketed(s.rounds)
+                    else f"; A/A control: A moved by up to {spread * 100:.0f} % between rounds"
+                ),
             )
     s.verdict = str(verdict.kind) if verdict is not None else ""
     s.verdict_reason = verdict.reason if verdict is not None else ""

@@ -40,7 +40,6 @@ from .trial_record import (
     MAX_TRIALS_LISTED,
     MIN_TRIAL_ROUNDS,
     PENDING,
-    ROLE_A,
     RUNNING,
     STATUSES,
     STOPPED,
@@ -112,7 +111,7 @@ def _read_suggestion(k: int, data: Any, rounds: int, problems: list[str]) -> Tri
         return None
     own: list[str] = []
     values = _SUGGESTION.read(data, own)
-    if not isinstance(values.get("key"), str) or not _ROLE.fullmatch(values["key"]) or values["key"] == ROLE_A:
+    if not isinstance(values.get("key"), str) or not _ROLE.fullmatch(values["key"]) or not values["key"].startswith("B"):
         problems.append(f"suggestion {k} has no key (B1, B2, …): left out")
         return None
     if not isinstance(values.get("rule"), str) or not values["rule"] or len(values["rule"]) > MAX_NAME:
@@ -147,7 +146,7 @@ def _read_suggestion(k: int, data: Any, rounds: int, problems: list[str]) -> Tri
         if not isinstance(got.get("round"), int) or not 1 <= got["round"] <= max(rounds, 1):
             problems.append(f"suggestion {k}: a round without a usable number left out")
             continue
-        for name in ("a_run", "b_run"):
+        for name in ("a_run", "b_run", "a_end_run"):
             if got.get(name) and not _plain_run_name(got[name]):
                 problems.append(f"suggestion {k}: {name} {str(got[name])[:40]!r} is not a folder name: left out")
                 got[name] = ""
@@ -220,7 +219,7 @@ def _read_trial(folder: Path, doc: Any) -> TrialRecord:
     if not isinstance(raw_runs, list):
         problems.append(f"{TRIAL_JSON}: runs is not a list")
         raw_runs = []
-    for k, item in enumerate(raw_runs[: MAX_TRIAL_ROUNDS * (MAX_TRIAL_SUGGESTIONS + 1)]):
+    for k, item in enumerate(raw_runs[: MAX_TRIAL_ROUNDS * (MAX_TRIAL_SUGGESTIONS + 2)]):
         got = _RUN.read(item, problems)
         if not isinstance(got.get("round"), int) or not isinstance(got.get("role"), str) \
                 or not _ROLE.fullmatch(got["role"]):

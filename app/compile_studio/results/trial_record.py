@@ -69,12 +69,14 @@ FIGURES = {
     "first_call": "first call (compile)",
 }
 
-#: The role of the run of the configuration as it was, in every round.
+#: The role of the run of the configuration as it was, first in every round.
 ROLE_A = "A"
+#: The role of the same configuration run again last in every round (the A/A control).
+ROLE_A_END = "A2"
 
 #: A run folder's name inside the trial folder: one plain name, no path.
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
-_ROLE = re.compile(r"A|B\d{1,3}")
+_ROLE = re.compile(r"A2?|B\d{1,3}")
 
 
 class TrialDamaged(RunDamaged):
@@ -83,16 +85,24 @@ class TrialDamaged(RunDamaged):
 
 @dataclass
 class RoundFigure:
-    """One round of one suggestion: A's figure, B's, and their ratio (A / B: above 1 B is faster)."""
+    """One round of one suggestion: A's figure (first and last in the round), B's, and their ratio.
+
+    The ratio is A / B with A the geometric mean of its two runs, which
+    bracket B (a steady change of the machine over the round cancels):
+    above 1 B is faster. ``a / a_end`` is the round's A/A control.
+    """
 
     round: int
-    #: A's figure this round (ms: per call, per sample, or the first call)
+    #: A's figure this round, from its run before B (ms: per call, per sample, or the first call)
     a: float | None = None
     b: float | None = None
     ratio: float | None = None
     #: the run folders (names inside the trial folder) the figures come from
     a_run: str = ""
     b_run: str = ""
+    #: A's figure from its run after every B of the round (None in records made before it existed)
+    a_end: float | None = None
+    a_end_run: str = ""
     #: whether B's judged variant matched the fp64 reference (None: not checked)
     b_allclose: bool | None = None
     #: what else the round showed (a run that failed, recompiles and graph breaks of both)
@@ -125,7 +135,8 @@ class TrialSuggestion:
     interval_lo: float | None = None
     interval_hi: float | None = None
     interval_method: str = ""
-    #: the A/A control: how far A's figure moved between rounds (max / min − 1, in %)
+    #: the A/A control: the largest difference between A's two runs of one round (in %); in
+    #: records made before A ran twice, how far A's figure moved between rounds (max / min − 1)
     aa_spread_pct: float | None = None
     #: failed checks of A's and B's timed calls (drift, two levels), in words
     checks: str = ""
@@ -157,6 +168,10 @@ class TrialSuggestion:
         if self.interval_point is None or self.interval_lo is None or self.interval_hi is None:
             return "–"
         return f"{self.interval_point:.2f}× [{self.interval_lo:.2f}–{self.interval_hi:.2f}]"
+
+    def aa_ratios(self) -> list[float]:
+        """Each round's A/A control, A's first figure over its last (1.00 when nothing moved)."""
+        return [r.a / r.a_end for r in self.rounds if r.a and r.a_end]
 
     def measured_rounds(self) -> list[RoundFigure]:
         """The rounds with both figures (those the interval rests on)."""

@@ -22,7 +22,7 @@ from .run_result import RunResult
 from .schema import RunDamaged
 from .trial_judge import fmt_figure, fmt_ratio
 from .trial_load import TrialListing, trials_of
-from .trial_record import TrialRecord, TrialSuggestion
+from .trial_record import RoundFigure, TrialRecord, TrialSuggestion
 from .why_files import WhyReport, load_why
 
 
@@ -105,12 +105,22 @@ def round_cells(ts: TrialSuggestion) -> list[str]:
     return [fmt_ratio(r.ratio) for r in ts.rounds]
 
 
+def round_figures(r: RoundFigure) -> str:
+    """``A 0.0261 ms, B 0.00341 ms, A again 0.0270 ms → 7.79× (A/A 0.97×)``: one round's figures."""
+    text = f"A {fmt_figure(r.a)} ms, B {fmt_figure(r.b)} ms"
+    if r.a_end is not None:
+        text += f", A again {fmt_figure(r.a_end)} ms"
+    text += f" → {fmt_ratio(r.ratio)}"
+    if r.a and r.a_end:
+        text += f" (A/A {fmt_ratio(r.a / r.a_end)})"
+    return text
+
+
 def round_lines(ts: TrialSuggestion) -> list[str]:
-    """Every round of a suggestion in words: ``round 1: A 0.0261 ms, B 0.00341 ms → 7.65×``."""
+    """Every round of a suggestion in words: ``round 1: A 0.0261 ms, B 0.00341 ms, A again … → 7.65×``."""
     out = []
-    unit = "ms"
     for r in ts.rounds:
-        line = f"round {r.round}: A {fmt_figure(r.a)} {unit}, B {fmt_figure(r.b)} {unit} → {fmt_ratio(r.ratio)}"
+        line = f"round {r.round}: {round_figures(r)}"
         if r.b_allclose is False:
             line += " (B's output is wrong)"
         if r.note:
