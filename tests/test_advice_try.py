@@ -599,3 +599,38 @@ def test_the_factory_is_the_one_the_run_used_or_its_copy_in_the_run_folder(tmp_p
     (folder / "factory" / "model.py").unlink()
     config, notes = trial_job.trial_config(run, folder)
     assert config.factory == f"{original}:make_model" and any("sha256 does not match" in n for n in notes)
+
+
+def test_closing_the_window_stops_a_comparison_and_keeps_its_rounds(source, tried, qtbot, tmp_path):
+    """The window closes while Try it runs: the run going on stops, no thread is left, and
+    trial.json says why, with the runs done before it kept."""
+    import time
+
+    from gui_helpers import open_window
+
+    folder = tmp_path / "run"
+    shutil.copytree(source.folder, folder, ignore=shutil.ignore_patterns("trials"))
+    window = open_window(qtbot)
+    view = window.why_view
+    view.consent.ask = lambda refs, where: True
+    started = []
+
+    def hold_until_stopped(session):  # round 1's B: measuring until the window stops it
+        started.append(session.run_id)
+        if len(started) == 2:
+            deadline = time.monotonic() + 60
+            while not session.stopped and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+    view.trial_session_factory = factory_of(ms=lambda c, n: 1.0, during=hold_until_stopped)
+    view.show_folder(load_run(folder), folder)
+    assert view.try_suggestion(tried.rules["larger-batch"])
+    thread = view.trial_thread
+    qtbot.waitUntil(lambda: len(started) == 2, timeout=30_000)
+    window.close()
+    assert thread.isFinished()
+    (listing,) = trials_of(folder)
+    record = listing.record
+    assert record.status == "stopped"
+    assert record.message.startswith("the window was closed during the comparison")
+    assert [(r.round, r.role, r.status) for r in record.runs] == [(1, "A", "complete"), (1, "B1", "stopped")]

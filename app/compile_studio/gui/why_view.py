@@ -557,12 +557,16 @@ class WhyView(QWidget):
         self._trial_ended()
         self.try_note.setText(message)
 
-    def stop_trial(self) -> None:
-        """Stop a comparison running from this view and wait for it (the rounds measured are kept)."""
+    def stop_trial(self, wait_ms: int | None = None, message: str | None = None) -> None:
+        """Stop a comparison running from this view and wait for it (up to ``wait_ms``; the rounds
+        measured are kept). ``message``: why, in trial.json (default: stopped by the user)."""
         thread = self.trial_thread
         if thread is not None:
-            thread.request_stop()
-            thread.wait()
+            thread.request_stop(message)
+            if wait_ms is None:
+                thread.wait()
+            else:
+                thread.wait(wait_ms)
 
     def open_folder(self) -> None:
         """Open the run folder (trace, output code, why.json) in the desktop's file manager."""
