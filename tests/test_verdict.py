@@ -499,3 +499,21 @@ def test_machine_load_names_a_busy_process():
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_a_difference_beyond_the_checks_but_inside_the_aa_floor_is_cannot_tell():
+    """Two levels in the baseline, a variant three times as fast: beyond what the checks could
+    move — but when the A/A control itself moved by more than that, nothing is claimed."""
+    rng = np.random.default_rng(23)
+    levels = sample_checks([np.where(rng.random(40) < 0.3, 7.5, 5.0) for _ in range(5)])
+    steady_checks = sample_checks([np.full(40, 1.7) * np.exp(rng.normal(0, 0.01, 40)) for _ in range(5)])
+    assert levels is not None and levels.two_levelled
+    interval = SpeedupInterval(point=3.0, lo=2.8, hi=3.2, method="rounds", rounds=5, spread_pct=5.0)
+    common = dict(status="done", error=None, allclose=True, correctness_problems=None, interval=interval,
+                  checks=steady_checks, baseline_checks=levels)
+    clear = judge("default", floor=0.10, **common)
+    assert clear is not None and clear.kind == VerdictKind.FASTER
+    assert "beyond what the checks saw" in clear.reason
+    inside = judge("default", floor=2.5, **common)  # the A/A control moved by up to 250 %
+    assert inside is not None and inside.kind == VerdictKind.CANNOT_TELL
+    assert "inside the A/A noise floor" in inside.reason

@@ -302,6 +302,14 @@ def judge(
             f"{shown} includes 1.00: not resolvable on this machine now: {why}{ADVICE}{also}",
             VerdictCause.INTERVAL_INCLUDES_ONE,
         )
+    if floor is not None and abs(math.log(interval.point)) <= math.log1p(floor):
+        # inside what the A/A control moves by: whatever the checks say, nothing to claim
+        return Verdict(
+            VerdictKind.CANNOT_TELL,
+            f"{shown} is inside the A/A noise floor: differences smaller than {_pct(floor)} "
+            f"are not resolvable on this machine now; {ADVICE}",
+            VerdictCause.NOISE_FLOOR,
+        )
     if outgrown:
         return Verdict(
             kind,
@@ -314,13 +322,6 @@ def judge(
             f"{shown}, but not resolvable on this machine now: " + "; ".join(unfit) + f"; {ADVICE}"
         )
         return Verdict(kind, reason, VerdictCause.CHECKS)
-    if floor is not None and abs(math.log(interval.point)) <= math.log1p(floor):
-        return Verdict(
-            VerdictKind.CANNOT_TELL,
-            f"{shown} is inside the A/A noise floor: differences smaller than {_pct(floor)} "
-            f"are not resolvable on this machine now; {ADVICE}",
-            VerdictCause.NOISE_FLOOR,
-        )
     return Verdict(
         kind, f"{shown} of {baseline_name}'s speed{_one_round_note(interval)}", VerdictCause.INTERVAL_CLEAR
     )
