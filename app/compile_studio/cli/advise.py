@@ -224,7 +224,7 @@ def _try(args: argparse.Namespace, run: RunResult, folder: Path, suggestions: li
     record = trial.snapshot()
     out.write(
         f"trying {len(record.suggestions)} suggestion(s) in {rounds} rounds: A (the run's configuration), "
-        "then each B (with the suggestion), round after round\n"
+        "then each B (with the suggestion), then A again, round after round\n"
     )
     for s in record.suggestions:
         out.write(escape_controls(f"  {s.key} = {s.index}. {s.rule} ({s.delta_text()}): judged on {s.figure_text()}\n"))
