@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,7 +36,8 @@ BATCHES = [1, 4, 16, 64, 256]
 
 
 def sweep_base(**changes) -> BenchmarkConfig:
-    """The tiny MLP at few calls: each point is a real run of a few hundred milliseconds."""
+    """The tiny MLP at few calls: each point is a real run of a few hundred milliseconds.
+    No diagnostics (a profile per variant): a sweep's record and CSV do not read them."""
     data = {
         "layers": "32,32,8",
         "device": "cpu",
@@ -44,6 +47,7 @@ def sweep_base(**changes) -> BenchmarkConfig:
         "warmup_min_ms": 0,
         "compile_timing": "in_run",
         "variants": ["eager"],
+        "diagnostics": False,
     }
     data.update(changes)
     return BenchmarkConfig.from_dict(data)
@@ -54,11 +58,33 @@ def csv_rows(folder: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
+@contextlib.contextmanager
+def forked_workers(server) -> Iterator[None]:
+    """Local workers fork from the test process's server (conftest.py's ``forked_worker_starts``
+    for a module-scoped fixture, which runs before any test's own fixtures)."""
+    if server is None:
+        yield
+        return
+    import worker_zygote
+    from compile_studio.launchers import supervisor
+
+    real = supervisor.subprocess
+    supervisor.subprocess = worker_zygote.PopenThroughZygote(server)
+    try:
+        yield
+    finally:
+        supervisor.subprocess = real
+
+
 @pytest.fixture(scope="module")
-def stopped_then_resumed(tmp_path_factory):
-    """Batch 1…256, eager + Inductor default: stopped after two points, then resumed by the CLI."""
+def stopped_then_resumed(tmp_path_factory, worker_fork_server):
+    """Batch 1…256, eager + aot_eager: stopped after two points, then resumed by the CLI.
+
+    The subject is the sweep (stop, resume, the CSV, the view), not the compiler: the compiled
+    variant is aot_eager, a real torch.compile through Dynamo and AOTAutograd without Inductor's
+    code generation, so each point costs a fraction of an Inductor compile."""
     root = tmp_path_factory.mktemp("sweeps")
-    base = sweep_base(variants=["eager", "default"])
+    base = sweep_base(variants=["eager", "aot_eager"])
     folder = new_sweep(SweepSpec.parse("batch_size", ",".join(map(str, BATCHES))), base, root)
     runner: SweepRunner
 
@@ -66,12 +92,17 @@ def stopped_then_resumed(tmp_path_factory):
         if sum(p.status == "complete" for p in record.points) == 2:
             runner.request_stop()
 
-    runner = SweepRunner(folder, on_point=stop_after_two)
-    first = runner.run()
-    after_stop = load_sweep(folder.path)
-    csv_after_stop = csv_rows(folder.path)
-    kept = {p.index: (p.run, (folder.path / p.run / "run.json").stat().st_mtime_ns) for p in after_stop.points if p.run}
-    code = cli.main(["sweep", "--resume", str(folder.path), "--quiet"])
+    with forked_workers(worker_fork_server):
+        runner = SweepRunner(folder, on_point=stop_after_two)
+        first = runner.run()
+        after_stop = load_sweep(folder.path)
+        csv_after_stop = csv_rows(folder.path)
+        kept = {
+            p.index: (p.run, (folder.path / p.run / "run.json").stat().st_mtime_ns)
+            for p in after_stop.points
+            if p.run
+        }
+        code = cli.main(["sweep", "--resume", str(folder.path), "--quiet"])
     return {
         "folder": folder.path,
         "first": first,
@@ -114,7 +145,7 @@ def test_sweep_csv_has_a_row_per_point_and_variant_from_the_runs(stopped_then_re
     assert len(rows) == 10
     assert list(rows[0]) == SWEEP_CSV_COLUMNS
     assert [(int(r["value"]), r["variant"]) for r in rows] == [
-        (b, v) for b in BATCHES for v in ("eager", "default")
+        (b, v) for b in BATCHES for v in ("eager", "aot_eager")
     ]
     for r in rows:
         assert r["status"] == "done" and float(r["median_ms"]) > 0
@@ -125,12 +156,12 @@ def test_sweep_csv_has_a_row_per_point_and_variant_from_the_runs(stopped_then_re
         row = next(x for x in stored if x["name"] == r["variant"])
         assert float(r["median_ms"]) == pytest.approx(row["median_ms"])
         assert run.config.batch_size == int(r["value"])
-        if r["variant"] == "default":
+        if r["variant"] == "aot_eager":
             assert float(r["compile_s"]) > 0 and float(r["speedup_lo"]) <= float(r["speedup"]) <= float(r["speedup_hi"])
             assert r["recompiles"] != ""
     doc = json.loads((folder / SWEEP_JSON).read_text())
     assert doc["param"] == "batch_size" and doc["environment"]["torch"]
-    assert doc["config"]["variants"] == ["eager", "default"]
+    assert doc["config"]["variants"] == ["eager", "aot_eager"]
 
 
 def test_show_and_compare_understand_a_sweep_folder(stopped_then_resumed, capsys):
@@ -139,7 +170,7 @@ def test_show_and_compare_understand_a_sweep_folder(stopped_then_resumed, capsys
     out = capsys.readouterr().out
     assert out.startswith("Sweep: batch_size over 1,4,16,64,256")
     assert "5 points: 5 complete" in out
-    assert sum(1 for line in out.splitlines() if line.split()[:2] == ["256", "default"]) == 1
+    assert sum(1 for line in out.splitlines() if line.split()[:2] == ["256", "aot_eager"]) == 1
     assert cli.main(["compare", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "#5" in out and "batch 256" in out
@@ -367,8 +398,8 @@ def test_sweep_view_shows_a_finished_sweep_hover_double_click_and_exports(stoppe
     # hover: the numbers of the point under the mouse
     marker = next(m for m in by_plot["speedup"] if m.index == 2)
     text = plot.hover_at(plot.marker_scene_pos(marker))
-    row = next(r for r in csv_rows(folder) if r["value"] == "16" and r["variant"] == "default")
-    assert text.startswith("batch_size = 16 · default (complete)")
+    row = next(r for r in csv_rows(folder) if r["value"] == "16" and r["variant"] == "aot_eager")
+    assert text.startswith("batch_size = 16 · aot_eager (complete)")
     assert f"speedup {float(row['speedup']):.2f}×" in text and f"compile {float(row['compile_s']):.2f} s" in text
     assert plot.hover.isVisible()
     # double-click: the window shows that point's run
