@@ -24,11 +24,15 @@ def cli(*args, timeout=300, **kw):
 
 
 def tiny_flags(tiny_config):
+    """The tiny configuration as flags: the first call timed in the run (the fresh compile
+    process of the default ``isolated`` timing is what the default run above starts), no
+    warm-up time floor, no diagnostics pass."""
     c = tiny_config
     return [
         "--layers", c["layers"], "--batch-size", str(c["batch_size"]), "--device", "cpu",
         "--iterations", str(c["iterations"]), "--warmup", str(c["warmup"]),
-        "--variants", ",".join(c["variants"]),
+        "--variants", ",".join(c["variants"]), "--compile-timing", c["compile_timing"],
+        "--warmup-min-ms", str(c["warmup_min_ms"]), "--no-diagnostics",
     ]
 
 
@@ -274,7 +278,7 @@ def test_compare_across_batch_sizes_is_per_sample_and_across_models_has_no_ratio
     assert len(rows) == 2 and all("×" not in row[2] for row in rows)
 
 
-def test_a_config_file_takes_layers_as_a_list(tmp_path):
+def test_a_config_file_takes_layers_as_a_list(tmp_path, capsys):
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"layers": [8, 16, 4], "batch_size": 2, "variants": ["eager"],
                                "iterations": 3, "warmup": 0, "warmup_min_ms": 0, "device": "cpu",
@@ -283,8 +287,10 @@ def test_a_config_file_takes_layers_as_a_list(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "MLP 8,16,4 · batch 2" in p.stdout
     cfg.write_text(json.dumps({"layers": [8, "wide"]}))
-    bad = cli("run", "--config", str(cfg), "--out", str(tmp_path / "o"))
-    assert bad.returncode == 2 and "layers" in bad.stderr
+    from compile_studio.cli import commands as cli_commands
+
+    assert cli_commands.main(["run", "--config", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    assert "layers" in capsys.readouterr().err
 
 
 def test_the_example_config_runs_through_the_cli(tmp_path):
