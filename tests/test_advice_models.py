@@ -3,8 +3,8 @@
 The factories are in tests/user_models/: a ``.item()`` graph break, a forward
 that changes a Python attribute every call, a tiny MLP at batch 1 and a
 compute-bound fp32 MLP. Each gets the suggestion its evidence calls for, and
-nothing the CPU cannot do. Trying a configuration change is
-tests/test_advice_try.py's subject.
+nothing the CPU cannot do. The .item() model's fullgraph suggestion is tried
+end to end here; the rest of trying is tests/test_advice_try.py's subject.
 """
 
 from __future__ import annotations
@@ -64,3 +64,41 @@ def test_a_compute_bound_fp32_mlp_on_the_cpu_gets_nothing_the_cpu_cannot_do(tmp_
     assert "larger-batch" not in rules(found)  # its calls are busy with GEMMs, not dispatch
     cuda_only = [r for r in rules(found) if r in ("reduce-overhead", "no-cudagraphs") or r.startswith("dtype-")]
     assert cuda_only == [], rules(found)  # no CUDA graphs, no faster dtype on this CPU
+
+
+def test_trying_fullgraph_on_an_item_break_measures_the_model_as_one_graph(tmp_path, capsys):
+    """``advise RUN --try <fullgraph>`` on the real .item() model: B compiles it as one graph
+    (A's run breaks once, B's not at all), every round is measured and judged in the run's
+    verdict words, and ``advise`` shows what was tried and what it gave."""
+    import argparse
+
+    from compile_studio.cli import advise as cli_advise
+    from compile_studio.results.trial_load import trials_of
+
+    outcome = RunSession(
+        BenchmarkConfig.from_dict({**RUN, "model": "custom", "factory": f"{MODELS / 'item_scale.py'}:make_model"}),
+        RunStore(tmp_path),
+    ).run()
+    assert outcome.status == RunStatus.COMPLETE and outcome.folder is not None
+    found = what_to_try(load_run(outcome.folder), outcome.folder).suggestions
+    number = next(k for k, s in enumerate(found, 1) if s.rule == "fullgraph")
+    args = argparse.Namespace(run=str(outcome.folder), out=None, try_=str(number), rounds=3, trust_code=True)
+    assert cli_advise.main(args) == 0
+    out = capsys.readouterr().out
+    (listing,) = trials_of(outcome.folder)
+    record = listing.record
+    assert record.status == "complete" and record.rounds_done() == 3
+    (tried,) = record.suggestions
+    assert tried.rule == "fullgraph" and tried.delta == {"fullgraph": True}
+    assert tried.figure_text() == "time per call of aot_eager"
+    assert [r.note for r in tried.rounds] == ["graph breaks: A 1, B 0"] * 3
+    assert all(r.a and r.b and r.a_end and r.ratio for r in tried.rounds)
+    lo, hi = tried.interval_lo, tried.interval_hi
+    assert lo is not None and hi is not None and lo <= tried.interval_point <= hi
+    assert (tried.verdict, lo > 1.0, hi < 1.0) in {
+        ("faster", True, False), ("slower", False, True), ("cannot tell", lo > 1.0, hi < 1.0)
+    }, (tried.verdict, tried.verdict_reason)
+    assert f"= {number}. fullgraph: {tried.verdict}: " in out
+    plain = argparse.Namespace(run=str(outcome.folder), out=None, try_=None, rounds=None, trust_code=False)
+    assert cli_advise.main(plain) == 0
+    assert f"{number}. fullgraph (fullgraph=true): {tried.verdict} — time per call of aot_eager" in capsys.readouterr().out

@@ -324,8 +324,10 @@ def test_links_and_huge_files_are_not_read(tried, tmp_path):
 class FakeSession:
     """A session whose run is made up: ``ms(config, variant)`` is each variant's time per call."""
 
-    def __init__(self, config, store, on_event, on_log, ms, during=None, allclose=None, fail=None):
+    def __init__(self, config, store, on_event, on_log, ms, during=None, allclose=None, fail=None,
+                 first_call=None):
         self.config = config
+        self.first_call = first_call
         self.folder = store.new_run_folder(config.slug())
         self.run_id = self.folder.name
         self.progress = SimpleNamespace(fraction=lambda: 0.5)
@@ -348,6 +350,8 @@ class FakeSession:
             if self.fail is not None and self.fail(self.config, name):
                 v.status, v.error = VariantStatus.FAILED, "fullgraph=True: graph break at model.py:12"
                 continue
+            if self.first_call is not None:
+                v.first_call_ms = self.first_call(self.config, name)
             for r in range(2):
                 v.samples.extend(r * 10, "measure", [self.ms(self.config, name)] * 10, None, r)
         if self.stopped:
@@ -413,6 +417,20 @@ def test_a_machine_that_slows_down_steadily_moves_a_and_b_alike(tmp_path):
     assert tried.aa_spread_pct == pytest.approx((1.05 ** 2 - 1) * 100)
     assert tried.verdict == "faster", tried.verdict_reason
     assert "A's two runs of a round differ by up to 10 %" in tried.verdict_reason
+
+
+def test_a_cache_change_is_judged_on_the_first_call(tmp_path):
+    """fx-graph-cache (compile_cache=warm) changes what the first call costs, not the calls after it."""
+    run, folder = fake_run(tmp_path, compile_cache="cold")
+    s = suggestion("fx-graph-cache", {"compile_cache": "warm"})
+    trial = trial_job.new_trial(run, folder, [(1, s)], rounds=3)
+    factory = factory_of(ms=lambda c, n: 1.0,
+                         first_call=lambda c, n: 4000.0 if c.compile_cache == "cold" else 800.0)
+    (tried,) = trial_job.TrialRunner(trial, session_factory=factory).run().record.suggestions
+    assert tried.figure == "first_call" and tried.figure_text() == "first call (compile) of default"
+    assert [(r.a, r.b, r.a_end) for r in tried.rounds] == [(4000.0, 800.0, 4000.0)] * 3
+    assert [r.ratio for r in tried.rounds] == pytest.approx([5.0] * 3)
+    assert tried.verdict == "faster" and tried.aa_spread_pct == 0
 
 
 def test_an_added_mode_is_read_against_the_variant_it_would_replace(tmp_path):
