@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
+import worker_zygote
 from compile_studio.core import protocol
+from compile_studio.launchers import supervisor
 from compile_studio.launchers.supervisor import WorkerProcess, worker_command
 from compile_studio.results import RunStore, load_run, summarize
 from compile_studio.results.recorder import RunRecorder
@@ -43,7 +48,7 @@ def run_through_worker(config: dict, store: RunStore, stop_when=None):
 
 
 @pytest.fixture(scope="module")
-def inductor_run(tmp_path_factory):
+def inductor_run(tmp_path_factory, worker_fork_server):
     config = {
         "layers": "32,32,8",
         "batch_size": 4,
@@ -54,7 +59,11 @@ def inductor_run(tmp_path_factory):
         "variants": ["eager", "aot_eager", "default"],
     }
     store = RunStore(tmp_path_factory.mktemp("store"))
-    return run_through_worker(config, store) + (config,)
+    # the worker forks from the test server, as conftest.py's ``forked_worker_starts`` has it do
+    # for each test (a module-scoped fixture runs before it); its isolated first calls are
+    # fresh processes still: the worker starts those itself
+    with forked_workers(worker_fork_server):
+        return run_through_worker(config, store) + (config,)
 
 
 @pytest.mark.inductor
@@ -138,15 +147,62 @@ def test_stop_mid_run_leaves_readable_stopped_run(tmp_path, tiny_config):
     assert loaded == recorder.run
 
 
-def _start_raw_worker(config: dict) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        worker_command(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        bufsize=1,
-    )
+@contextlib.contextmanager
+def forked_workers(server) -> Iterator[None]:
+    """The supervisor's local workers fork from ``server`` (None: started with Popen), once it
+    has imported torch (a worker started while it still imports would import torch too)."""
+    if server is None or not server.ready(timeout_s=120):
+        yield
+        return
+    real = supervisor.subprocess
+    supervisor.subprocess = worker_zygote.PopenThroughZygote(server)
+    try:
+        yield
+    finally:
+        supervisor.subprocess = real
+
+
+@pytest.fixture
+def start_worker(worker_fork_server) -> Iterator[Callable[..., subprocess.Popen]]:
+    """Starts ``python -m compile_studio.worker ARGS`` with pipes to this test, its stderr read
+    apart. The process forks from the test server when a fresh start would be the same process
+    (conftest.py): the same worker code and protocol, less its import of torch. An environment
+    with other import-time variables (``TORCH_LOGS``) starts it with Popen."""
+    started: list = []
+
+    def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        popen = subprocess.Popen
+        if worker_fork_server is not None and worker_fork_server.ready(timeout_s=120):
+            popen = worker_zygote.PopenThroughZygote(worker_fork_server).Popen
+        proc = popen(
+            worker_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, bufsize=1, env=env,
+        )
+        started.append(proc)
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        return proc
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait(30)
+
+
+def run_worker(proc, text: str, timeout: float = 120) -> tuple[int, str]:
+    """``text`` to the worker's stdin, then end of input; its exit status and whole stdout."""
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    if text:
+        proc.stdin.write(text)
+    proc.stdin.close()
+    reader.join(timeout)
+    assert not reader.is_alive(), f"the worker wrote no end of output within {timeout} s"
+    return proc.wait(timeout), out[0]
+
+
+def _start_raw_worker(start_worker, config: dict) -> subprocess.Popen:
+    proc = start_worker()
     proc.stdin.write(json.dumps(config) + "\n")
     proc.stdin.flush()
     return proc
@@ -163,9 +219,9 @@ def _read_until_measure(proc) -> list[dict]:
 
 
 @pytest.mark.parametrize("how", ["sigterm", "eof"])
-def test_sigterm_or_end_of_stdin_stops_within_2s(tiny_config, how):
+def test_sigterm_or_end_of_stdin_stops_within_2s(start_worker, tiny_config, how):
     tiny_config["iterations"] = 200_000
-    proc = _start_raw_worker(tiny_config)
+    proc = _start_raw_worker(start_worker, tiny_config)
     try:
         _read_until_measure(proc)
         t0 = time.monotonic()
@@ -182,10 +238,10 @@ def test_sigterm_or_end_of_stdin_stops_within_2s(tiny_config, how):
     assert rest[-1]["type"] == "done" and rest[-1]["status"] == "stopped"
 
 
-def test_stop_during_compile_returns_quickly(tmp_path, tiny_config):
+def test_stop_during_compile_returns_quickly(start_worker, tiny_config):
     """A cold-cache Inductor compile takes seconds; stop must not wait for it."""
     tiny_config.update(variants=["eager", "default"], compile_cache="cold", layers="48,40,8")
-    proc = _start_raw_worker(tiny_config)
+    proc = _start_raw_worker(start_worker, tiny_config)
     try:
         for line in proc.stdout:
             e = decode(line)
@@ -204,40 +260,29 @@ def test_stop_during_compile_returns_quickly(tmp_path, tiny_config):
     assert rest[-1]["type"] == "done" and rest[-1]["status"] == "stopped"
 
 
-def test_bad_config_reported_by_worker(tiny_config):
+def test_bad_config_reported_by_worker(start_worker, tiny_config):
     tiny_config["device"] = "cuda:7"
-    proc = subprocess.run(
-        worker_command(),
-        input=json.dumps(tiny_config) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    events = [decode(line) for line in proc.stdout.splitlines()]
+    _, stdout = run_worker(start_worker(), json.dumps(tiny_config) + "\n")
+    events = [decode(line) for line in stdout.splitlines()]
     err = next(e for e in events if e["type"] == "error")
     assert err["kind"] == "device_unavailable"
     assert "cuda:7" in err["message"]
     assert events[-1]["status"] == "failed"
 
 
-def test_a_stop_ahead_of_the_configuration_ends_the_worker_stopped():
+def test_a_stop_ahead_of_the_configuration_ends_the_worker_stopped(start_worker):
     """A stop can race the configuration to a worker started ahead: it is a stop, not a bad config."""
-    proc = subprocess.run(
-        worker_command(), input="stop\n", capture_output=True, text=True, timeout=120
-    )
-    events = [decode(line) for line in proc.stdout.splitlines()]
+    returncode, stdout = run_worker(start_worker(), "stop\n")
+    events = [decode(line) for line in stdout.splitlines()]
     assert not [e for e in events if e["type"] == "error"]
     assert events[-1]["type"] == "done" and events[-1]["status"] == "stopped"
-    assert proc.returncode == 0
+    assert returncode == 0
 
 
-def test_hello_lists_modes_from_torch():
-    out = subprocess.run(
-        [sys.executable, "-m", "compile_studio.worker", "--hello"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+def test_hello_lists_modes_from_torch(start_worker):
+    proc = start_worker("--hello")
+    assert proc.args == [sys.executable, "-m", "compile_studio.worker", "--hello"]
+    _, out = run_worker(proc, "")
     hello = decode(out.splitlines()[0])
     env = hello["environment"]
     import torch._inductor
@@ -248,19 +293,15 @@ def test_hello_lists_modes_from_torch():
     assert "cpu" in env["devices"]
 
 
-def test_stray_prints_do_not_break_the_protocol(tiny_config):
-    """Compiler logs go to stderr; stdout carries protocol lines only."""
+def test_stray_prints_do_not_break_the_protocol(start_worker, tiny_config):
+    """Compiler logs go to stderr; stdout carries protocol lines only. (``TORCH_LOGS`` is read
+    when torch is imported: this worker is a fresh process, started with Popen.)"""
     tiny_config["iterations"] = 5
     env = dict(os.environ, TORCH_LOGS="graph_breaks")
-    proc = subprocess.run(
-        worker_command(),
-        input=json.dumps(tiny_config) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    for line in proc.stdout.splitlines():
+    proc = start_worker(env=env)
+    assert isinstance(proc, subprocess.Popen)
+    _, stdout = run_worker(proc, json.dumps(tiny_config) + "\n")
+    for line in stdout.splitlines():
         assert protocol.decode(line) is not None, line
 
 
