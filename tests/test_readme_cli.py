@@ -180,8 +180,12 @@ class Made:
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory) -> Made:
+def made(tmp_path_factory, worker_fork_server) -> Made:
     """Run the pages' commands that start workers, four at once, into a data folder of their own."""
+    if worker_fork_server is not None:
+        # their workers fork from the tests' server (tests/forkhook) once it has imported torch:
+        # a command started before that starts a fresh worker Python instead
+        worker_fork_server.ready(120)
     data = tmp_path_factory.mktemp("readme-data")
     base = tmp_path_factory.mktemp("readme-out")
     commands = readme_commands()
