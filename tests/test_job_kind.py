@@ -112,3 +112,59 @@ def test_a_job_that_raises_is_a_failure_in_words(qtbot, tiny_config, tmp_path):
     thread.wait(10_000)
     assert failed.args == ["the calibration stopped: RuntimeError: the calibration table is missing"]
     assert thread.outcome is None
+
+
+class CalibrationEnd:
+    """The calibration's end as the CLI reads any job's: a record, a folder, how it stopped."""
+
+    def __init__(self, outcomes: list[RunOutcome], folder, stopped: bool):
+        self.record, self.folder, self.stop_requested = outcomes, folder, stopped
+        self.write_error = None
+        self.failed = "" if all(o.status == "complete" for o in outcomes) or stopped else "a run did not complete"
+
+
+class CalibrationCliJob(CalibrationJob):
+    def run(self) -> CalibrationEnd:  # type: ignore[override]
+        outcomes = super().run()
+        return CalibrationEnd(outcomes, self.store.root, self.stop_requested)
+
+
+def print_calibration(outcomes, out) -> None:
+    medians = [o.run.variants["eager"].stats().median for o in outcomes]
+    out.write("calibration: " + ", ".join(f"{m:.4f} ms" for m in medians) + "\n")
+
+
+def test_the_cli_runs_the_new_kind_to_its_end_and_ctrl_c_stops_it(tiny_config, tmp_path, capsys):
+    """The CLI's one path for any job (cli/job_end.py): the table, where it is saved, the exit
+    code; Ctrl+C stops the running session once and keeps what ran (exit 130)."""
+    import os
+    import signal
+    import time
+
+    from compile_studio.cli.job_end import report_end, run_to_end
+
+    handler = signal.getsignal(signal.SIGINT)
+    job = CalibrationCliJob(BenchmarkConfig.from_dict(tiny_config), RunStore(tmp_path / "runs"))
+    assert report_end(run_to_end(job, "the runs done"), "calibration", print_calibration) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("calibration: ") and out.count(" ms") == 2
+    assert f"saved: {tmp_path / 'runs'}" in out
+
+    long = {**tiny_config, "iterations": 100_000}
+    job = CalibrationCliJob(BenchmarkConfig.from_dict(long), RunStore(tmp_path / "long"))
+
+    def press_ctrl_c() -> None:
+        deadline = time.monotonic() + 120
+        while job.fraction() < 0.01 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=press_ctrl_c, daemon=True)
+    presser.start()
+    code = report_end(run_to_end(job, "the runs done"), "calibration", print_calibration)
+    presser.join(5)
+    captured = capsys.readouterr()
+    assert code == 130
+    assert "interrupted: stopping, keeping the runs done…" in captured.err
+    assert len(job.outcomes) == 1 and job.outcomes[0].status == "stopped"
+    assert signal.getsignal(signal.SIGINT) is handler  # the handler before the job is back

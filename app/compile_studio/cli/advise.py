@@ -49,15 +49,14 @@ from ..results.why_files import WhyReport
 from .common import EXIT_BAD_CONFIG as EXIT_BAD
 from .common import (
     EXIT_FAILED,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     RUN_REF_HELP,
     RunNotFound,
     code_agreed,
-    interrupts_stop,
     print_problems,
     resolve_run,
 )
+from .job_end import report_end, run_to_end
 
 
 def add_parser(sub: Any) -> None:
@@ -229,24 +228,5 @@ def _try(args: argparse.Namespace, run: RunResult, folder: Path, suggestions: li
     for s in record.suggestions:
         out.write(escape_controls(f"  {s.key} = {s.index}. {s.rule} ({s.delta_text()}): judged on {s.figure_text()}\n"))
     out.flush()
-    runner = TrialRunner(trial, on_run=_progress)
-
-    def on_signal() -> None:
-        err.write("interrupted: stopping, keeping the rounds measured…\n")
-        runner.request_stop("interrupted")
-
-    with interrupts_stop(lambda: runner.stop_requested, on_signal):
-        outcome = runner.run()
-    out.write("\n" + escape_controls(trial_table(outcome.record)))
-    if outcome.write_error:
-        out.write(escape_controls(f"not saved in full: {outcome.write_error}\n"))
-    else:
-        out.write(escape_controls(f"saved: {outcome.folder}\n"))
-    if outcome.stop_requested:
-        return EXIT_INTERRUPTED
-    if outcome.failed is not None:
-        err.write(escape_controls(f"error: {outcome.failed}\n"))
-        return EXIT_FAILED
-    if outcome.write_error:
-        return EXIT_FAILED
-    return EXIT_OK
+    outcome = run_to_end(TrialRunner(trial, on_run=_progress), "the rounds measured")
+    return report_end(outcome, "comparison", lambda record, to: to.write("\n" + escape_controls(trial_table(record))))

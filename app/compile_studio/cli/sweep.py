@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -35,14 +34,12 @@ from ..results.sweep_store import ShapeSweepFolder, SweepFolder
 from .common import (
     EXIT_BAD_CONFIG,
     EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
     add_trust_flag,
     code_agreed,
-    interrupts_stop,
     print_problems,
 )
 from .config_flags import add_config_flags, config_from_args
+from .job_end import report_end, run_to_end
 from .sweep_show import (
     cmd_compare_any,
     default_sweep_root,
@@ -169,24 +166,6 @@ class PointPrinter:
         self.message(text)
 
 
-def _report(outcome: Any, what: str, print_record: Callable[[Any, TextIO], None]) -> int:
-    """A sweep's or a shape sweep's end on the terminal (its table, where it is saved) and exit code."""
-    if outcome.refused is not None:
-        _print_problems(outcome.refused)
-        sys.stderr.write(f"the {what} is kept in {outcome.folder}\n")
-        return EXIT_BAD_CONFIG
-    print_record(outcome.record, sys.stdout)
-    if outcome.write_error:
-        sys.stdout.write(f"not saved in full: {outcome.write_error}\n")
-    else:
-        sys.stdout.write(f"saved: {outcome.folder}\n")
-    if outcome.stop_requested:
-        return EXIT_INTERRUPTED
-    if outcome.failed or outcome.write_error:
-        return EXIT_FAILED
-    return EXIT_OK
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     shape_only = [f for f, v in (("--modes", args.modes), ("--recompile-limit", args.recompile_limit),
                                  ("--repeats", args.repeats)) if v is not None]
@@ -278,13 +257,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         else:
             printer.message(f"resuming: {len(todo)} of {len(folder.record.points)} points to run")
 
-    def on_signal() -> None:
-        printer.message("interrupted: stopping, keeping the points done…")
-        runner.request_stop("interrupted")
-
-    with interrupts_stop(lambda: runner.stop_requested, on_signal):
-        outcome = runner.run()
-    return _report(outcome, "sweep", print_sweep)
+    return report_end(run_to_end(runner, "the points done"), "sweep", print_sweep)
 
 
 # -- shape sweeps ----------------------------------------------------------------------------
@@ -376,14 +349,7 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
         seen[0] = len(record.points)
 
     run = ShapeSweepRun(folder, launcher=launcher, on_point=on_point)
-
-    def on_signal() -> None:
-        sys.stderr.write("interrupted: stopping, keeping the points done…\n")
-        run.request_stop("interrupted")
-
-    with interrupts_stop(lambda: run.stop_requested, on_signal):
-        outcome = run.run()
-    return _report(outcome, "shape sweep", print_shape_sweep)
+    return report_end(run_to_end(run, "the points done"), "shape sweep", print_shape_sweep)
 
 
 __all__ = ["cmd_shape_sweep", "cmd_sweep", "register"]
