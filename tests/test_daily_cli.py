@@ -97,21 +97,24 @@ def test_ambiguous_missing_and_out_of_range_refs_say_why(store):
         cli.resolve_run("latest", RunStore(store.root / "empty"))
 
 
-def test_show_takes_what_list_prints_and_not_found_is_exit_2(store):
+def test_show_takes_what_list_prints_and_not_found_is_exit_2(store, capsys):
+    """``list`` in a process of its own; ``show`` of each reference in this one (its exit codes
+    as a process: tests/test_cli.py)."""
     listing = run_cli("list", "--out", str(store.root))
     assert listing.returncode == 0
     newest = names(store)[0]
     first_row = listing.stdout.splitlines()[3]
     assert first_row.split()[:2] == ["1", newest]
     for ref in (newest, newest[:12], "latest", "1"):
-        p = run_cli("show", ref, "--out", str(store.root))
-        assert p.returncode == 0, (ref, p.stderr)
-        assert f"run {newest}" in p.stdout
-    missing = run_cli("show", newest.replace("20261203", "20261209"), "--out", str(store.root))
-    assert missing.returncode == 2
-    assert "close matches" in missing.stderr and newest in missing.stderr
-    ambiguous = run_cli("show", "2026", "--out", str(store.root))
-    assert ambiguous.returncode == 2 and "give more of the id" in ambiguous.stderr
+        code = cli.main(["show", ref, "--out", str(store.root)])
+        shown = capsys.readouterr()
+        assert code == 0, (ref, shown.err)
+        assert f"run {newest}" in shown.out
+    assert cli.main(["show", newest.replace("20261203", "20261209"), "--out", str(store.root)]) == 2
+    missing = capsys.readouterr().err
+    assert "close matches" in missing and newest in missing
+    assert cli.main(["show", "2026", "--out", str(store.root)]) == 2
+    assert "give more of the id" in capsys.readouterr().err
 
 
 def test_show_a_damaged_run_is_still_a_runtime_failure(tmp_path):
@@ -202,12 +205,14 @@ def test_worker_crash_marks_unstarted_variants_not_run(tmp_path):
     assert rec.run.variants["default"].status == protocol.VariantStatus.NOT_RUN
 
 
-def test_a_configuration_refused_before_any_work_stores_no_run(store):
+def test_a_configuration_refused_before_any_work_stores_no_run(store, capsys):
+    """In this process (the exit status of a process refused for its device: tests/test_cli.py)."""
     before = [f.name for f in cli.store_folders(store)]
-    p = run_cli("run", "--device", "cuda:3", "--layers", "8,8", "--batch-size", "2", "--iterations", "30",
-                "--out", str(store.root))
-    assert p.returncode == 2, p.stderr
-    assert "cuda:3 is not available" in p.stderr
+    code = cli.main(["run", "--device", "cuda:3", "--layers", "8,8", "--batch-size", "2", "--iterations", "30",
+                     "--out", str(store.root)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "cuda:3 is not available" in err
     assert [f.name for f in cli.store_folders(store)] == before
     assert cli.resolve_run("latest", store).name == before[0]
 
