@@ -168,3 +168,41 @@ def test_the_cli_runs_the_new_kind_to_its_end_and_ctrl_c_stops_it(tiny_config, t
     assert "interrupted: stopping, keeping the runs done…" in captured.err
     assert len(job.outcomes) == 1 and job.outcomes[0].status == "stopped"
     assert signal.getsignal(signal.SIGINT) is handler  # the handler before the job is back
+
+
+def test_the_new_kind_gets_its_dialog_from_the_one_dialog_shape(qtbot, tiny_config):
+    """A dialog for the calibration: its fields, what is wrong as typed, Run only when nothing is."""
+    from PySide6.QtWidgets import QDialogButtonBox, QSpinBox
+
+    from compile_studio.core.config import ConfigError, ConfigProblem
+    from compile_studio.gui.sweep_dialogs import JobDialog
+
+    class CalibrationDialog(JobDialog):
+        def __init__(self, base: BenchmarkConfig):
+            super().__init__("New calibration")
+            self.base = base
+            self.times = QSpinBox()
+            self.times.setRange(0, 50)
+            self.times.setValue(2)
+            self.lay_out(f"Base: {base.model_text()}", [("Runs", self.times)], "Run calibration")
+            self.times.valueChanged.connect(self.check)
+            self.check()
+
+        def job_spec(self) -> int:
+            if self.times.value() < 2:
+                raise ConfigError([ConfigProblem("runs", "at least 2: one run has nothing to compare with")])
+            return self.times.value()
+
+        def summary(self, spec: int) -> str:
+            return f"{spec} runs of the same configuration"
+
+    dialog = CalibrationDialog(BenchmarkConfig.from_dict(tiny_config))
+    qtbot.addWidget(dialog)
+    run = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert dialog.windowTitle() == "New calibration" and run.text() == "Run calibration"
+    assert run.isEnabled() and dialog.problem_label.text() == "2 runs of the same configuration"
+    dialog.times.setValue(1)
+    assert not run.isEnabled()
+    assert dialog.problem_label.text() == "runs: at least 2: one run has nothing to compare with"
+    dialog.times.setValue(5)
+    assert run.isEnabled() and dialog.job_spec() == 5

@@ -1,6 +1,8 @@
-"""The dialogs that start a sweep (a parameter and its values) and a shape sweep (batch sizes and modes)."""
+"""The dialogs that start a job: one shape (:class:`JobDialog`), a sweep's and a shape sweep's fields."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -52,12 +54,68 @@ def dialog_params(base: BenchmarkConfig) -> list[str]:
     return common + layers + rest
 
 
-class SweepDialog(QDialog):
+class JobDialog(QDialog):
+    """The shape of every dialog that starts a job: what it runs on, its fields, what is wrong as
+    typed (or what it will run), and a Run button enabled only when nothing is wrong.
+
+    A kind sets its fields up after ``__init__``, calls :meth:`lay_out`, and
+    gives :meth:`job_spec` (the job as typed; raises ConfigError saying what is
+    wrong) and :meth:`summary` (what the spec will run, in a few words).
+    """
+
+    def __init__(self, title: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.problem_label = QLabel()
+        self.problem_label.setWordWrap(True)
+        self.problem_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+
+    def lay_out(self, about: str, rows: list[tuple[str, QWidget]], run_text: str) -> None:
+        """The about text, the fields (label, editor) and the buttons, top to bottom; then a first check."""
+        text = QLabel(about)
+        text.setWordWrap(True)
+        text.setTextFormat(Qt.TextFormat.PlainText)
+        form = QFormLayout()
+        for label, editor in rows:
+            form.addRow(label, editor)
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText(run_text)
+        lay = QVBoxLayout(self)
+        lay.addWidget(text)
+        lay.addLayout(form)
+        lay.addWidget(self.problem_label)
+        lay.addWidget(self.buttons)
+
+    def job_spec(self) -> Any:
+        raise NotImplementedError
+
+    def summary(self, spec: Any) -> str:
+        raise NotImplementedError
+
+    def check(self) -> bool:
+        """Show what is wrong (if anything); Run is enabled only when nothing is."""
+        try:
+            spec = self.job_spec()
+        except ConfigError as exc:
+            self.problem_label.setText("; ".join(str(p) for p in exc.problems[:4]))
+            ok = False
+        else:
+            self.problem_label.setText(self.summary(spec))
+            ok = True
+        self.problem_label.setStyleSheet("color: #B00020;" if not ok else "color: #333333;")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
+        return ok
+
+
+class SweepDialog(JobDialog):
     """Asks for the parameter, its values and how many points run at once; checks them as typed."""
 
     def __init__(self, base: BenchmarkConfig, env: EnvironmentInfo | None = None, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setWindowTitle("New sweep")
+        super().__init__("New sweep", parent)
         self.base = base
         self.env = env
         self.param = QComboBox()
@@ -70,29 +128,12 @@ class SweepDialog(QDialog):
         self.concurrency.setToolTip(
             "points run at once; above 1 they share this machine's cores, which changes what they measure"
         )
-        self.problem_label = QLabel()
-        self.problem_label.setWordWrap(True)
-        self.problem_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.problem_label.setStyleSheet("color: #B00020;")
-        base_text = QLabel(f"Base: {base.model_text()} · {batch_text(base, read_factory=True)} · {base.dtype} · "
-                           f"{', '.join(base.variants)} (the form's configuration)")
-        base_text.setWordWrap(True)
-        base_text.setTextFormat(Qt.TextFormat.PlainText)
-        form = QFormLayout()
-        form.addRow("Parameter", self.param)
-        form.addRow("Values", self.values)
-        form.addRow("Points at once", self.concurrency)
-        self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        self.lay_out(
+            f"Base: {base.model_text()} · {batch_text(base, read_factory=True)} · {base.dtype} · "
+            f"{', '.join(base.variants)} (the form's configuration)",
+            [("Parameter", self.param), ("Values", self.values), ("Points at once", self.concurrency)],
+            "Run sweep",
         )
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Run sweep")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        lay = QVBoxLayout(self)
-        lay.addWidget(base_text)
-        lay.addLayout(form)
-        lay.addWidget(self.problem_label)
-        lay.addWidget(self.buttons)
         self.param.currentTextChanged.connect(self._suggest)
         self.values.textChanged.connect(self.check)
         self._suggest(self.param.currentText())
@@ -120,32 +161,24 @@ class SweepDialog(QDialog):
             raise ConfigError(problems)
         return spec
 
-    def check(self) -> bool:
-        """Show what is wrong (if anything); Run sweep is enabled only when nothing is."""
-        try:
-            spec = self.spec()
-        except ConfigError as exc:
-            self.problem_label.setText("; ".join(str(p) for p in exc.problems[:4]))
-            ok = False
-        else:
-            self.problem_label.setText(f"{len(spec.values)} points: " + ", ".join(map(value_text, spec.values[:12]))
-                                       + (" …" if len(spec.values) > 12 else ""))
-            ok = True
-        self.problem_label.setStyleSheet("color: #B00020;" if not ok else "color: #333333;")
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
-        return ok
+    def job_spec(self) -> SweepSpec:
+        return self.spec()
+
+    def summary(self, spec: SweepSpec) -> str:
+        return f"{len(spec.values)} points: " + ", ".join(map(value_text, spec.values[:12])) + (
+            " …" if len(spec.values) > 12 else ""
+        )
 
 
 #: Batch sizes a new shape sweep offers.
 SUGGESTED_BATCHES = "1,2,4,8,16,32,64"
 
 
-class ShapeSweepDialog(QDialog):
+class ShapeSweepDialog(JobDialog):
     """Asks for a shape sweep's batch sizes and Dynamo's recompile limit; checks them as typed."""
 
     def __init__(self, base: BenchmarkConfig, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setWindowTitle("New shape sweep")
+        super().__init__("New shape sweep", parent)
         self.base = base
         self.values = QLineEdit(SUGGESTED_BATCHES)
         self.values.setPlaceholderText("batch sizes: 1,2,4,8 or a range: 1:512:x2")
@@ -153,30 +186,13 @@ class ShapeSweepDialog(QDialog):
         self.limit.setRange(0, 10_000)
         self.limit.setSpecialValueText("torch's own")
         self.limit.setToolTip("Dynamo's recompile limit in the worker; lower it to see where the cliff is")
-        self.problem_label = QLabel()
-        self.problem_label.setWordWrap(True)
-        self.problem_label.setTextFormat(Qt.TextFormat.PlainText)
-        about = QLabel(
+        self.lay_out(
             "One worker calls each compiled variant at each batch size in turn, for dynamic=false, auto "
             f"and true, and records the recompiles and compile time each batch size causes. Base: "
-            f"{base.model_text()} · {base.dtype} · {', '.join(base.variants)} (the form's configuration)"
+            f"{base.model_text()} · {base.dtype} · {', '.join(base.variants)} (the form's configuration)",
+            [("Batch sizes", self.values), ("Recompile limit", self.limit)],
+            "Run shape sweep",
         )
-        about.setWordWrap(True)
-        about.setTextFormat(Qt.TextFormat.PlainText)
-        form = QFormLayout()
-        form.addRow("Batch sizes", self.values)
-        form.addRow("Recompile limit", self.limit)
-        self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-        )
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Run shape sweep")
-        self.buttons.accepted.connect(self.accept)
-        self.buttons.rejected.connect(self.reject)
-        lay = QVBoxLayout(self)
-        lay.addWidget(about)
-        lay.addLayout(form)
-        lay.addWidget(self.problem_label)
-        lay.addWidget(self.buttons)
         self.values.textChanged.connect(self.check)
         self.check()
 
@@ -189,16 +205,8 @@ class ShapeSweepDialog(QDialog):
         batches = parse_batches(None if is_range else text, text if is_range else None)
         return shape_request(self.base, batches, recompile_limit=self.limit.value())
 
-    def check(self) -> bool:
-        """Show what is wrong (if anything); Run is enabled only when nothing is."""
-        try:
-            request = self.request()
-        except ConfigError as exc:
-            self.problem_label.setText("; ".join(str(p) for p in exc.problems[:4]))
-            ok = False
-        else:
-            self.problem_label.setText(f"{len(request.batches)} batch sizes × 3 modes")
-            ok = True
-        self.problem_label.setStyleSheet("color: #B00020;" if not ok else "color: #333333;")
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
-        return ok
+    def job_spec(self) -> protocol.ShapeSweepRequest:
+        return self.request()
+
+    def summary(self, spec: protocol.ShapeSweepRequest) -> str:
+        return f"{len(spec.batches)} batch sizes × 3 modes"
