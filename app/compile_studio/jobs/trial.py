@@ -498,26 +498,21 @@ class TrialRunner:
     def _take(self, record: TrialRecord, r: int, role: str, outcome: RunOutcome, name: str) -> None:
         """The figures of one finished run into the record, and every verdict they change."""
         run = outcome.run
-        if role == ROLE_A:
-            self._a_runs[r] = run
+        if role in (ROLE_A, ROLE_A_END):
+            first = role == ROLE_A
+            if first:
+                self._a_runs[r] = run
             for s in record.suggestions:
                 value, why = run_figure(run, s.a_variant, s.figure)
                 rf = _round(s, r)
-                rf.a, rf.a_run = value, name
-                if value is None:
-                    rf.note = _join(rf.note, f"A: {why}")
+                if first:
+                    rf.a, rf.a_run = value, name
                 else:
-                    self._a_groups.setdefault(s.key, {})[r] = run_samples(run, s.a_variant, s.figure)
-                rf.ratio = ratio_of(a_reference(rf.a, rf.a_end), rf.b)
-                self._judge(s)
-            return
-        if role == ROLE_A_END:
-            for s in record.suggestions:
-                value, why = run_figure(run, s.a_variant, s.figure)
-                rf = _round(s, r)
-                rf.a_end, rf.a_end_run = value, name
+                    rf.a_end, rf.a_end_run = value, name
                 if value is None:
-                    rf.note = _join(rf.note, f"A again: {why}")
+                    rf.note = _join(rf.note, f"{'A' if first else 'A again'}: {why}")
+                elif first:
+                    self._a_groups.setdefault(s.key, {})[r] = run_samples(run, s.a_variant, s.figure)
                 rf.ratio = ratio_of(a_reference(rf.a, rf.a_end), rf.b)
                 self._judge(s)
             return
