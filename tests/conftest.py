@@ -195,6 +195,8 @@ def worker_fork_server():
     folder = tempfile.mkdtemp(prefix="cs-fork-")
     zygote = worker_zygote.Zygote.start(os.path.join(folder, "socket"))
     os.environ[FORK_SOCKET_ENV] = zygote.path
+    # ready before the first test: a CLI a test starts earlier would start its worker with Popen
+    zygote.ready(timeout_s=120)
     try:
         yield zygote
     finally:
