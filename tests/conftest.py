@@ -212,7 +212,8 @@ def worker_fork_server():
 @pytest.fixture(autouse=True)
 def forked_worker_starts(request, worker_fork_server):
     """Workers the supervisor starts in this test fork from the server, unless the test's
-    module is marked ``fresh_worker_processes``."""
+    module is marked ``fresh_worker_processes``. A module-scoped fixture runs before this one:
+    it forks its workers with ``worker_zygote.forked_workers(worker_fork_server)``."""
     if (
         worker_fork_server is None
         or request.node.get_closest_marker("fresh_worker_processes")
@@ -223,11 +224,6 @@ def forked_worker_starts(request, worker_fork_server):
             yield
         return
     import worker_zygote
-    from compile_studio.launchers import supervisor
 
-    real = supervisor.subprocess
-    supervisor.subprocess = worker_zygote.PopenThroughZygote(worker_fork_server)
-    try:
+    with worker_zygote.forked_workers(worker_fork_server):
         yield
-    finally:
-        supervisor.subprocess = real

@@ -27,6 +27,7 @@ real Popen. ``tests/test_worker_zygote.py`` checks the two ends against each oth
 from __future__ import annotations
 
 import array
+import contextlib
 import json
 import os
 import select
@@ -35,7 +36,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 #: Environment variables read when torch, Dynamo or Python start: a child forked from a server
@@ -332,6 +333,23 @@ class PopenThroughZygote:
         if args or not self._zygote.can_fork(argv, kwargs.get("env")):
             return subprocess.Popen(argv, *args, **kwargs)
         return self._zygote.fork(argv, kwargs.get("env"), kwargs.get("cwd"))
+
+
+@contextlib.contextmanager
+def forked_workers(zygote: Zygote | None) -> Iterator[None]:
+    """While the block runs, the supervisor's local workers fork from ``zygote`` once it has
+    imported torch (None, or a server that never got ready: they start with Popen)."""
+    if zygote is None or not zygote.ready(timeout_s=120):
+        yield
+        return
+    from compile_studio.launchers import supervisor
+
+    real = supervisor.subprocess
+    supervisor.subprocess = PopenThroughZygote(zygote)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        supervisor.subprocess = real
 
 
 if __name__ == "__main__":
