@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,21 +29,43 @@ from compile_studio.results.sweep_record import SweepDamaged
 
 BATCHES = [1, 2, 3, 4, 5]
 LIMIT = 3
-RUN_FLAGS = ["--layers", "16,32,8", "--device", "cpu", "--variants", "eager,aot_eager", "--seed", "1"]
+#: warm-up: the default 20 calls, and at least 20 ms instead of the default 200 ms (the time
+#: still ends some points' warm-up after more calls than 20), a tenth of the cost per point
+RUN_FLAGS = ["--layers", "16,32,8", "--device", "cpu", "--variants", "eager,aot_eager", "--seed", "1",
+             "--warmup-min-ms", "20"]
+
+
+@contextlib.contextmanager
+def forked_workers(server) -> Iterator[None]:
+    """The supervisor's local workers fork from the test process's server, as conftest.py's
+    ``forked_worker_starts`` has them do in each test (a module-scoped fixture runs before it)."""
+    if server is None or not server.ready(timeout_s=120):
+        yield
+        return
+    import worker_zygote
+    from compile_studio.launchers import supervisor
+
+    real = supervisor.subprocess
+    supervisor.subprocess = worker_zygote.PopenThroughZygote(server)
+    try:
+        yield
+    finally:
+        supervisor.subprocess = real
 
 
 @pytest.fixture(scope="module")
-def shape_sweep(tmp_path_factory):
+def shape_sweep(tmp_path_factory, worker_fork_server):
     """One CLI shape sweep (a real worker): batch 1…5, the recompile limit lowered to 3."""
     out = tmp_path_factory.mktemp("shape")
     mp = pytest.MonkeyPatch()
     mp.setenv("COMPILE_STUDIO_DATA_DIR", str(out / "data"))
     try:
-        import contextlib
-        import io
-
         stdout, stderr = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        with (
+            forked_workers(worker_fork_server),
+            contextlib.redirect_stdout(stdout),
+            contextlib.redirect_stderr(stderr),
+        ):
             code = cli.main(
                 ["sweep", "--shape", "--values", ",".join(map(str, BATCHES)), "--recompile-limit", str(LIMIT),
                  "--repeats", "3", "--out", str(out), *RUN_FLAGS]
