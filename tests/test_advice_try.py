@@ -86,13 +86,16 @@ def consistent(verdict: str, lo: float | None, hi: float | None) -> bool:
 # -- one real run, tried end to end ---------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory):
+def source(tmp_path_factory, worker_fork_server):
     """The user's run: the scorer at batch 1, diagnostics on (the evidence the rules read)."""
+    import worker_zygote
+
     base = tmp_path_factory.mktemp("try")
     path = base / "scorer.py"
     path.write_text(SCORER)
     config = BenchmarkConfig.from_dict({**SOURCE, "factory": f"{path}:make_model"})
-    outcome = RunSession(config, RunStore(base / "runs")).run()
+    with worker_zygote.forked_workers(worker_fork_server):
+        outcome = RunSession(config, RunStore(base / "runs")).run()
     assert outcome.status == RunStatus.COMPLETE, outcome.run.message
     assert outcome.folder is not None
     return SimpleNamespace(folder=outcome.folder, store=base / "runs", factory=path)
@@ -105,8 +108,10 @@ def numbered(folder: Path) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def tried(source):
+def tried(source, worker_fork_server):
     """``advise RUN --try <larger-batch>,<dynamic-shapes> --rounds 3 --trust-code``, as a user types it."""
+    import worker_zygote
+
     rules = numbered(source.folder)
     assert "larger-batch" in rules and "dynamic-shapes" in rules, rules
     which = f"{rules['larger-batch']},{rules['dynamic-shapes']}"
@@ -119,7 +124,8 @@ def tried(source):
     mp.setattr(sys, "stdout", out)
     mp.setattr(sys, "stderr", err)
     try:
-        code = cli_advise.main(args_for(source.folder, try_=which, rounds=3, trust_code=True))
+        with worker_zygote.forked_workers(worker_fork_server):
+            code = cli_advise.main(args_for(source.folder, try_=which, rounds=3, trust_code=True))
     finally:
         mp.undo()
     capture.code, capture.out, capture.err = code, out.getvalue(), err.getvalue()

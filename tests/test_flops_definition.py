@@ -33,14 +33,17 @@ RATE = re.compile(r"\d[\d.e+-]* [GT]FLOP/s")
 
 
 @pytest.fixture(scope="module")
-def saved_run(tmp_path_factory) -> Path:
+def saved_run(tmp_path_factory, worker_fork_server) -> Path:
     """One real tiny run with diagnostics (the profile the Why view reads), saved to disk."""
+    import worker_zygote
+
     out = tmp_path_factory.mktemp("flops")
-    code = cli.main([
-        "run", "--layers", "64,128,10", "--batch-size", "16", "--device", "cpu",
-        "--iterations", "20", "--warmup", "2", "--warmup-min-ms", "0", "--rounds", "2",
-        "--variants", "eager,aot_eager", "--compile-timing", "in_run", "--quiet", "--out", str(out),
-    ])
+    with worker_zygote.forked_workers(worker_fork_server):
+        code = cli.main([
+            "run", "--layers", "64,128,10", "--batch-size", "16", "--device", "cpu",
+            "--iterations", "20", "--warmup", "2", "--warmup-min-ms", "0", "--rounds", "2",
+            "--variants", "eager,aot_eager", "--compile-timing", "in_run", "--quiet", "--out", str(out),
+        ])
     assert code == 0
     (folder,) = [p for p in out.iterdir() if p.is_dir()]
     return folder
