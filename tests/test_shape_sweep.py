@@ -6,11 +6,11 @@ import contextlib
 import csv
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import worker_zygote
 from compile_studio.cli import commands as cli
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig, ConfigError
@@ -35,24 +35,6 @@ RUN_FLAGS = ["--layers", "16,32,8", "--device", "cpu", "--variants", "eager,aot_
              "--warmup-min-ms", "20"]
 
 
-@contextlib.contextmanager
-def forked_workers(server) -> Iterator[None]:
-    """The supervisor's local workers fork from the test process's server, as conftest.py's
-    ``forked_worker_starts`` has them do in each test (a module-scoped fixture runs before it)."""
-    if server is None or not server.ready(timeout_s=120):
-        yield
-        return
-    import worker_zygote
-    from compile_studio.launchers import supervisor
-
-    real = supervisor.subprocess
-    supervisor.subprocess = worker_zygote.PopenThroughZygote(server)
-    try:
-        yield
-    finally:
-        supervisor.subprocess = real
-
-
 @pytest.fixture(scope="module")
 def shape_sweep(tmp_path_factory, worker_fork_server):
     """One CLI shape sweep (a real worker): batch 1…5, the recompile limit lowered to 3."""
@@ -62,7 +44,7 @@ def shape_sweep(tmp_path_factory, worker_fork_server):
     try:
         stdout, stderr = io.StringIO(), io.StringIO()
         with (
-            forked_workers(worker_fork_server),
+            worker_zygote.forked_workers(worker_fork_server),
             contextlib.redirect_stdout(stdout),
             contextlib.redirect_stderr(stderr),
         ):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import os
@@ -11,11 +10,11 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import worker_zygote
 from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig, ConfigError
 from compile_studio.jobs.session import RunSession
@@ -58,24 +57,6 @@ def csv_rows(folder: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-@contextlib.contextmanager
-def forked_workers(server) -> Iterator[None]:
-    """Local workers fork from the test process's server (conftest.py's ``forked_worker_starts``
-    for a module-scoped fixture, which runs before any test's own fixtures)."""
-    if server is None:
-        yield
-        return
-    import worker_zygote
-    from compile_studio.launchers import supervisor
-
-    real = supervisor.subprocess
-    supervisor.subprocess = worker_zygote.PopenThroughZygote(server)
-    try:
-        yield
-    finally:
-        supervisor.subprocess = real
-
-
 @pytest.fixture(scope="module")
 def stopped_then_resumed(tmp_path_factory, worker_fork_server):
     """Batch 1…256, eager + aot_eager: stopped after two points, then resumed by the CLI.
@@ -92,7 +73,7 @@ def stopped_then_resumed(tmp_path_factory, worker_fork_server):
         if sum(p.status == "complete" for p in record.points) == 2:
             runner.request_stop()
 
-    with forked_workers(worker_fork_server):
+    with worker_zygote.forked_workers(worker_fork_server):
         runner = SweepRunner(folder, on_point=stop_after_two)
         first = runner.run()
         after_stop = load_sweep(folder.path)

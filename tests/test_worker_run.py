@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -16,7 +15,6 @@ import pytest
 
 import worker_zygote
 from compile_studio.core import protocol
-from compile_studio.launchers import supervisor
 from compile_studio.launchers.supervisor import WorkerProcess, worker_command
 from compile_studio.results import RunStore, load_run, summarize
 from compile_studio.results.recorder import RunRecorder
@@ -62,7 +60,7 @@ def inductor_run(tmp_path_factory, worker_fork_server):
     # the worker forks from the test server, as conftest.py's ``forked_worker_starts`` has it do
     # for each test (a module-scoped fixture runs before it); its isolated first calls are
     # fresh processes still: the worker starts those itself
-    with forked_workers(worker_fork_server):
+    with worker_zygote.forked_workers(worker_fork_server):
         return run_through_worker(config, store) + (config,)
 
 
@@ -145,21 +143,6 @@ def test_stop_mid_run_leaves_readable_stopped_run(tmp_path, tiny_config):
     eager = loaded.variants["eager"]
     assert 0 < eager.samples.count("measure") < 200_000
     assert loaded == recorder.run
-
-
-@contextlib.contextmanager
-def forked_workers(server) -> Iterator[None]:
-    """The supervisor's local workers fork from ``server`` (None: started with Popen), once it
-    has imported torch (a worker started while it still imports would import torch too)."""
-    if server is None or not server.ready(timeout_s=120):
-        yield
-        return
-    real = supervisor.subprocess
-    supervisor.subprocess = worker_zygote.PopenThroughZygote(server)
-    try:
-        yield
-    finally:
-        supervisor.subprocess = real
 
 
 @pytest.fixture
