@@ -140,6 +140,26 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return max(1, min(4, cores))
 
 
+#: The test files that take longest (each over ~30 s of one test process), longest first.
+#: They are handed out first, so that no long file is left running alone at the end while
+#: the other test processes have nothing to do; the rest keep their order.
+LONG_FILES = (
+    "test_remote", "test_standby", "test_measurement", "test_why", "test_gui_faults", "test_cli",
+    "test_worker_run", "test_model_kinds", "test_user_models", "test_pinning", "test_gpu_check",
+    "test_sweep", "test_worker_watch", "test_untrusted_remote", "test_packaging",
+)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The long files first (:data:`LONG_FILES`); the order within each file is unchanged."""
+    rank = {name: k for k, name in enumerate(LONG_FILES)}
+
+    def key(item) -> int:
+        return rank.get(Path(str(item.fspath)).stem, len(LONG_FILES))
+
+    items.sort(key=key)  # stable: the rest keep their order
+
+
 @pytest.fixture(scope="module")
 def ssh_config(tmp_path_factory):
     """The ssh config file of an sshd on this machine (one per test module); skips without one."""
