@@ -140,7 +140,8 @@ def test_a_shape_sweep_from_the_window_runs_in_one_worker_and_warns_of_the_limit
     qtbot.addWidget(window)
     window.show()
     view = window.sweep_view
-    base = BenchmarkConfig(layers="16,32,8", device="cpu", variants=["eager", "aot_eager"])
+    # warm-up by calls alone (not the default 200 ms more per point): the view is the subject
+    base = BenchmarkConfig(layers="16,32,8", device="cpu", variants=["eager", "aot_eager"], warmup_min_ms=0)
     dialog = ShapeSweepDialog(base)
     qtbot.addWidget(dialog)
     dialog.values.setText("1,2,3")
