@@ -134,6 +134,11 @@ def test_the_slowest_recent_call_sets_the_expected_gap():
     assert watch.expected_gap_s() == pytest.approx(3.0 + protocol.SAMPLE_BATCH_S)
 
 
+#: a SIGSTOPped worker is warned about after 5 s of silence (five heartbeats) and stopped a
+#: second later: the stop limit is only reached once the worker is frozen
+SILENCE_STOP_S = 6
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
 def resume(pid: int | None) -> None:
     """SIGCONT a worker the test stopped (if it is still there)."""
@@ -155,7 +160,7 @@ def test_a_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_sa
         if isinstance(event, protocol.SamplesEvent) and event.phase == protocol.Phase.MEASURE:
             measuring.set()
 
-    limits = WatchLimits(silence_warn_s=5, silence_stop_s=8)
+    limits = WatchLimits(silence_warn_s=5, silence_stop_s=SILENCE_STOP_S)
     session = RunSession(config, RunStore(tmp_path / "runs"), on_event=on_event, watch_limits=limits)
     outcome: list = []
     runner = threading.Thread(target=lambda: outcome.append(session.run()), daemon=True)
@@ -185,7 +190,7 @@ def test_a_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_sa
     assert result.status == RunStatus.INCOMPLETE
     assert "sent nothing" in result.run.message
     assert len(result.run.variants["eager"].samples) > 0
-    assert time.monotonic() - stopped_at < 8 + 20
+    assert time.monotonic() - stopped_at < SILENCE_STOP_S + 20
 
 
 def test_a_shape_sweep_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_points(
@@ -196,7 +201,7 @@ def test_a_shape_sweep_worker_stopped_by_sigstop_is_warned_about_then_stopped_ke
     config = BenchmarkConfig.from_dict({**tiny_config, "variants": ["eager", "aot_eager"]})
     folder = new_shape_sweep(shape_request(config, list(range(1, 65)), repeats=200), tmp_path / "sweeps")
     first_point = threading.Event()
-    limits = WatchLimits(silence_warn_s=5, silence_stop_s=8)
+    limits = WatchLimits(silence_warn_s=5, silence_stop_s=SILENCE_STOP_S)
     run = ShapeSweepRun(folder, on_point=lambda record: first_point.set(), watch_limits=limits)
     outcome: list = []
     runner = threading.Thread(target=lambda: outcome.append(run.run()), daemon=True)
