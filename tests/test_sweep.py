@@ -398,7 +398,6 @@ def test_sweep_view_shows_a_finished_sweep_hover_double_click_and_exports(stoppe
         image.pixelColor(x, y) for x in range(0, image.width(), 3) for y in range(0, image.height(), 3)
     ]
     assert sum(1 for c in pixels if abs(c.red() - blue.red()) + abs(c.green() - blue.green()) + abs(c.blue() - blue.blue()) < 40) > 50
-    assert not plot.hover.isVisible() or True
     assert "<svg" in svg.read_text()[:2000] and "batch_size" in svg.read_text()
     assert csv_out.read_text() == (folder / SWEEP_CSV).read_text()
 

@@ -139,7 +139,9 @@ def test_the_slowest_recent_call_sets_the_expected_gap():
 SILENCE_STOP_S = 6
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
+needs_sigstop = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
+
+
 def resume(pid: int | None) -> None:
     """SIGCONT a worker the test stopped (if it is still there)."""
     if pid:
@@ -149,6 +151,7 @@ def resume(pid: int | None) -> None:
             pass
 
 
+@needs_sigstop
 def test_a_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_samples(tiny_config, tmp_path):
     config = BenchmarkConfig.from_dict({**tiny_config, "variants": ["eager"], "iterations": 1_000_000,
                                         "rounds": 1, "diagnostics": False})
@@ -193,6 +196,7 @@ def test_a_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_sa
     assert time.monotonic() - stopped_at < SILENCE_STOP_S + 20
 
 
+@needs_sigstop
 def test_a_shape_sweep_worker_stopped_by_sigstop_is_warned_about_then_stopped_keeping_its_points(
     tiny_config, tmp_path
 ):

@@ -83,8 +83,9 @@ def _child(request: dict[str, Any], fds: list[int], closing: list[int]) -> None:
     for fd in fds:
         if fd > 2:
             os.close(fd)
-    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
+    for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as a Python that starts afresh has it
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.clear()
     os.environ.update(request["env"])
