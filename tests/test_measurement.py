@@ -139,8 +139,10 @@ def test_cold_cache_writes_nothing_into_the_users_caches(tmp_path):
     env = dict(
         os.environ, TRITON_CACHE_DIR=str(user_triton), TORCHINDUCTOR_CACHE_DIR=str(user_inductor)
     )
+    # one Linear layer: a cold Inductor compile that writes its FX graph and output code into
+    # the cache (what is watched here) without a C++ kernel to build, twice (host and worker)
     result, _ = run(
-        tmp_path, env=env, variants=["eager", "default"], compile_cache="cold",
+        tmp_path, env=env, layers="8,4", variants=["eager", "default"], compile_cache="cold",
         compile_timing="isolated", backend_modules=[],
     )
     assert result.variants["default"].compile_timing == "isolated"
