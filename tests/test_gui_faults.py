@@ -323,8 +323,12 @@ def test_stop_while_measuring_a_compiled_variant(qtbot, tiny_config):
 
 # -- bad configuration, refused before any work -----------------------------------------------
 @pytest.fixture(scope="module")
-def hello() -> dict:
-    return probe_environment()
+def hello(worker_fork_server) -> protocol.HelloEvent:
+    """The environment a probe reports (only read here: its worker forks, as elsewhere)."""
+    import worker_zygote
+
+    with worker_zygote.forked_workers(worker_fork_server):
+        return probe_environment()
 
 
 @pytest.mark.parametrize(
