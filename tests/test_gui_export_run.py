@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -12,19 +10,38 @@ import psutil
 import pytest
 from PySide6.QtGui import QImage
 
+from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.benchmark_thread import has_finished
 from compile_studio.gui.main_window import CLOSED_DURING_RUN, MainWindow
 from compile_studio.gui.paths import runs_dir
-from compile_studio.results import load_run, summarize
+from compile_studio.jobs.session import RunSession
+from compile_studio.results import RunResult, RunStore, load_run, summarize
 from compile_studio.results.formatting import SUMMARY_HEADERS, summary_cells
+from conftest import TINY
 from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait, series_data
 
-CLI = [sys.executable, "-m", "compile_studio.cli"]
+
+@pytest.fixture(scope="module")
+def saved_run_folder(tmp_path_factory, worker_fork_server) -> Path:
+    """The folder of one finished tiny run (a real worker), for the tests that only export a run
+    the window shows; the export of a run just finished in the window has a test of its own."""
+    import worker_zygote
+
+    config = BenchmarkConfig(**{**TINY, "variants": list(TINY["variants"]), "label": "report run"})
+    with worker_zygote.forked_workers(worker_fork_server):
+        outcome = RunSession(config, RunStore(tmp_path_factory.mktemp("store"))).run()
+    assert outcome.run.status == "complete", outcome.run.message
+    assert outcome.folder is not None
+    return outcome.folder
 
 
-
-
+def show_saved_run(qtbot, folder: Path) -> tuple[MainWindow, RunResult]:
+    """A window showing the run saved in ``folder``, and that run."""
+    window = open_window(qtbot)
+    run = load_run(folder)
+    assert window.show_run(run, alone=True)
+    return window, run
 
 
 def table_cells(window: MainWindow) -> list[list[str]]:
@@ -57,10 +74,8 @@ def test_exported_csv_and_json_reopen_to_the_run_shown(qtbot, tiny_config, tmp_p
     assert [ln.split(",")[0] for ln in summary_lines[1:]] == ["eager", "aot_eager"]
 
 
-def test_markdown_report_has_the_table_and_a_real_plot_image(qtbot, tiny_config, tmp_path):
-    window = open_window(qtbot)
-    run = run_and_wait(qtbot, window, BenchmarkConfig(**{**tiny_config, "label": "report run"}))
-    assert run.status == "complete", run.message
+def test_markdown_report_has_the_table_and_a_real_plot_image(qtbot, saved_run_folder, tmp_path):
+    window, run = show_saved_run(qtbot, saved_run_folder)
     assert window.exports.export_report_action.text() == "Export report (Markdown)…"
     assert window.exports.export_report_action in window.menuBar().actions()[0].menu().actions()
 
@@ -86,10 +101,8 @@ def test_markdown_report_has_the_table_and_a_real_plot_image(qtbot, tiny_config,
 
 
 @pytest.mark.parametrize("where", ["under-a-file", "proc"])
-def test_export_to_an_unwritable_place_shows_an_error_and_writes_nothing(qtbot, tiny_config, tmp_path, where):
-    window = open_window(qtbot)
-    run = run_and_wait(qtbot, window, BenchmarkConfig(**tiny_config))
-    assert run.status == "complete"
+def test_export_to_an_unwritable_place_shows_an_error_and_writes_nothing(qtbot, saved_run_folder, tmp_path, where):
+    window, run = show_saved_run(qtbot, saved_run_folder)
     if where == "under-a-file":
         blocker = tmp_path / "a-file"
         blocker.write_text("not a folder")
@@ -111,21 +124,23 @@ def test_export_to_an_unwritable_place_shows_an_error_and_writes_nothing(qtbot, 
     assert window.is_running() is False and window.current_run is run
 
 
-def test_a_cli_run_opens_in_the_window_with_the_numbers_the_cli_shows(qtbot, tiny_config):
+def test_a_cli_run_opens_in_the_window_with_the_numbers_the_cli_shows(qtbot, tiny_config, capsys):
     store = runs_dir()
     c = tiny_config
-    made = subprocess.run(
-        [*CLI, "run", "--layers", c["layers"], "--batch-size", str(c["batch_size"]),
+    # the CLI's own entry point (``python -m compile_studio.cli`` exits with what it returns)
+    made = cli.main(
+        ["run", "--layers", c["layers"], "--batch-size", str(c["batch_size"]),
          "--device", "cpu", "--iterations", str(c["iterations"]), "--warmup", str(c["warmup"]),
          "--variants", ",".join(c["variants"]), "--warmup-min-ms", str(c["warmup_min_ms"]),
          "--compile-timing", c["compile_timing"],
-         "--label", "from cli", "--out", str(store), "--quiet"],
-        capture_output=True, text=True, timeout=300,
+         "--label", "from cli", "--out", str(store), "--quiet"]
     )
-    assert made.returncode == 0, made.stderr[-2000:]
+    assert made == 0, capsys.readouterr().err[-2000:]
     (folder,) = store.iterdir()
-    shown = subprocess.run([*CLI, "show", str(folder)], capture_output=True, text=True, timeout=120)
-    assert shown.returncode == 0, shown.stderr
+    capsys.readouterr()
+    code = cli.main(["show", str(folder)])
+    shown = capsys.readouterr()
+    assert code == 0, shown.err
 
     window = open_window(qtbot)
     [entry] = window.history.entries()
@@ -134,7 +149,7 @@ def test_a_cli_run_opens_in_the_window_with_the_numbers_the_cli_shows(qtbot, tin
     window.history.set_checked(entry.run.run_id, True)  # ticking it shows it
     cells = table_cells(window)
     assert [r[0] for r in cells] == ["eager", "aot_eager"]
-    show_lines = shown.stdout.splitlines()
+    show_lines = shown.out.splitlines()
     for row in cells:
         line = next(ln for ln in show_lines if ln.strip().startswith(row[0] + " "))
         for text in row:
@@ -194,12 +209,11 @@ def test_window_closed_mid_run_leaves_an_incomplete_run_that_reopens(qtbot, tiny
 
 
 @pytest.mark.parametrize("scale, transparent", [(1, False), (4, True)])
-def test_plot_png_options_from_the_menu(qtbot, tiny_config, tmp_path, monkeypatch, scale, transparent):
+def test_plot_png_options_from_the_menu(qtbot, saved_run_folder, tmp_path, monkeypatch, scale, transparent):
     """File → PNG options: the chosen scale and background reach the saved file."""
     from PySide6.QtWidgets import QFileDialog
 
-    window = open_window(qtbot)
-    run_and_wait(qtbot, window, BenchmarkConfig(**tiny_config))
+    window, _ = show_saved_run(qtbot, saved_run_folder)
     window.exports.png_scale_actions[scale].trigger()
     window.exports.png_transparent_action.setChecked(transparent)
     target = tmp_path / "plot.png"
