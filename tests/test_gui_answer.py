@@ -4,9 +4,9 @@ measured, window shortcuts with the focus in a form field, and the Help menu."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ from PySide6.QtCore import QEvent, QPoint, QRect, Qt
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel, QLineEdit
 
+from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui import export_actions
 from compile_studio.gui.help_menu import ShortcutsDialog, WindowShortcutGuard, window_shortcuts
@@ -22,23 +23,26 @@ from compile_studio.results import load_run
 from compile_studio.results.formatting import verdict_lines
 from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
 
-CLI = [sys.executable, "-m", "compile_studio.cli"]
 #: compiled variants (and the A/A control) judged against eager in the saved run
 JUDGED = ["aot_eager", "eager-aa"]
 
 
 @pytest.fixture(scope="module")
-def saved_run_folder(tmp_path_factory) -> Path:
-    """A real tiny run of eager, aot_eager and the A/A control, three rounds, saved by the CLI."""
+def saved_run_folder(tmp_path_factory, worker_fork_server) -> Path:
+    """A real tiny run of eager, aot_eager and the A/A control, three rounds, saved by the CLI
+    (its main, in this process; its worker forks from the test server)."""
+    import worker_zygote
+
     store = tmp_path_factory.mktemp("answer_runs")
-    made = subprocess.run(
-        [*CLI, "run", "--layers", "32,32,8", "--batch-size", "4", "--device", "cpu",
-         "--iterations", "30", "--warmup", "5", "--rounds", "3", "--warmup-min-ms", "0",
-         "--variants", ",".join(["eager", *JUDGED]), "--compile-timing", "in_run",
-         "--label", "answer", "--out", str(store), "--quiet"],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert made.returncode == 0, made.stderr[-2000:]
+    errors = io.StringIO()
+    with worker_zygote.forked_workers(worker_fork_server), contextlib.redirect_stderr(errors):
+        made = cli.main(
+            ["run", "--layers", "32,32,8", "--batch-size", "4", "--device", "cpu",
+             "--iterations", "30", "--warmup", "5", "--rounds", "3", "--warmup-min-ms", "0",
+             "--variants", ",".join(["eager", *JUDGED]), "--compile-timing", "in_run",
+             "--label", "answer", "--out", str(store), "--quiet"]
+        )
+    assert made == 0, errors.getvalue()[-2000:]
     [folder] = [p for p in store.iterdir() if p.is_dir()]
     return folder
 
