@@ -54,7 +54,7 @@ def run_to_end(job: Job, keeping: str) -> Any:
         return job.run()
 
 
-def report_end(outcome: JobEnd, what: str, print_record: Callable[[Any, TextIO], None]) -> int:
+def report_end(outcome: JobEnd, what: str, print_record: Callable[[Any, TextIO], object]) -> int:
     """A job's end on the terminal and its exit code.
 
     ``outcome.refused`` (a configuration the worker refused, where the kind
