@@ -169,10 +169,6 @@ class TrialSuggestion:
             return "–"
         return f"{self.interval_point:.2f}× [{self.interval_lo:.2f}–{self.interval_hi:.2f}]"
 
-    def aa_ratios(self) -> list[float]:
-        """Each round's A/A control, A's first figure over its last (1.00 when nothing moved)."""
-        return [r.a / r.a_end for r in self.rounds if r.a and r.a_end]
-
     def measured_rounds(self) -> list[RoundFigure]:
         """The rounds with both figures (those the interval rests on)."""
         return [r for r in self.rounds if r.ratio is not None]
