@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -57,32 +58,65 @@ def isolated_user_dirs(tmp_path_factory, monkeypatch):
     yield base
 
 
-def running_threads() -> list:
-    """Benchmark and probe QThreads of this process that are still running."""
+#: Every benchmark and probe QThread made since their module was first imported here.
+_made_threads: weakref.WeakSet = weakref.WeakSet()
+#: Whether the classes record what they make (from the test after the one that imported them).
+_threads_recorded = False
+
+
+def _record_made_threads(module) -> None:
+    """From now on each BenchmarkThread/EnvironmentProbe (subclasses too) is kept in a weak set:
+    finding them then costs nothing, where a scan of every object (torch imported) costs ~0.1 s."""
+    global _threads_recorded
+    for cls in (module.BenchmarkThread, module.EnvironmentProbe):
+        made = cls.__init__
+
+        def init_and_record(self, *args, _made=made, **kwargs):
+            _made(self, *args, **kwargs)
+            _made_threads.add(self)
+
+        cls.__init__ = init_and_record
+    _threads_recorded = True
+
+
+def running_threads(scan: bool = False) -> list:
+    """Benchmark and probe QThreads of this process that are still running (``scan``: look
+    through every object, for threads made before their classes were recorded)."""
     module = sys.modules.get("compile_studio.gui.benchmark_thread")
     if module is None:
         return []
-    kinds = (module.BenchmarkThread, module.EnvironmentProbe)
-    return [
-        o
-        for o in gc.get_objects()
-        if issubclass(type(o), kinds) and not module.has_finished(o)
-    ]
+    if scan:
+        kinds = (module.BenchmarkThread, module.EnvironmentProbe)
+        found = [o for o in gc.get_objects() if issubclass(type(o), kinds)]
+    else:
+        found = list(_made_threads)
+    return [o for o in found if not module.has_finished(o)]
 
 
-def leftover_threads(grace_s: float = 3.0) -> list:
+def leftover_threads(grace_s: float = 3.0, scan: bool = False) -> list:
     """Benchmark/probe QThreads still running after ``grace_s`` (ending ones get time)."""
     deadline = time.monotonic() + grace_s
-    while running_threads() and time.monotonic() < deadline:
+    while running_threads(scan) and time.monotonic() < deadline:
         time.sleep(0.02)
-    return running_threads()
+    return running_threads(scan)
 
 
 @pytest.fixture(autouse=True)
 def no_qthread_left():
     """Fail a test that leaves a BenchmarkThread (or probe thread) running."""
+    module = sys.modules.get("compile_studio.gui.benchmark_thread")
+    # threads made before the classes were recorded are found once, by a scan
+    scan = not _threads_recorded
+    if module is not None and not _threads_recorded:
+        _record_made_threads(module)
     yield
-    left = leftover_threads()
+    module = sys.modules.get("compile_studio.gui.benchmark_thread")
+    if module is None:
+        return
+    if not _threads_recorded:  # imported during this test
+        _record_made_threads(module)
+        scan = True
+    left = leftover_threads(scan=scan)
     if left:
         module = sys.modules["compile_studio.gui.benchmark_thread"]
         for t in left:
