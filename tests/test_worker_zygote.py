@@ -115,3 +115,39 @@ def test_a_cli_the_tests_start_forks_its_worker_from_the_server(zygote, tmp_path
     assert done.returncode == 0, done.stderr
     after = forks.read_text().split()
     assert len(after) == len(before) + 1
+
+
+
+def test_a_forked_workers_compile_host_forks_too(zygote, tmp_path, tiny_config):
+    """A forked worker's compile hosts (``compile_timing = "isolated"``) fork from the server as
+    well: the one started ahead and the one the run's compiled variant takes (the same here)."""
+    from compile_studio.core.config import BenchmarkConfig
+    from compile_studio.jobs.session import RunSession
+    from compile_studio.results import RunStore
+
+    forks = Path(zygote.path + ".forks")
+    before = forks.read_text().split() if forks.exists() else []
+    config = BenchmarkConfig.from_dict({
+        **tiny_config, "iterations": 5, "compile_timing": "isolated", "diagnostics": False,
+    })
+    outcome = RunSession(config, RunStore(tmp_path / "runs")).run()
+    assert outcome.run.status == "complete", outcome.run.message
+    compiled = outcome.run.variants["aot_eager"]
+    assert compiled.compile_timing == "isolated" and compiled.compile_s is not None and compiled.compile_s > 0
+    after = forks.read_text().split()
+    assert len(after) == len(before) + 2  # the worker and its compile host
+
+
+def test_only_a_compile_host_a_fresh_start_would_make_the_same_is_forked(zygote, monkeypatch):
+    """In a forked worker (:data:`worker_zygote._HOST_COMMAND` set): its own host command forks;
+    one with caches of its own (a cold run's), another package root or interpreter does not."""
+    from compile_studio import worker
+
+    monkeypatch.setattr(worker_zygote, "_HOST_COMMAND", (worker.HOST_BOOT, worker.package_root()))
+    host, env = worker.host_command(), dict(os.environ)
+    assert zygote.can_fork(host, env)
+    assert not zygote.can_fork(host, {**env, **worker.cold_cache_environment("/tmp/cold")})
+    assert not zygote.can_fork([*host[:3], "/elsewhere", *host[4:]], env)
+    assert not zygote.can_fork(["python3.99", *host[1:]], env)
+    monkeypatch.setattr(worker_zygote, "_HOST_COMMAND", None)
+    assert not zygote.can_fork(host, env)  # not in a forked worker: started as the app does

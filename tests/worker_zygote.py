@@ -17,11 +17,15 @@ is both ends of a fork server for them:
   ``pid``, ``returncode``, ``poll``, ``wait``, ``send_signal``, ``kill``). The
   pid is the worker's own, so the supervisor's process-group signals reach it.
 
-Only a worker that a fresh process would start the same way is forked: the
+A forked worker's own compile hosts (``compile_timing = "isolated"``: the
+worker's ``host_command()``) fork from the same server: the child becomes
+``python -c HOST_BOOT ROOT --compile-host`` instead.
+
+Only a process that a fresh start would make the same way is forked: the
 same interpreter, and the same value of every environment variable read at
 import (``TORCH*``, ``OMP_*``, ``PYTHON*``, …). Anything else — another
-interpreter, a prefix, a cold-cache folder, a compile host — starts with the
-real Popen. ``tests/test_worker_zygote.py`` checks the two ends against each other.
+interpreter, a prefix, a cold-cache folder (a cold run's hosts) — starts with
+the real Popen. ``tests/test_worker_zygote.py`` checks the two ends against each other.
 """
 
 from __future__ import annotations
@@ -92,6 +96,19 @@ def _child(request: dict[str, Any], fds: list[int], closing: list[int]) -> None:
     os.chdir(request["cwd"])
     os.umask(request["umask"])
     os.sched_setaffinity(0, request["cpus"])
+    if request.get("host"):
+        # ``python -c HOST_BOOT ROOT FLAGS``: the package root first on the path, then the host
+        sys.path[:] = [request["host"]] + [p for p in sys.path[1:] if p not in ("", ".")]
+        sys.argv = ["-c", request["host"], *request["args"]]
+        from compile_studio.worker import run_as_main
+
+        run_as_main(list(request["args"]))
+    # the compile hosts this worker starts fork from this server too (:meth:`Zygote.can_fork`)
+    global _HOST_COMMAND
+    worker = sys.modules[WORKER_MODULE]
+    _HOST_COMMAND = (worker.HOST_BOOT, worker.package_root())
+    compile_host = sys.modules["compile_studio.engine.compile_host"]
+    compile_host.subprocess = PopenThroughZygote(Zygote(None, request["server"], _import_time_env(os.environ)))
     sys.path[0] = request["cwd"]
     sys.argv = [WORKER_MODULE, *request["args"]]
     sys.modules.pop(WORKER_MODULE, None)  # run as __main__, as ``-m`` does, not as the imported copy
@@ -152,6 +169,7 @@ def serve(path: str) -> None:
             pid = os.fork()
             if pid == 0:
                 signal.set_wakeup_fd(-1)
+                request["server"] = path
                 _child(request, fds, [server.fileno(), wake_r, wake_w, conn.fileno(),
                                       *(c.fileno() for c in waiting.values())])
             for fd in fds:
@@ -216,16 +234,31 @@ class Zygote:
             self.proc.wait()
 
     def can_fork(self, argv: Sequence[str], env: Mapping[str, str] | None) -> bool:
-        """Whether ``argv`` is a plain local worker that a child of this server would be exactly."""
+        """Whether ``argv`` is a plain local worker (or a compile host of one) that a child of
+        this server would be exactly."""
         if not self.ready():
             return False  # still importing torch: a fresh process is no slower
-        if list(argv[:3]) != [sys.executable, "-m", WORKER_MODULE]:
+        if list(argv[:3]) != [sys.executable, "-m", WORKER_MODULE] and _host_root(argv) is None:
             return False
         return _import_time_env(os.environ if env is None else env) == self._import_env
 
-    def fork(self, argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> ForkedWorker:
-        return ForkedWorker(self, list(argv[3:]), dict(os.environ if env is None else env),
-                            cwd or os.getcwd())
+    def fork(self, argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None,
+             text: bool = True, stderr: Any = subprocess.PIPE) -> ForkedWorker:
+        host = _host_root(argv)
+        return ForkedWorker(self, list(argv[4:] if host else argv[3:]), dict(os.environ if env is None else env),
+                            cwd or os.getcwd(), host=host, text=text, stderr=stderr)
+
+
+#: In a forked worker: (``worker.HOST_BOOT``, ``worker.package_root()``), how it starts a compile host
+_HOST_COMMAND: tuple[str, str] | None = None
+
+
+def _host_root(argv: Sequence[str]) -> str | None:
+    """The package root of ``argv`` when it starts a compile host of the forked worker this
+    process is (``worker.host_command()``) from the package the server imported; else None."""
+    if _HOST_COMMAND is None or len(argv) < 4 or list(argv[:3]) != [sys.executable, "-c", _HOST_COMMAND[0]]:
+        return None
+    return argv[3] if argv[3] == _HOST_COMMAND[1] else None
 
 
 def _umask() -> int:
@@ -243,31 +276,46 @@ def _umask() -> int:
 class ForkedWorker:
     """The Popen face of a worker forked by the server: pipes, pid, poll, wait, signals."""
 
-    def __init__(self, zygote: Zygote, args: list[str], env: dict[str, str], cwd: str):
-        child_ends, ours = [], []
-        for writable_by_child in (False, True, True):
+    def __init__(self, zygote: Zygote, args: list[str], env: dict[str, str], cwd: str,
+                 host: str | None = None, text: bool = True, stderr: Any = subprocess.PIPE):
+        """``host``: the package root of a compile host (else a worker); ``text``: text pipes
+        (else bytes, as Popen without ``text``); ``stderr``: a pipe, or None for this process's."""
+        child_ends, ours, made = [], [], []
+        for k, writable_by_child in enumerate((False, True, True)):
+            if k == 2 and stderr is None:
+                child_ends.append(2)  # inherited, as Popen's stderr=None
+                continue
             r, w = os.pipe()
-            child_ends.append(w if writable_by_child else r)
+            made.append(w if writable_by_child else r)
+            child_ends.append(made[-1])
             ours.append(r if writable_by_child else w)
-        self.args = [sys.executable, "-m", WORKER_MODULE, *args]
+        if host is None:
+            self.args = [sys.executable, "-m", WORKER_MODULE, *args]
+        else:
+            self.args = [sys.executable, "-c", "(compile host)", host, *args]
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._conn.connect(zygote.path)
             request = json.dumps({
                 "args": args, "env": env, "cwd": cwd, "umask": _umask(),
-                "cpus": sorted(os.sched_getaffinity(0)),
+                "cpus": sorted(os.sched_getaffinity(0)), "host": host,
             }).encode() + b"\n"
             self._conn.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                             array.array("i", child_ends).tobytes())])
             self.pid = int(self._read_line())
         finally:
-            for fd in child_ends:
+            for fd in made:
                 os.close(fd)
         zygote.forked += 1
-        text = {"encoding": "utf-8", "errors": "replace"}
-        self.stdin = open(ours[0], "w", buffering=1, **text)
-        self.stdout = open(ours[1], buffering=1, **text)
-        self.stderr = open(ours[2], buffering=1, **text)
+        if text:
+            kinds = {"encoding": "utf-8", "errors": "replace"}
+            self.stdin = open(ours[0], "w", buffering=1, **kinds)
+            self.stdout = open(ours[1], buffering=1, **kinds)
+            self.stderr = open(ours[2], buffering=1, **kinds) if len(ours) > 2 else None
+        else:
+            self.stdin = open(ours[0], "wb", buffering=0)
+            self.stdout = open(ours[1], "rb", buffering=0)
+            self.stderr = open(ours[2], "rb", buffering=0) if len(ours) > 2 else None
         self.returncode: int | None = None
         self._lock = threading.Lock()
 
@@ -317,7 +365,8 @@ class ForkedWorker:
 
     def __exit__(self, *exc: object) -> None:
         for f in (self.stdin, self.stdout, self.stderr):
-            f.close()
+            if f is not None:
+                f.close()
         self.wait()
 
 
@@ -333,7 +382,9 @@ class PopenThroughZygote:
     def Popen(self, argv: Sequence[str], *args: Any, **kwargs: Any) -> Any:  # noqa: N802 - as subprocess's
         if args or not self._zygote.can_fork(argv, kwargs.get("env")):
             return subprocess.Popen(argv, *args, **kwargs)
-        return self._zygote.fork(argv, kwargs.get("env"), kwargs.get("cwd"))
+        text = bool(kwargs.get("text") or kwargs.get("universal_newlines") or kwargs.get("encoding"))
+        return self._zygote.fork(argv, kwargs.get("env"), kwargs.get("cwd"), text=text,
+                                 stderr=kwargs.get("stderr", None))
 
 
 @contextlib.contextmanager

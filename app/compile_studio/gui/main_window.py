@@ -62,9 +62,11 @@ from .window_views import rebuild_views, update_live_bars, update_table
 
 #: Plot repaint interval: at most ~30 repaints a second, however fast samples come.
 REFRESH_INTERVAL_MS = 33
-#: While a benchmark runs, repaint less often: every repaint costs CPU time the
-#: worker's timed loop may be sharing (see bench/ui_responsiveness.py).
-LIVE_REFRESH_INTERVAL_MS = int_from_env("COMPILE_STUDIO_LIVE_REFRESH_MS", 200, 10, 10_000)
+#: While a benchmark runs, the plots and the status line are redrawn once a second: every
+#: repaint takes CPU time from the core the worker's torch threads share with the window
+#: (bench/ui_responsiveness.py, seed MLP, 3 alternating pairs: at 200 ms the window took
+#: 0.14-0.21 CPU-s/s and the p99 was 1.8-4.4x its CLI pair's; at 1000 ms, 0.07-0.08 and 1.7-2.1x).
+LIVE_REFRESH_INTERVAL_MS = int_from_env("COMPILE_STUDIO_LIVE_REFRESH_MS", 1000, 10, 10_000)
 #: How long closing the window waits for a running worker to stop (it is killed by then).
 CLOSE_WAIT_MS = 8000
 #: The message a run folder keeps when the window went away during the run.
