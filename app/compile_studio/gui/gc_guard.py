@@ -11,8 +11,8 @@ GUI thread collects on a timer, generation by generation, as Python would.
 What the process holds when the first window starts (the modules of Qt,
 pyqtgraph, numpy and this app: ~80,000 objects that live as long as the
 process) is moved out of the collector's sight once (``gc.freeze``): a full
-collection then looks only at what was made since, and takes under a
-millisecond where it took 40-60 ms, a stall of the event loop each time.
+collection then looks only at what was made since: a few milliseconds where
+it took 40-60 ms, each one a stall of the event loop.
 """
 
 from __future__ import annotations
