@@ -26,7 +26,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QRegion
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QApplication, QGraphicsView, QWidget
+from PySide6.QtWidgets import QApplication, QGraphicsItem, QGraphicsView, QWidget
 
 from ..core.config import BenchmarkConfig, ConfigError
 from ..results.file_io import atomic_write_bytes
@@ -153,6 +153,7 @@ def _prepared_for_export(widget: QWidget, plot_background: QColor | None) -> Ite
     hidden = []
     brushes = []
     caches = []
+    item_caches = []
     for view in views:
         # a cached background is drawn as a pixmap: a full-size <image> in an SVG
         caches.append((view, view.cacheMode()))
@@ -161,6 +162,10 @@ def _prepared_for_export(widget: QWidget, plot_background: QColor | None) -> Ite
             if getattr(item, EXCLUDE_ATTR, False) and item.isVisible():
                 item.setVisible(False)
                 hidden.append(item)
+            # a cached item (the axes) would be drawn as a pixmap too, and blurred when scaled
+            if item.cacheMode() != QGraphicsItem.CacheMode.NoCache:
+                item_caches.append((item, item.cacheMode()))
+                item.setCacheMode(QGraphicsItem.CacheMode.NoCache)
         if plot_background is not None:
             brushes.append((view, view.backgroundBrush()))
             view.setBackgroundBrush(QBrush(plot_background))
@@ -173,6 +178,8 @@ def _prepared_for_export(widget: QWidget, plot_background: QColor | None) -> Ite
             view.setBackgroundBrush(brush)
         for view, mode in caches:
             view.setCacheMode(mode)
+        for item, item_mode in item_caches:
+            item.setCacheMode(item_mode)
 
 
 def _paint_widget(

@@ -375,6 +375,7 @@ class MainWindow(QMainWindow):
         self._update_run_state()
         self._update_status()
         self._refresh_timer.setInterval(max(REFRESH_INTERVAL_MS, LIVE_REFRESH_INTERVAL_MS))
+        self.plots.latency.set_steady_range(True)
 
     def _on_live_samples(
         self, variant: str, iterations: np.ndarray, wall_ms: np.ndarray, phase: str, round_index: int = -1
@@ -409,6 +410,7 @@ class MainWindow(QMainWindow):
 
     def _on_finished_run(self, run: RunResult) -> None:
         self._refresh_timer.setInterval(REFRESH_INTERVAL_MS)
+        self.plots.latency.set_steady_range(False)
         self.current_run = run
         self.why_view.set_run(run)
         self.live.rename(run_display_name(run))

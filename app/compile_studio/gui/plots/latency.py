@@ -22,6 +22,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
+    QGraphicsItem,
     QHBoxLayout,
     QLabel,
     QSizePolicy,
@@ -61,6 +62,10 @@ LATENCY_CAPTION_FOLDED = (
 )
 #: Room added above and below the percentiles (a share of their span).
 RANGE_PAD = 0.08
+#: While a run is live: a range is kept while the calls fill at least this share of it …
+STEADY_FILL = 0.6
+#: … and a new one is this many times the calls' span (room to grow).
+STEADY_GROWTH = 1.5
 
 
 class LatencyTab(PlotTab):
@@ -77,12 +82,18 @@ class LatencyTab(PlotTab):
         self._show_warmup = False
         #: whether the range follows the calls shown (off once the user zooms or pans)
         self._fit = True
+        #: while a run is live the range grows in steps (:meth:`set_steady_range`)
+        self._steady = False
         #: the calls beyond the y range shown: (above, below), counted from the points drawn
         self.beyond: tuple[int, int] = (0, 0)
         self._beyond_exact = True
         self.plot = pg.PlotWidget(background="w", axisItems={"left": PlainLogAxis("left")})
         item = self.plot.getPlotItem()
         style_plot_item(item, "latency (ms)", "iteration")
+        # An axis draws its grid across the plot, so a new curve segment repaints it; from a
+        # pixmap cache that is a copy, not its labels and lines drawn again (until its range moves).
+        for side in ("left", "bottom"):
+            item.getAxis(side).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.legend = make_legend(item, outside=True)
         # Applied by PlotItem.addItem to every curve added later (and kept in its menu).
         item.setDownsampling(auto=True, mode="peak")
@@ -316,6 +327,32 @@ class LatencyTab(PlotTab):
     def _on_range_changed_by_hand(self, *args: object) -> None:
         self._fit = False
 
+    def set_steady_range(self, on: bool) -> None:
+        """While ``on`` (a run is live), a range that follows the calls grows in steps and is kept
+        while the calls fit it well, so the axes are not redrawn at every refresh; off: fitted again."""
+        on = bool(on)
+        if on != self._steady:
+            self._steady = on
+            if not on:
+                self._refit()
+
+    def _steady_range(
+        self, x: tuple[float, float], y: tuple[float, float]
+    ) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The range to show for calls spanning ``x`` and ``y`` while it is steady: the one shown
+        when they fill it well, else one with room to grow."""
+        (vx0, vx1), (vy0, vy1) = self.plot.getPlotItem().getViewBox().viewRange()
+        x0, x1 = x
+        if not (abs(vx0 - x0) <= 0.5 and x1 <= vx1 and (x1 - x0) >= STEADY_FILL * (vx1 - vx0)):
+            vx0, vx1 = x0, x0 + (x1 - x0) * STEADY_GROWTH
+        y0, y1 = y
+        if not (vy0 <= y0 and y1 <= vy1 and (y1 - y0) >= STEADY_FILL * (vy1 - vy0)):
+            room = (y1 - y0) * (STEADY_GROWTH - 1) / 2
+            vy0, vy1 = y0 - room, y1 + room
+            if not self._log_y and y0 >= 0:
+                vy0 = max(vy0, 0.0)
+        return (vx0, vx1), (vy0, vy1)
+
     def _refit(self) -> None:
         """Set the range to the calls shown, while it follows them; the marks follow either way."""
         if not self._fit:
@@ -337,10 +374,13 @@ class LatencyTab(PlotTab):
         y0, y1 = lo - RANGE_PAD * span, hi + RANGE_PAD * span
         if not self._log_y and lo >= 0:
             y0 = max(y0, 0.0)
+        x_range, y_range = (x0, x1 + 0.01 * (x1 - x0)), (y0, y1)
+        if self._steady:
+            x_range, y_range = self._steady_range(x_range, y_range)
         vb = self.plot.getPlotItem().getViewBox()
         self._refitting = True
         try:
-            vb.setRange(xRange=(x0, x1 + 0.01 * (x1 - x0)), yRange=(y0, y1), padding=0)
+            vb.setRange(xRange=x_range, yRange=y_range, padding=0)
         finally:
             self._refitting = False
         self._mark_beyond()
