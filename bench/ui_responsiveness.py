@@ -247,33 +247,6 @@ def window_child(config_path: str, out_path: str) -> int:
     from compile_studio.core.config import BenchmarkConfig
 
     config = BenchmarkConfig.from_dict(json.loads(Path(config_path).read_text()))
-    if os.environ.get("UI_BENCH_TIMELINE"):
-        import threading
-
-        def timeline() -> None:
-            tasks = {}
-            prev = {}
-            out = open(os.environ["UI_BENCH_TIMELINE"], "w")
-            t_start = time.monotonic()
-            while True:
-                time.sleep(0.004)
-                now = time.monotonic() - t_start
-                for task in Path("/proc/self/task").iterdir():
-                    try:
-                        ns = int((task / "schedstat").read_text().split()[0])
-                        if task.name not in tasks:
-                            tasks[task.name] = (task / "comm").read_text().strip()
-                    except (OSError, ValueError):
-                        continue
-                    d = ns - prev.get(task.name, ns)
-                    prev[task.name] = ns
-                    if d > 500_000:
-                        out.write(f"{now:.3f} {tasks[task.name]}/{task.name} {d / 1e6:.1f}\n")
-                out.flush()
-
-        threading.Thread(target=timeline, daemon=True).start()
-    if os.environ.get("UI_BENCH_NICE"):
-        os.nice(int(os.environ["UI_BENCH_NICE"]))
     t0 = time.monotonic()
     gui = WindowRunner()
     if os.environ.get("UI_BENCH_STALLS"):
