@@ -155,8 +155,8 @@ class StallWatch:
             if self.last_tick is None:
                 continue
             late = time.monotonic() - self.last_tick
-            if late <= self.after_s and stalled_since is None:
-                sched0 = self._sched()  # the GUI thread's CPU and run-queue wait up to a healthy moment
+            if late <= 0.006 and stalled_since is None:
+                sched0 = self._sched()  # the GUI thread's CPU and run-queue wait just after a tick
             if late > self.after_s:
                 stalled_since = stalled_since or self.last_tick
                 frame = sys._current_frames().get(self.main)

@@ -85,6 +85,7 @@ def hover_text(panel: PlotPanel) -> str:
 
 def histogram_data(panel: PlotPanel, key: str) -> tuple[np.ndarray, np.ndarray] | None:
     """(bin edges in ms, percent of its measured calls per bin) drawn for ``key`` (None: none)."""
+    panel.distribution.bring_up_to_date()
     edges, percent = panel.distribution.curves[key].getOriginalDataset()
     if edges is None or len(edges) == 0:
         return None
@@ -93,6 +94,7 @@ def histogram_data(panel: PlotPanel, key: str) -> tuple[np.ndarray, np.ndarray] 
 
 def distribution_note(panel: PlotPanel) -> str:
     """The distribution tab's note on calls beyond the shown range ("" when none)."""
+    panel.distribution.bring_up_to_date()
     title = panel.distribution_plot.getPlotItem().titleLabel
     return title.text if title.isVisible() else ""
 

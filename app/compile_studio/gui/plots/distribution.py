@@ -107,6 +107,8 @@ class DistributionTab(PlotTab):
         self._series: dict[str, Series] = {}
         self._run_styles: dict[str, int] = {}
         self._dirty = False
+        #: False while another tab is shown: the histograms wait until this one is
+        self._on_screen = True
         self._last = -math.inf
         self._log_x = False
         #: the range drawn (ms) after the last update, None before
@@ -215,8 +217,11 @@ class DistributionTab(PlotTab):
 
     # -- updates ---------------------------------------------------------------------------------
     def invalidate(self) -> None:
-        """The samples changed: recompute now, or as soon as the rate limit allows."""
+        """The samples changed: recompute now, or as soon as the rate limit allows (when this
+        tab is shown: behind another, when it comes on screen)."""
         self._dirty = True
+        if not self._on_screen:
+            return
         wait = HISTOGRAM_MIN_INTERVAL_S - (time.monotonic() - self._last)
         if wait <= 0:
             self._update()
@@ -225,6 +230,15 @@ class DistributionTab(PlotTab):
 
     def shown(self) -> None:
         """The tab came on screen: bring stale histograms up to date."""
+        self._on_screen = True
+        self.bring_up_to_date()
+
+    def hidden(self) -> None:
+        self._on_screen = False
+        self._timer.stop()
+
+    def bring_up_to_date(self) -> None:
+        """Recompute stale histograms now, shown or not (what the tab will show)."""
         if self._dirty:
             self._update()
 

@@ -83,6 +83,7 @@ class PlotPanel(QTabWidget):
         self.summary_plot = self.summary.plot
         self.gpu_plot = self.gpu.plot
         self.currentChanged.connect(self._on_tab_changed)
+        self._on_tab_changed(self.currentIndex())  # the tabs behind the first know they are
 
     # -- series -------------------------------------------------------------------------
     def clear(self) -> None:
