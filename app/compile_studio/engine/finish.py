@@ -4,7 +4,8 @@ Outside any timed window: a steady-state call checked against the first, the
 correctness verdict (for training, a fixed number of steps from the same
 starting point compared with eager's), a pipelined throughput figure, the
 variant's own peak memory, its CUDA-graph and clock reports, then the
-``variant_done`` event and the variant's diagnostics.
+variant's diagnostics (their profiled calls) and, last, the ``variant_done``
+event: what the supervisor does for a finished variant runs after them.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ DRIFT_STEPS = 5
 
 
 def finish_variant(run: RunState, v: Variant) -> None:
-    """Checks outside the timed window, then ``variant_done``.
+    """Checks outside the timed window, the diagnostics' profiled calls, then ``variant_done``.
 
     A random model's numeric differences (not a different output structure) do
     not make a variant incorrect: its check is skipped, saying why.
@@ -124,42 +125,43 @@ def finish_variant(run: RunState, v: Variant) -> None:
             f"{v.name} recompiled {in_window}x inside the timed window: "
             "its samples are not steady state",
         )
-    run.sink.event(
-        protocol.VariantDoneEvent(
-            variant=v.name,
-            status=protocol.VariantStatus.DONE,
-            recompiles=v.recompiles if v.compiled else None,
-            recompiles_in_window=in_window if v.compiled else None,
-            max_abs_error=first.max_abs_diff(ref) if shape_problem is None else None,
-            max_rel_error=out_dev.error if out_dev is not None and out_dev.finite else None,
-            allclose=correct,
-            peak_memory_bytes=run.memory.peak(v.name),
-            memory_kind=run.memory.kind_of(v.name),
-            checks={
-                "rule": checks.rule_text(dtype),
-                "output": out_dev.to_dict() if out_dev is not None else None,
-                "eager_output": run.eager_output_dev.to_dict()
-                if run.eager_output_dev and not eager_like
-                else None,
-                "gradients": grads_dev.to_dict() if grads_dev else None,
-                "params_drift": params_drift,
-                "params_drift_bound": drift_bound,
-                "replay_max_diff": replay_diff,
-                "problems": problems,
-                "not_compared": list(first.not_compared),
-                "skipped": skipped,
-            },
-            cudagraphs=cudagraph_state(run, v),
-            cudagraph_skips=list(v.cudagraph_skips),
-            cudagraph_record_ms=v.cudagraph_record_ms,
-            pipelined_ms=v.pipelined_ms,
-            clock=clock,
-        )
+    done = protocol.VariantDoneEvent(
+        variant=v.name,
+        status=protocol.VariantStatus.DONE,
+        recompiles=v.recompiles if v.compiled else None,
+        recompiles_in_window=in_window if v.compiled else None,
+        max_abs_error=first.max_abs_diff(ref) if shape_problem is None else None,
+        max_rel_error=out_dev.error if out_dev is not None and out_dev.finite else None,
+        allclose=correct,
+        peak_memory_bytes=run.memory.peak(v.name),
+        memory_kind=run.memory.kind_of(v.name),
+        checks={
+            "rule": checks.rule_text(dtype),
+            "output": out_dev.to_dict() if out_dev is not None else None,
+            "eager_output": run.eager_output_dev.to_dict()
+            if run.eager_output_dev and not eager_like
+            else None,
+            "gradients": grads_dev.to_dict() if grads_dev else None,
+            "params_drift": params_drift,
+            "params_drift_bound": drift_bound,
+            "replay_max_diff": replay_diff,
+            "problems": problems,
+            "not_compared": list(first.not_compared),
+            "skipped": skipped,
+        },
+        cudagraphs=cudagraph_state(run, v),
+        cudagraph_skips=list(v.cudagraph_skips),
+        cudagraph_record_ms=v.cudagraph_record_ms,
+        pipelined_ms=v.pipelined_ms,
+        clock=clock,
     )
+    # Profiled first, then said done: what the supervisor does for a finished variant (its
+    # summary, the window's table) must not run beside the profiled calls the "why" reads.
     run.why.report(
         run, v.name, v.step, v.compiled, {"cudagraph_skips": list(v.cudagraph_skips)},
         ms_per_call=v.pipelined_ms,
     )
+    run.sink.event(done)
 
 
 def steady_state_output(run: RunState, v: Variant) -> CheckedOutput | None:
