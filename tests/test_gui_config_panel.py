@@ -160,6 +160,15 @@ def test_spin_boxes_carry_units(qtbot):
     assert panel.batch_spin.suffix().strip() == "samples"
     assert panel.iterations_spin.suffix().strip() == "calls"
     assert panel.warmup_spin.suffix().strip() == "calls"
+    # a count of one reads in the singular; a unit of measure does not change
+    rounds = panel.widget_for("rounds")
+    rounds.setValue(1)
+    assert rounds.text() == "1 round"
+    rounds.setValue(3)
+    assert rounds.text() == "3 rounds"
+    warmup_ms = panel.widget_for("warmup_min_ms")
+    warmup_ms.setValue(1)
+    assert warmup_ms.suffix().strip() == "ms"
 
 
 def test_unreadable_presets_offer_just_the_default_and_say_so(qtbot, monkeypatch, caplog):

@@ -149,10 +149,18 @@ def int_editor(spec: FieldSpec, edited: Callable[..., None]) -> FieldEditor:
     low = _SPIN_LIMITS[0] if spec.minimum is None else max(_SPIN_LIMITS[0], spec.minimum)
     high = _SPIN_LIMITS[1] if spec.maximum is None else min(_SPIN_LIMITS[1], spec.maximum)
     spin.setRange(low, high)
-    spin.setSuffix(f" {spec.unit}" if spec.unit else "")
+    unit = spec.unit or ""
+    # a count ("calls", "rounds", "samples") reads "1 round"; a unit of measure ("ms") stays
+    singular = unit[:-1] if len(unit) > 2 and unit.isalpha() and unit.endswith("s") else unit
+
+    def suffix(value: int) -> None:
+        spin.setSuffix(f" {singular if value == 1 else unit}" if unit else "")
+
     spin.setGroupSeparatorShown(True)
     spin.setAccelerated(True)
+    spin.valueChanged.connect(suffix)
     spin.valueChanged.connect(edited)
+    suffix(spin.value())
 
     def set_value(value: Any) -> None:
         spin.setValue(max(spin.minimum(), min(spin.maximum(), int(value))))
