@@ -52,6 +52,7 @@ from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
 from ..results.sweep_record import SweepDamaged, SweepRecord, record_to_csv
 from ..results.sweep_store import SweepFolder
 from .export import ExportError, save_plot_png, save_plot_svg
+from .plots.sweep_charts import SweepCharts
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
 from .sweep_dialogs import ShapeSweepDialog, SweepDialog
 from .sweep_thread import ShapeSweepThread, SweepThread
@@ -133,11 +134,7 @@ class SweepView(QWidget):
             (self.csv_button, "Save sweep.csv: one row per point × variant"),
         ):
             button.setToolTip(tip)
-        self.plot = SweepPlot()
-        self.plot.point_activated.connect(self.open_point)
-        self.plot.set_record(None)
-        self.shape_plot = ShapeSweepPlot()
-        self.shape_plot.hide()
+        self.charts = SweepCharts(self.open_point)
         #: a shape sweep's warnings in words (Dynamo's recompile limit hit)
         self.warning = QLabel("")
         self.warning.setTextFormat(Qt.TextFormat.PlainText)
@@ -170,14 +167,23 @@ class SweepView(QWidget):
         lay.addWidget(self.title)
         lay.addLayout(line)
         lay.addWidget(self.warning)
-        lay.addWidget(self.plot, 1)
-        lay.addWidget(self.shape_plot, 1)
+        lay.addWidget(self.charts, 1)
 
         self._timer = QTimer(self)
         self._timer.setInterval(PROGRESS_INTERVAL_MS)
         self._timer.timeout.connect(self._tick)
         self._phase = ""
         self._update_buttons()
+
+    @property
+    def plot(self) -> SweepPlot:
+        """The sweep's chart."""
+        return self.charts.plot
+
+    @property
+    def shape_plot(self) -> ShapeSweepPlot:
+        """A shape sweep's chart, shown instead of :attr:`plot`."""
+        return self.charts.shape_plot
 
     # -- state ----------------------------------------------------------------------------------
     def is_running(self) -> bool:

@@ -127,12 +127,15 @@ class SweepPlot(pg.GraphicsLayoutWidget):
             "speedup": ("speedup vs eager, 95 % interval (above 1× = faster)", "× eager (log)"),
             "latency": ("median latency per call", "ms"),
             "compile": ("compile time (first call)", "s"),
-            "break_even": ("break-even (calls to pay off the compile)", "calls"),
+            "break_even": ("break-even (calls to repay the compile)", "calls"),
         }
         for k, name in enumerate(self.PLOTS):
             item = self.addPlot(row=k // 2, col=k % 2)
             title, unit = titles[name]
             item.setTitle(title, color=FOREGROUND, size="10pt")
+            # a long title is cut at its plot's edge instead of widening the column past the dock
+            item.titleLabel.updateMin = lambda: None
+            item.titleLabel.setMinimumWidth(0)
             style_plot_item(item, unit, None)
             self.plots[name] = item
         for column in (0, 1):
@@ -371,10 +374,13 @@ class SweepPlot(pg.GraphicsLayoutWidget):
             self._hover_plot = item
         text = self.text_of(marker)
         self.hover.setText(text)
-        size = self.hover.textItem.boundingRect()
-        self.hover.setAnchor(
-            fitting_anchor(self.marker_scene_pos(marker), size.width(), size.height(), item.vb.sceneBoundingRect())
-        )
+        room = item.vb.sceneBoundingRect()
+        label = self.hover.textItem
+        label.setTextWidth(-1)
+        if label.boundingRect().width() > room.width():
+            label.setTextWidth(max(80.0, room.width() - 2))  # a narrow plot: the lines wrap
+        size = label.boundingRect()
+        self.hover.setAnchor(fitting_anchor(self.marker_scene_pos(marker), size.width(), size.height(), room))
         self.hover.setPos(marker.x, marker.y)
         self.hover.setVisible(True)
         return text
