@@ -73,44 +73,39 @@ def cli_run(config: dict, store: Path):
     return load_run(folder, samples=True)
 
 
+def stat_cpu(stat: Path) -> tuple[str, float] | None:
+    """(name, user + system CPU seconds) from a /proc …/stat file; None when it cannot be read."""
+    try:
+        head, tail = stat.read_text().rsplit(")", 1)
+        fields = tail.split()
+        return head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def cpu_seconds() -> float:
     """This process's CPU time (user + system), from /proc/self/stat (os.times elsewhere)."""
-    try:
-        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        t = os.times()
-        return t.user + t.system
+    read = stat_cpu(Path("/proc/self/stat"))
+    if read is not None:
+        return read[1]
+    t = os.times()
+    return t.user + t.system
 
 
 def thread_cpu() -> dict[str, float]:
     """CPU seconds of each of this process's threads so far, by "name/tid"."""
     out = {}
-    tick = os.sysconf("SC_CLK_TCK")
     for task in Path("/proc/self/task").iterdir():
-        try:
-            head, tail = (task / "stat").read_text().rsplit(")", 1)
-            fields = tail.split()
-            out[f"{head.split('(', 1)[1]}/{task.name}"] = (int(fields[11]) + int(fields[12])) / tick
-        except (OSError, ValueError, IndexError):
-            continue
+        read = stat_cpu(task / "stat")
+        if read is not None:
+            out[f"{read[0]}/{task.name}"] = read[1]
     return out
 
 
 def x_server_cpu() -> float:
     """CPU seconds the X server (Xvfb/Xorg) has used so far (0 when there is none to read)."""
-    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            head, tail = (proc / "stat").read_text().rsplit(")", 1)
-            if head.split("(", 1)[1] in ("Xvfb", "Xorg", "Xwayland"):
-                fields = tail.split()
-                total += (int(fields[11]) + int(fields[12])) / tick
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
+    reads = (stat_cpu(proc / "stat") for proc in Path("/proc").iterdir() if proc.name.isdigit())
+    return sum(r[1] for r in reads if r is not None and r[0] in ("Xvfb", "Xorg", "Xwayland"))
 
 
 class StallWatch:

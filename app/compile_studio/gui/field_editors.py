@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..core.config import AA_CONTROL, EnvironmentInfo, FieldSpec
+from ..results.formatting import plural_word
 
 #: Variants offered before the worker has said which ones the installed torch has.
 FALLBACK_VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "aot_eager")
@@ -154,7 +155,7 @@ def int_editor(spec: FieldSpec, edited: Callable[..., None]) -> FieldEditor:
     singular = unit[:-1] if len(unit) > 2 and unit.isalpha() and unit.endswith("s") else unit
 
     def suffix(value: int) -> None:
-        spin.setSuffix(f" {singular if value == 1 else unit}" if unit else "")
+        spin.setSuffix(f" {plural_word(value, singular, unit)}" if unit else "")
 
     spin.setGroupSeparatorShown(True)
     spin.setAccelerated(True)
