@@ -221,7 +221,7 @@ def box(ssh_config):
 # the same worker code, ~3 CPU-s less per start. A test marked ``fresh_worker_processes``, the
 # modules below (they find workers by their command line or as children), and every test when
 # COMPILE_STUDIO_TEST_FORK_WORKERS=0 start each worker as the app does, with Popen.
-FRESH_WORKER_MODULES = {"test_gui_faults", "test_standby", "test_pinning", "test_packaging"}
+FRESH_WORKER_MODULES = {"test_pinning", "test_packaging"}
 #: Pythons the tests start (a CLI run) fork their workers from this process's server too:
 #: tests/forkhook/sitecustomize.py, on PYTHONPATH, routes them to it (COMPILE_STUDIO_TEST_FORK_SOCKET).
 FORK_SOCKET_ENV = "COMPILE_STUDIO_TEST_FORK_SOCKET"

@@ -15,6 +15,7 @@ import numpy as np
 import psutil
 import pytest
 
+import worker_zygote
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.benchmark_thread import has_finished
@@ -47,17 +48,6 @@ def wait_for_points(qtbot, window: MainWindow, variant: str, n: int) -> str:
         timeout=RUN_TIMEOUT_MS,
     )
     return key
-
-
-def worker_children() -> list[psutil.Process]:
-    out = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if "compile_studio.worker" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except psutil.NoSuchProcess:
-            pass
-    return out
 
 
 def assert_curves_are_the_saved_samples(window: MainWindow, run_id: str, variants: list[str]) -> None:
@@ -139,7 +129,7 @@ def test_worker_killed_keeps_every_sample_and_the_next_run_works(qtbot, tiny_con
     assert again.run_id != run_id
     assert not window.error_banner.isVisible()
     assert [r.row.status for r in window.table_model.rows()] == ["done", "done"]
-    assert not worker_children()
+    assert not worker_zygote.workers_left()
 
 
 GUI_SCRIPT = textwrap.dedent(
@@ -159,6 +149,7 @@ GUI_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.fresh_worker_processes  # the window's worker is found as its child
 def test_window_process_killed_the_worker_ends_itself_and_the_run_reopens(tiny_config, tmp_path):
     store = tmp_path / "store"
     script = tmp_path / "gui.py"
@@ -281,7 +272,7 @@ def stop_and_check(qtbot, window: MainWindow, measured: list[str]) -> None:
     assert window.config_panel.isEnabled()
     assert has_finished(thread, 3000)
     assert pid is not None and not psutil.pid_exists(pid)
-    assert not worker_children()
+    assert not worker_zygote.workers_left()
     saved = load_run(runs_dir() / run_id)
     assert saved.status == "stopped"
     assert_curves_are_the_saved_samples(window, run_id, measured)
@@ -325,8 +316,6 @@ def test_stop_while_measuring_a_compiled_variant(qtbot, tiny_config):
 @pytest.fixture(scope="module")
 def hello(worker_fork_server) -> protocol.HelloEvent:
     """The environment a probe reports (only read here: its worker forks, as elsewhere)."""
-    import worker_zygote
-
     with worker_zygote.forked_workers(worker_fork_server):
         return probe_environment()
 
@@ -359,7 +348,7 @@ def test_bad_configuration_is_refused_before_any_work(qtbot, tiny_config, hello,
     assert f"{field}:" in text or f"{field} " in text, text
     assert words in text
     assert not runs_dir().exists() or not any(runs_dir().iterdir())
-    assert not worker_children()
+    assert not worker_zygote.workers_left()
     if field == "batch_size" and "need about" in words:
         assert "TiB" in text or "GiB" in text  # the estimate itself is shown
 

@@ -10,6 +10,7 @@ import time
 import psutil
 import pytest
 
+import worker_zygote
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
@@ -20,22 +21,14 @@ from compile_studio.results import RunStore
 from gui_helpers import RUN_TIMEOUT_MS, open_window
 
 READY_TIMEOUT_MS = 60_000
+#: a test of what happens while the worker started ahead still imports torch: a fresh process
+#: (a forked one has imported it already); the others fork theirs (tests/worker_zygote.py)
+IMPORTING = pytest.mark.fresh_worker_processes
 
 
 @pytest.fixture(autouse=True)
 def standby_on(monkeypatch):
     monkeypatch.setenv(STANDBY_ENV, "1")
-
-
-def worker_children() -> list[psutil.Process]:
-    out = []
-    for p in psutil.Process().children(recursive=True):
-        try:
-            if "compile_studio.worker" in " ".join(p.cmdline()) and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-        except psutil.NoSuchProcess:
-            pass
-    return out
 
 
 def gone(p: psutil.Process, within_s: float = 5.0) -> bool:
@@ -115,9 +108,10 @@ def test_the_window_starts_a_worker_ahead_and_run_uses_it(qtbot, tiny_config):
     ahead = psutil.Process(next_pid)
     window.close()
     assert gone(ahead)
-    assert not worker_children()
+    assert not worker_zygote.workers_left()
 
 
+@IMPORTING
 def test_run_pressed_while_the_worker_imports_torch_waits_for_that_worker(qtbot, tiny_config):
     window = open_window(qtbot)
     qtbot.waitUntil(
@@ -157,6 +151,7 @@ def test_a_worker_started_ahead_that_died_is_replaced_quietly(qtbot, tiny_config
     assert window.last_error == "" and not window.error_banner.isVisible()
 
 
+@IMPORTING
 def test_a_run_replaces_a_worker_started_ahead_that_ends_before_its_hello(tiny_config, tmp_path):
     standby = StandbyWorker(standby_launcher(), hello_timeout_s=60)
     standby.start()
@@ -182,6 +177,7 @@ def test_the_cli_session_never_uses_a_worker_started_ahead(tiny_config, tmp_path
     assert outcome.run.measurement["worker_prestarted"] is False
 
 
+@IMPORTING
 def test_closing_the_window_while_the_worker_imports_torch_leaves_no_process(qtbot):
     window = open_window(qtbot)
     qtbot.waitUntil(
@@ -195,7 +191,7 @@ def test_closing_the_window_while_the_worker_imports_torch_leaves_no_process(qtb
     window.close()
     for p in [ahead, *below]:
         assert gone(p), p
-    assert not worker_children()
+    assert not worker_zygote.workers_left()
 
 
 def test_turned_off_no_worker_is_started_ahead(qtbot, monkeypatch):
@@ -203,7 +199,7 @@ def test_turned_off_no_worker_is_started_ahead(qtbot, monkeypatch):
     window = open_window(qtbot)
     qtbot.wait(800)
     assert window.live.standby.standby is None
-    assert not worker_children()
+    assert not worker_zygote.workers_left()
 
 
 def test_the_window_takes_its_environment_from_the_worker_started_ahead(qtbot):
@@ -224,6 +220,7 @@ def test_without_a_worker_started_ahead_the_probe_asks(qtbot, monkeypatch):
     assert window._probe is not None
 
 
+@IMPORTING
 def test_a_sweep_ends_a_worker_still_importing_and_none_starts_while_it_runs(qtbot):
     from compile_studio.jobs.sweep_spec import SweepSpec
 

@@ -404,6 +404,36 @@ def forked_workers(zygote: Zygote | None) -> Iterator[None]:
         supervisor.subprocess = real
 
 
+def workers_left(within_s: float = 5.0) -> list[Any]:
+    """This process's workers and compile hosts still alive after up to ``within_s`` (psutil
+    processes): those started with Popen (found by their command line) and those forked from
+    its server (each child of it). A forked compile host is not in its worker's process group:
+    when the worker ends, the host ends on its own a moment later (as an orphaned one does)."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while (left := _live_workers()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def _live_workers() -> list[Any]:
+    import psutil
+
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            parent = p.parent()
+            forked = parent is not None and any(a.endswith("worker_zygote.py") for a in parent.cmdline())
+            if forked or "compile_studio.worker" in " ".join(p.cmdline()):
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
 if __name__ == "__main__":
     try:
         import ctypes
