@@ -112,6 +112,9 @@ class StallWatch:
     """Where the GUI thread is when its event loop stalls: a thread samples its stack every 5 ms
     while no tick has come for ``after_ms``; each stall keeps the frames seen most often."""
 
+    #: how often the watching thread looks (s)
+    POLL_S = 0.005
+
     def __init__(self, after_ms: float = 40.0):
         import threading
 
@@ -146,12 +149,12 @@ class StallWatch:
         seen: collections.Counter[str] = collections.Counter()
         stalled_since = None
         sched0 = self._sched()
-        while not self._stop.wait(0.005):
+        while not self._stop.wait(self.POLL_S):
             if self.last_tick is None:
                 continue
             late = time.monotonic() - self.last_tick
-            if late <= 0.006 and stalled_since is None:
-                sched0 = self._sched()  # the GUI thread's CPU and run-queue wait just after a tick
+            if late <= self.POLL_S + 0.001 and stalled_since is None:
+                sched0 = self._sched()  # the GUI thread's CPU and run-queue wait within a poll of a tick
             if late > self.after_s:
                 stalled_since = stalled_since or self.last_tick
                 frame = sys._current_frames().get(self.main)

@@ -40,6 +40,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -409,8 +410,6 @@ def workers_left(within_s: float = 5.0) -> list[Any]:
     processes): those started with Popen (found by their command line) and those forked from
     its server (each child of it). A forked compile host is not in its worker's process group:
     when the worker ends, the host ends on its own a moment later (as an orphaned one does)."""
-    import time
-
     deadline = time.monotonic() + within_s
     while (left := _live_workers()) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -420,14 +419,21 @@ def workers_left(within_s: float = 5.0) -> list[Any]:
 def _live_workers() -> list[Any]:
     import psutil
 
+    def cmdline(p: psutil.Process) -> list[str]:
+        try:
+            return p.cmdline()
+        except psutil.Error:
+            return []
+
+    below = {p: cmdline(p) for p in psutil.Process().children(recursive=True)}
+    # the server and what it forked (a fork keeps the server's command line)
+    from_server = {p.pid for p, args in below.items() if any(a.endswith("worker_zygote.py") for a in args)}
     out = []
-    for p in psutil.Process().children(recursive=True):
+    for p, args in below.items():
         try:
             if p.status() == psutil.STATUS_ZOMBIE:
                 continue
-            parent = p.parent()
-            forked = parent is not None and any(a.endswith("worker_zygote.py") for a in parent.cmdline())
-            if forked or "compile_studio.worker" in " ".join(p.cmdline()):
+            if p.ppid() in from_server or "compile_studio.worker" in " ".join(args):
                 out.append(p)
         except psutil.NoSuchProcess:
             pass
