@@ -21,6 +21,16 @@ os.environ.setdefault(
     "TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "compile-studio-test-inductor")
 )
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
+# Bytecode: the suite starts hundreds of Pythons (CLI runs, workers, compile hosts, windows).
+# Where PYTHONDONTWRITEBYTECODE is set (container images often set it), each would compile the
+# app's sources (and pytest its test files) again; they share one bytecode cache outside the
+# source tree instead, as they share the Inductor cache.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) or sys.dont_write_bytecode:
+    os.environ.setdefault(
+        "PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "compile-studio-test-pycache")
+    )
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
+    sys.dont_write_bytecode = False
 # no worker started ahead in window tests (tests/test_standby.py turns it on): one process per run
 os.environ.setdefault("COMPILE_STUDIO_STANDBY", "0")
 
@@ -178,14 +188,37 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return max(1, min(4, cores + 1))
 
 
-#: The test files that take longest (each over ~30 s of one test process), longest first.
-#: They are handed out first, so that no long file is left running alone at the end while
-#: the other test processes have nothing to do; the rest keep their order.
+#: The test files that mostly wait (for an SSH or Slurm worker to start, a queued job, a stopped
+#: worker's watch limit): one test process runs them one after another while the others keep
+#: both cores busy, instead of two or three test processes waiting at once.
+WAITING_FILES = ("test_remote", "test_worker_watch", "test_untrusted_remote")
+
+
+#: The test files that take longest (each over ~20 s of one test process), longest first.
+#: They are handed out first (``--no-loadscope-reorder`` in pyproject.toml keeps this order;
+#: xdist would otherwise hand out the files with the most tests first), so that no long file is
+#: left running alone at the end while the other test processes have nothing to do, and the
+#: files that mostly wait on SSH, Slurm or a watch limit overlap the ones that use the CPU.
 LONG_FILES = (
-    "test_remote", "test_standby", "test_measurement", "test_why", "test_gui_faults", "test_cli",
-    "test_worker_run", "test_model_kinds", "test_user_models", "test_pinning", "test_gpu_check",
-    "test_sweep", "test_worker_watch", "test_untrusted_remote", "test_packaging",
+    *WAITING_FILES, "test_standby", "test_cli", "test_measurement", "test_gpu_check",
+    "test_advice_models", "test_gui_faults", "test_pinning", "test_why", "test_user_models",
+    "test_advice_try", "test_readme_cli", "test_worker_run", "test_packaging", "test_compile_host",
+    "test_model_kinds", "test_examples", "test_untrusted_targets",
 )
+
+
+def pytest_xdist_make_scheduler(config, log):  # noqa: ANN001, ANN201 - xdist's hook
+    """``--dist loadfile``, with :data:`WAITING_FILES` as one unit of work (one test process)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class WaitingFilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "the waiting files" if Path(scope).stem in WAITING_FILES else scope
+
+    return WaitingFilesTogether(config, log)
 
 
 def pytest_collection_modifyitems(config, items) -> None:

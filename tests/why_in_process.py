@@ -203,6 +203,12 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _runqueue_wait_s() -> float:
+    """Seconds this thread has waited for a CPU while runnable (``/proc/thread-self/schedstat``)."""
+    with open("/proc/thread-self/schedstat") as fh:
+        return int(fh.read().split()[1]) / 1e9
+
+
 def _capture(model: nn.Module, x: torch.Tensor, flops: float | None) -> tuple[Evidence, float]:
     """One diagnostics profile of eager ``model``: its evidence and the wall seconds it took."""
     sink = ListSink()
@@ -246,17 +252,20 @@ def check_class_holds_under_load() -> None:
         time.sleep(0.3)
         assert spinner.poll() is None, "the busy loop did not start"
         spun = _cpu_seconds(spinner.pid)
+        waited = _runqueue_wait_s()
         for _ in range(rounds):
             for k, (m, x) in models.items():
                 e, took = _capture(m, x, flops[k])
                 loaded[k].append(e)
                 loaded_s += took
         spun = _cpu_seconds(spinner.pid) - spun
+        waited = _runqueue_wait_s() - waited
     finally:
         spinner.kill()
         spinner.wait()
     report: list[str] = [
-        f"loaded/quiet wall time {loaded_s / quiet_s:.2f}x; the busy loop ran {spun:.2f} s of {loaded_s:.2f} s"
+        f"loaded/quiet wall time {loaded_s / quiet_s:.2f}x; the busy loop ran {spun:.2f} s of {loaded_s:.2f} s;"
+        f" the captures waited {waited:.2f} s for their core"
     ]
     for k in models:
         q = [e.bound() for e in quiet[k]]
@@ -266,8 +275,9 @@ def check_class_holds_under_load() -> None:
         assert len(classes) <= 1, (k, q, lo, [classify(e) for e in quiet[k] + loaded[k]])
         assert "unknown" not in classes, (k, q, lo)
     print("\n".join(report))
-    # the busy loop really ran on the core beside the captures, so the check is not vacuous
-    assert spun > 0.2 * loaded_s, report
+    # the loaded captures really shared their core (with the busy loop, or on a busy machine with
+    # other work too), so the check is not vacuous: they waited for it a fifth of their time or more
+    assert waited > 0.2 * loaded_s, report
     assert {e.bound() for e in quiet["tiny MLP"] + loaded["tiny MLP"]} == {"launch"}, report
     # quiet captures of models clear of the lines classify, as what they are
     assert "gemm" in [e.bound() for e in quiet["GEMM-heavy MLP"]], report
