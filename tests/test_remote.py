@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parent.parent
 SLURM_SCRIPT = REPO / "packaging" / "dev" / "slurm-local.sh"
 SLURM_CONF = "/tmp/compile-studio-slurm/slurm.conf"
 STOP_LIMIT_S = 5.0
-#: the hello timeout of the queue test: longer than a worker's start on a loaded 2-core machine
-#: (torch imported twice at once: the worker and its compile host), shorter than the wait
+#: the hello timeout of the queue test: longer than a worker's start on a loaded 2-core machine,
+#: shorter than the wait
 HELLO_TIMEOUT_S = 12.0
 
 

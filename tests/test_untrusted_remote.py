@@ -119,13 +119,29 @@ def test_a_planted_package_in_the_own_cache_does_not_run(box, tiny_config, tmp_p
     ran = tmp_path / "bundle-ran"
     bundle = _marking_bundle(ran)
     launcher = RemoteLauncher(target=box, login=box, bundle=bundle)
-    outcome = RunSession(_config(tiny_config), RunStore(tmp_path / "runs"), launcher=launcher).run()
+    # a compiled variant timed in a fresh process: the worker starts a compile host
+    config = BenchmarkConfig.from_dict(
+        dict(tiny_config, variants=["eager", "aot_eager"], iterations=20, compile_timing="isolated"))
+    outcome = RunSession(config, RunStore(tmp_path / "runs"), launcher=launcher).run()
     assert outcome.status == "complete", outcome.run.message
     assert not planted.exists(), planted.read_text()
     lines = ran.read_text().splitlines()
-    assert lines
+    assert len({line.split()[0] for line in lines}) == 2, lines  # the worker and its compile host
     copy = f"/compile-studio-worker-{os.getuid()}/{bundle.file_name}/compile_studio/__init__.py"
     assert all(line.endswith(copy) for line in lines), lines
+
+
+def test_a_run_that_times_first_calls_in_the_run_starts_no_compile_host_there(box, tiny_config, tmp_path, monkeypatch):
+    """A compile host is started ahead only for a run that will use one, on a target as here."""
+    monkeypatch.setenv(REMOTE_CACHE_ENV, str(tmp_path / "cache"))
+    ran = tmp_path / "bundle-ran"
+    launcher = RemoteLauncher(target=box, login=box, bundle=_marking_bundle(ran))
+    config = BenchmarkConfig.from_dict(dict(tiny_config, variants=["eager", "aot_eager"], iterations=20))
+    assert config.compile_timing == "in_run"
+    outcome = RunSession(config, RunStore(tmp_path / "runs"), launcher=launcher).run()
+    assert outcome.status == "complete", outcome.run.message
+    lines = ran.read_text().splitlines()
+    assert len({line.split()[0] for line in lines}) == 1, lines  # the worker alone
 
 
 def test_a_changed_bundle_is_not_run(box, tiny_config, tmp_path, monkeypatch):

@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     # the compile host imports torch beside this worker's own start: ready by the first compile
-    wanted = os.environ.get(protocol.COMPILE_HOST_AHEAD_ENV, "1").strip() != "0"
+    wanted = protocol.NO_COMPILE_HOST_AHEAD_FLAG not in argv
     early_host = None if os.environ.get(MEMORY_LIMIT_ENV) or not wanted else IsolatedCompile.start_host(stop)
 
     try:

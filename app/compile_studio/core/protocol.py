@@ -27,9 +27,9 @@ PROTOCOL_VERSION = 3
 
 STOP_LINE = "stop"
 
-#: Set to ``0`` by a supervisor whose run needs no compile process started ahead
-#: (all eager, first calls timed in the run): the worker then starts none.
-COMPILE_HOST_AHEAD_ENV = "COMPILE_STUDIO_COMPILE_HOST_AHEAD"
+#: The worker flag of a run that needs no compile process started ahead (all eager, first
+#: calls timed in the run, a shape sweep): the worker then starts none, wherever it runs.
+NO_COMPILE_HOST_AHEAD_FLAG = "--no-compile-host-ahead"
 
 #: Seconds between a worker's ``heartbeat`` events (sent from a thread apart from the timing).
 HEARTBEAT_S = 1.0

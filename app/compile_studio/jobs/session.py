@@ -68,15 +68,13 @@ def worker_launcher(launcher: WorkerLauncher, split: affinity.CoreSplit | None) 
     return _with_env(launcher, split.worker_env())
 
 
-def without_early_compile_host(launcher: WorkerLauncher, config: BenchmarkConfig | None = None) -> WorkerLauncher:
-    """``launcher``, telling a local worker to start no compile process ahead when the run
-    will not use one (all eager, first calls timed in the run, or ``config`` None: a shape
-    sweep); ~3 CPU-s saved per run."""
-    if not launcher.runs_here():
-        return launcher
+def compile_host_flags(config: BenchmarkConfig | None) -> tuple[str, ...]:
+    """The worker flags that tell a new worker (on this machine or a target) to start no
+    compile process ahead when the run will not use one: all eager, first calls timed in the
+    run, or ``config`` None (a shape sweep). ~3 CPU-s and a process's memory saved per run."""
     if config is not None and config.compile_timing == "isolated" and config.compiled_variants():
-        return launcher
-    return _with_env(launcher, {protocol.COMPILE_HOST_AHEAD_ENV: "0"})
+        return ()
+    return (protocol.NO_COMPILE_HOST_AHEAD_FLAG,)
 
 
 def standby_launcher(launcher: WorkerLauncher | None = None) -> WorkerLauncher:
@@ -457,7 +455,7 @@ class RunSession:
                 recorder.run.measurement["worker_prestarted"] = True
             else:
                 worker = WorkerProcess(
-                    on_log=self.on_log, launcher=without_early_compile_host(launcher, self.config)
+                    on_log=self.on_log, launcher=launcher, args=compile_host_flags(self.config)
                 )
                 hello_timer = self._start_hello_timer(worker, silent)
             sent = self.launcher.worker_config(self.config.to_dict())

@@ -26,8 +26,8 @@ from ..results.sweep_store import ShapeSweepFolder
 from .job import StopSwitch
 from .session import (
     STOPPED_BY_USER,
+    compile_host_flags,
     hello_timeout_s,
-    without_early_compile_host,
 )
 from .sweep_spec import SweepSpec
 from .worker_watch import WatchLimits, WorkerWatch
@@ -220,8 +220,8 @@ class ShapeSweepRun:
         try:
             self.launcher.prepare(self._log)
             worker = WorkerProcess(
-                on_log=self.on_log, launcher=without_early_compile_host(self.launcher),
-                args=(protocol.SHAPE_SWEEP_FLAG,),
+                on_log=self.on_log, launcher=self.launcher,
+                args=(protocol.SHAPE_SWEEP_FLAG, *compile_host_flags(None)),
             )
 
             def expire() -> None:
