@@ -18,7 +18,9 @@ is both ends of a fork server for them:
   pid is the worker's own, so the supervisor's process-group signals reach it.
 
 A forked worker's own compile hosts (``compile_timing = "isolated"``: the
-worker's ``host_command()``) fork from the same server: the child becomes
+worker's ``host_command()``) fork from a second server, forked from the first
+before it imports what a worker's hello imports (Dynamo's backends) and a
+fresh host imports only inside its timed first call: the child becomes
 ``python -c HOST_BOOT ROOT --compile-host`` instead.
 
 Only a process that a fresh start would make the same way is forked: the
@@ -117,8 +119,14 @@ def _child(request: dict[str, Any], fds: list[int], closing: list[int]) -> None:
     sys.exit(0)
 
 
+#: Beside the server's socket ``PATH``: the socket of the server its compile hosts fork from.
+HOSTS_SUFFIX = ".hosts"
+
+
 def serve(path: str) -> None:
-    """Import the worker's heavy modules, then fork a worker per request on ``path`` until stdin closes."""
+    """Import the worker's heavy modules, then fork a worker per request on ``path`` until stdin
+    closes; compile hosts fork from a second server (``path`` + :data:`HOSTS_SUFFIX`), forked
+    before the first imports what a worker's hello imports and a fresh host does not."""
     import torch  # noqa: F401
     import torch._dynamo  # noqa: F401
     import torch._inductor.config  # noqa: F401
@@ -127,17 +135,51 @@ def serve(path: str) -> None:
     import compile_studio.worker  # noqa: F401
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    hosts = _listen(path + HOSTS_SUFFIX)
+    hosts_server = os.fork()
+    if hosts_server == 0:
+        _end_with_parent()
+        _serve_forks(hosts, path)
+        os._exit(0)
+    hosts.close()
+    with open(path + HOSTS_SUFFIX + ".pid", "w", encoding="utf-8") as out:  # not a worker: workers_left()
+        out.write(f"{hosts_server}\n")
+    # what a worker's hello imports before any configuration reaches it (the environment probe
+    # lists Dynamo's backends: ~400 modules, ~0.2 CPU-s a worker); a compile host imports them
+    # only inside its timed first call, so it forks from the server above
+    torch._dynamo.list_backends(exclude_tags=())
+    with open(path + ".env.json", "w", encoding="utf-8") as out:  # for processes that attach
+        json.dump(_import_time_env(os.environ), out)
+    server = _listen(path)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    _serve_forks(server, path)
+
+
+def _listen(path: str) -> socket.socket:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(16)
+    return server
+
+
+def _end_with_parent() -> None:
+    """This process gets SIGKILL when its parent ends (PR_SET_PDEATHSIG; a fork does not keep it)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _serve_forks(server: socket.socket, path: str) -> None:
+    """Fork a child per request on ``server`` (each child is told the worker server ``path``)
+    and send each its exit status once it ends, until stdin closes."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    with open(path + ".env.json", "w", encoding="utf-8") as out:  # for processes that attach
-        json.dump(_import_time_env(os.environ), out)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path)
-    server.listen(16)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
     waiting: dict[int, socket.socket] = {}
     while True:
         ready, _, _ = select.select([server, wake_r, sys.stdin], [], [])
@@ -296,7 +338,7 @@ class ForkedWorker:
             self.args = [sys.executable, "-c", "(compile host)", host, *args]
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self._conn.connect(zygote.path)
+            self._conn.connect(zygote.path + (HOSTS_SUFFIX if host else ""))
             request = json.dumps({
                 "args": args, "env": env, "cwd": cwd, "umask": _umask(),
                 "cpus": sorted(os.sched_getaffinity(0)), "host": host,
@@ -426,12 +468,21 @@ def _live_workers() -> list[Any]:
             return []
 
     below = {p: cmdline(p) for p in psutil.Process().children(recursive=True)}
-    # the server and what it forked (a fork keeps the server's command line)
+    # the servers and what they forked (a fork keeps the server's command line)
     from_server = {p.pid for p, args in below.items() if any(a.endswith("worker_zygote.py") for a in args)}
+    servers = set()
+    for p, args in below.items():
+        if p.pid in from_server and p.ppid() not in from_server:  # a server the tests started
+            servers.add(p.pid)
+            try:
+                with open(args[-1] + HOSTS_SUFFIX + ".pid", encoding="utf-8") as f:
+                    servers.add(int(f.read()))  # and its compile hosts' server
+            except (OSError, ValueError):
+                pass
     out = []
     for p, args in below.items():
         try:
-            if p.status() == psutil.STATUS_ZOMBIE:
+            if p.pid in servers or p.status() == psutil.STATUS_ZOMBIE:
                 continue
             if p.ppid() in from_server or "compile_studio.worker" in " ".join(args):
                 out.append(p)
@@ -441,10 +492,5 @@ def _live_workers() -> list[Any]:
 
 
 if __name__ == "__main__":
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: end with the test process
-    except (OSError, AttributeError):
-        pass
+    _end_with_parent()  # with the test process
     serve(sys.argv[1])
