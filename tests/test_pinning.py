@@ -92,7 +92,7 @@ def test_what_a_compile_starts_is_not_confined_to_the_timing_core(tmp_path, roun
     while runner.is_alive() and time.monotonic() < deadline:
         for pid, cpus in _compile_children(os.getpid()).items():
             seen.setdefault(pid, set()).add(cpus)
-        time.sleep(0.025)  # a compile process lives for seconds, a g++ for ~0.5 s
+        time.sleep(0.05)  # a compile process lives for seconds, a g++ for ~0.5 s
     runner.join(timeout=max(1.0, deadline - time.monotonic()))
     assert outcome and outcome[0].run.status == "complete", outcome and outcome[0].run.message
     assert seen, "no process under the worker was seen while it compiled"

@@ -12,6 +12,7 @@ saying ``stopped``. Anything else printed (compiler logs) goes to stderr.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import shutil
 import signal
@@ -324,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         sink.finish(protocol.RunStatus.FAILED)
         return 3
     sink.event(hello)
+    # torch, Dynamo and the backends are imported: what they made lives as long as the process,
+    # so the collection before the timed calls need not look at it again (~0.25 s -> ~0.01 s)
+    gc.freeze()
 
     line = sys.stdin.readline()
     if not line.strip() or line.strip() == protocol.STOP_LINE:
