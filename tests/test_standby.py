@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 
 import psutil
@@ -239,3 +240,31 @@ def test_a_sweep_ends_a_worker_still_importing_and_none_starts_while_it_runs(qtb
     assert window.live.standby.standby in (None, starting), "none started beside the sweep"
     qtbot.waitUntil(lambda: not view.is_running(), timeout=RUN_TIMEOUT_MS)
     qtbot.waitUntil(lambda: window.live.standby.standby is not None, timeout=5000)
+
+
+def test_a_detached_listener_is_not_called_again_and_detach_waits_for_a_call_under_way():
+    """The window detaches from its worker started ahead before it may be deleted: after
+    ``detach`` returns, no call from the standby's thread is under way or comes later (one
+    into a Qt object being deleted crashed the test process under load)."""
+    entered, release, detached = threading.Event(), threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def listener() -> None:
+        calls.append(threading.current_thread().name)
+        entered.set()
+        release.wait(30)
+
+    standby = StandbyWorker(standby_launcher(), on_change=listener)  # never started: no process
+    closing = threading.Thread(target=standby.close, name="closing")  # says "closed" to the listener
+    closing.start()
+    assert entered.wait(30)
+    detaching = threading.Thread(target=lambda: (standby.detach(), detached.set()))
+    detaching.start()
+    assert not detached.wait(0.2)  # the listener is still running: detach cannot have returned
+    release.set()
+    assert detached.wait(30)
+    closing.join(30)
+    detaching.join(30)
+    standby._end("a later change of state")
+    assert calls == ["closing"]
+

@@ -102,6 +102,7 @@ class StandbyKeeper(QObject):
         reason = fresh_worker_reason(config, launcher or WorkerLauncher.local(), standby)
         if reason is None and standby.take() is not None:
             self._standby = None
+            standby.detach()  # the run's now
             self.changed.emit()
             return standby, ""
         try:
@@ -110,6 +111,7 @@ class StandbyKeeper(QObject):
             still_fits = False
         if standby.state != "ready" or not standby.usable or not still_fits:
             self._standby = None
+            standby.detach()
             standby.close()
             self.changed.emit()
         return None, reason or "the worker started ahead has ended"
@@ -130,6 +132,7 @@ class StandbyKeeper(QObject):
         standby = self._standby
         if standby is not None and standby.state == "starting":
             self._standby = None
+            standby.detach()
             standby.close()
             self.changed.emit()
 
@@ -139,10 +142,12 @@ class StandbyKeeper(QObject):
         self._timer.stop()
         standby, self._standby = self._standby, None
         if standby is not None:
+            standby.detach()  # its thread must not signal this object once it may be deleted
             standby.close()
 
     def _on_state_changed(self) -> None:
         standby = self._standby
         if standby is not None and standby.state in ("ended", "closed"):
             self._standby = None  # a run starts its own; the next one is started after it
+            standby.detach()
         self.changed.emit()

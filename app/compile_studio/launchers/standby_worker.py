@@ -27,7 +27,7 @@ class StandbyWorker:
     a run then :meth:`take`\\ s it and sends its config, as it would to a
     worker it had just started. States: ``starting``, ``ready``, ``ended``
     (died or never said hello), ``taken`` and ``closed``. ``on_change`` is
-    called (from that thread) whenever the state changes.
+    called (from that thread) whenever the state changes, until :meth:`detach`.
     """
 
     def __init__(
@@ -49,6 +49,8 @@ class StandbyWorker:
         self.worker: WorkerProcess | None = None
         self._log_lines: list[str] = []
         self._lock = threading.Lock()
+        #: held while ``on_change`` runs (reentrant: a listener may detach from within it)
+        self._notify_lock = threading.RLock()
         self._hello_read = threading.Event()
         self._thread: threading.Thread | None = None
         _STANDBYS.add(self)
@@ -143,12 +145,19 @@ class StandbyWorker:
         return ""
 
     # -- the background thread ---------------------------------------------------------------
+    def detach(self) -> None:
+        """Call ``on_change`` no more; once this returns, no call is under way either (its
+        listener may go: a Qt object being deleted must not be signalled from this thread)."""
+        with self._notify_lock:
+            self.on_change = None
+
     def _notify(self) -> None:
-        if self.on_change is not None:
-            try:
-                self.on_change()
-            except Exception:  # noqa: BLE001 - a listener must not kill the thread
-                pass
+        with self._notify_lock:
+            if self.on_change is not None:
+                try:
+                    self.on_change()
+                except Exception:  # noqa: BLE001 - a listener must not kill the thread
+                    pass
 
     def _keep_log(self, line: str) -> None:
         with self._lock:
