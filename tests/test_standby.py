@@ -267,4 +267,3 @@ def test_a_detached_listener_is_not_called_again_and_detach_waits_for_a_call_und
     detaching.join(30)
     standby._end("a later change of state")
     assert calls == ["closing"]
-

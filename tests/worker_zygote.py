@@ -467,12 +467,18 @@ def _live_workers() -> list[Any]:
         except psutil.Error:
             return []
 
-    below = {p: cmdline(p) for p in psutil.Process().children(recursive=True)}
+    def parent(p: psutil.Process) -> int | None:
+        try:
+            return p.ppid()
+        except psutil.Error:
+            return None
+
+    below = {p: (cmdline(p), parent(p)) for p in psutil.Process().children(recursive=True)}
     # the servers and what they forked (a fork keeps the server's command line)
-    from_server = {p.pid for p, args in below.items() if any(a.endswith("worker_zygote.py") for a in args)}
+    from_server = {p.pid for p, (args, _) in below.items() if any(a.endswith("worker_zygote.py") for a in args)}
     servers = set()
-    for p, args in below.items():
-        if p.pid in from_server and p.ppid() not in from_server:  # a server the tests started
+    for p, (args, ppid) in below.items():
+        if p.pid in from_server and ppid not in from_server:  # a server the tests started
             servers.add(p.pid)
             try:
                 with open(args[-1] + HOSTS_SUFFIX + ".pid", encoding="utf-8") as f:
@@ -480,11 +486,11 @@ def _live_workers() -> list[Any]:
             except (OSError, ValueError):
                 pass
     out = []
-    for p, args in below.items():
+    for p, (args, ppid) in below.items():
+        if p.pid in servers or not (ppid in from_server or "compile_studio.worker" in " ".join(args)):
+            continue
         try:
-            if p.pid in servers or p.status() == psutil.STATUS_ZOMBIE:
-                continue
-            if p.ppid() in from_server or "compile_studio.worker" in " ".join(args):
+            if p.status() != psutil.STATUS_ZOMBIE:
                 out.append(p)
         except psutil.NoSuchProcess:
             pass

@@ -101,8 +101,7 @@ class StandbyKeeper(QObject):
             return None, "no worker was started ahead"
         reason = fresh_worker_reason(config, launcher or WorkerLauncher.local(), standby)
         if reason is None and standby.take() is not None:
-            self._standby = None
-            standby.detach()  # the run's now
+            self._let_go(standby)  # the run's now
             self.changed.emit()
             return standby, ""
         try:
@@ -110,8 +109,7 @@ class StandbyKeeper(QObject):
         except WorkerStartFailed:
             still_fits = False
         if standby.state != "ready" or not standby.usable or not still_fits:
-            self._standby = None
-            standby.detach()
+            self._let_go(standby)
             standby.close()
             self.changed.emit()
         return None, reason or "the worker started ahead has ended"
@@ -131,8 +129,7 @@ class StandbyKeeper(QObject):
         self._timer.stop()
         standby = self._standby
         if standby is not None and standby.state == "starting":
-            self._standby = None
-            standby.detach()
+            self._let_go(standby)
             standby.close()
             self.changed.emit()
 
@@ -140,14 +137,20 @@ class StandbyKeeper(QObject):
         """End the worker started ahead (window closing) and start no other."""
         self._closed = True
         self._timer.stop()
-        standby, self._standby = self._standby, None
+        standby = self._standby
         if standby is not None:
-            standby.detach()  # its thread must not signal this object once it may be deleted
+            self._let_go(standby)
             standby.close()
 
     def _on_state_changed(self) -> None:
         standby = self._standby
         if standby is not None and standby.state in ("ended", "closed"):
-            self._standby = None  # a run starts its own; the next one is started after it
-            standby.detach()
+            self._let_go(standby)  # a run starts its own; the next one is started after it
         self.changed.emit()
+
+    def _let_go(self, standby: StandbyWorker) -> None:
+        """``standby`` is this keeper's no more, and its thread signals this object no more
+        (once the window closes, this object may be deleted while that thread still runs)."""
+        if self._standby is standby:
+            self._standby = None
+        standby.detach()
