@@ -22,6 +22,20 @@ def _config(**changes) -> BenchmarkConfig:
     return BenchmarkConfig(**base)
 
 
+@pytest.fixture(autouse=True)
+def hosts_fork_as_a_workers_do(worker_fork_server, monkeypatch):
+    """The hosts these tests start fork from the tests' server of compile hosts, as a forked
+    worker's hosts do (tests/worker_zygote.py); one with other caches (cold) starts with Popen."""
+    if worker_fork_server is None or not worker_fork_server.ready(timeout_s=120):
+        return
+    import worker_zygote
+    from compile_studio import worker
+    from compile_studio.engine import compile_host
+
+    monkeypatch.setattr(worker_zygote, "_HOST_COMMAND", (worker.HOST_BOOT, worker.package_root()))
+    monkeypatch.setattr(compile_host, "subprocess", worker_zygote.PopenThroughZygote(worker_fork_server))
+
+
 def _gone(pid: int, within_s: float = 10.0) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:

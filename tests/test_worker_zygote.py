@@ -91,6 +91,16 @@ def test_exit_codes_and_signals_come_back_as_popen_gives_them(zygote):
     assert polite.stop() == 0  # ``stop`` before any configuration: a clean exit
 
 
+def test_a_process_group_signal_sent_the_moment_a_worker_is_forked_reaches_it(zygote):
+    """As Popen(start_new_session=True) does, the fork returns once the child leads its own
+    session: a process-group kill at once (a run stopped as it starts) ends it."""
+    for _ in range(5):
+        with zygote.fork([sys.executable, "-m", worker_zygote.WORKER_MODULE], None, os.getcwd()) as worker:
+            assert os.getsid(worker.pid) == worker.pid
+            os.killpg(worker.pid, signal.SIGKILL)
+            assert worker.wait(30) == -signal.SIGKILL
+
+
 def test_only_a_worker_a_fresh_start_would_make_the_same_is_forked(zygote):
     worker = [sys.executable, "-m", worker_zygote.WORKER_MODULE]
     env = dict(os.environ)

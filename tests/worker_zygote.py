@@ -78,13 +78,16 @@ def _recv_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return json.loads(data), list(fds)
 
 
-def _child(request: dict[str, Any], fds: list[int], closing: list[int]) -> None:
-    """In the forked child: become the worker ``python -m compile_studio.worker`` would be."""
+def _child(request: dict[str, Any], fds: list[int], closing: list[int], started: int) -> None:
+    """In the forked child: become the worker ``python -m compile_studio.worker`` would be
+    (``started``: a pipe written to once this process leads its own session)."""
     import runpy
 
     for fd in closing:
         os.close(fd)
     os.setsid()
+    os.write(started, b"s")
+    os.close(started)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     for fd in fds:
@@ -209,12 +212,18 @@ def _serve_forks(server: socket.socket, path: str) -> None:
                 sys.stderr.write(f"worker zygote: bad request: {exc}\n")
                 conn.close()
                 continue
+            started_r, started_w = os.pipe()
             pid = os.fork()
             if pid == 0:
                 signal.set_wakeup_fd(-1)
                 request["server"] = path
-                _child(request, fds, [server.fileno(), wake_r, wake_w, conn.fileno(),
-                                      *(c.fileno() for c in waiting.values())])
+                _child(request, fds, [server.fileno(), wake_r, wake_w, conn.fileno(), started_r,
+                                      *(c.fileno() for c in waiting.values())], started_w)
+            os.close(started_w)
+            # the pid goes back once the child leads its own session, as Popen(start_new_session=True)
+            # returns: a process-group signal sent at once reaches it
+            os.read(started_r, 1)
+            os.close(started_r)
             for fd in fds:
                 os.close(fd)
             with open(path + ".forks", "a", encoding="utf-8") as forks:  # one line per worker forked
