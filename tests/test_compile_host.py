@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import subprocess
 import tempfile
 import threading
 import time
@@ -79,7 +80,11 @@ def test_a_compile_that_fails_says_why_and_the_next_one_runs():
         isolated.close()
 
 
-def test_a_dead_host_is_replaced_and_a_stop_ends_the_compile_at_once():
+def test_a_dead_host_is_replaced_and_a_stop_ends_the_compile_at_once(monkeypatch):
+    from compile_studio.engine import compile_host
+
+    # hosts started as the app starts them: one killed here is still importing torch
+    monkeypatch.setattr(compile_host, "subprocess", subprocess)
     stop = threading.Event()
     isolated = IsolatedCompile(_config(), stop, compiles=1)
     try:
