@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -99,6 +100,17 @@ def test_a_process_group_signal_sent_the_moment_a_worker_is_forked_reaches_it(zy
             assert os.getsid(worker.pid) == worker.pid
             os.killpg(worker.pid, signal.SIGKILL)
             assert worker.wait(30) == -signal.SIGKILL
+
+
+def test_a_pid_and_exit_status_read_together_are_two_lines():
+    """A child that ends at once: the server's two lines arrive in one read."""
+    ours, server = socket.socketpair()
+    with ours, server:
+        worker = worker_zygote.ForkedWorker.__new__(worker_zygote.ForkedWorker)
+        worker._conn, worker._received = ours, b""
+        server.sendall(b"123\n0\n")
+        assert worker._read_line(5) == "123"
+        assert worker._read_line(5) == "0"
 
 
 def test_only_a_worker_a_fresh_start_would_make_the_same_is_forked(zygote):

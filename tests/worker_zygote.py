@@ -346,6 +346,7 @@ class ForkedWorker:
         else:
             self.args = [sys.executable, "-c", "(compile host)", host, *args]
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._received = b""
         try:
             self._conn.connect(zygote.path + (HOSTS_SUFFIX if host else ""))
             request = json.dumps({
@@ -372,14 +373,16 @@ class ForkedWorker:
         self._lock = threading.Lock()
 
     def _read_line(self, timeout: float | None = None) -> str:
+        """The server's next line: the pid, then the exit status (both may come in one read,
+        for a child that ends at once)."""
         self._conn.settimeout(timeout)
-        data = b""
-        while not data.endswith(b"\n"):
+        while b"\n" not in self._received:
             chunk = self._conn.recv(64)
             if not chunk:
                 raise ConnectionError("the fork server closed the connection")
-            data += chunk
-        return data.decode()
+            self._received += chunk
+        line, _, self._received = self._received.partition(b"\n")
+        return line.decode()
 
     def poll(self) -> int | None:
         return self.wait(timeout=0, _poll=True)
