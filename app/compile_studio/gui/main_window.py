@@ -117,6 +117,7 @@ class MainWindow(QMainWindow):
     run_action: QAction
     stop_action: QAction
     log_scale_action: QAction
+    redraw_while_timing_action: QAction
     refresh_history_action: QAction
     sweep_view: SweepView
     target_chooser: TargetChooser
@@ -434,15 +435,23 @@ class MainWindow(QMainWindow):
 
     # -- status bar and repaints -----------------------------------------------------------------
     def _update_status(self) -> None:
-        self.phase_label.setText(self.live.status_text())
+        held = " · plots drawn when the timed calls end" if self.plots_held() else ""
+        self.phase_label.setText(self.live.status_text() + held)
         if self.live.running:
             self.progress_bar.setValue(int(1000 * self.live.fraction()))
 
+    def plots_held(self) -> bool:
+        """Whether the plots wait: a worker on this machine times calls and View ▸ "Redraw plots
+        while calls are timed" is off. A repaint takes CPU from the core the model's threads share
+        with the window, and that shows in the timed calls' tail (docs/window.md)."""
+        return self.live.timing_here and not self.redraw_while_timing_action.isChecked()
+
     def _on_tick(self) -> None:
-        """The refresh timer: the status of a running benchmark, then the plots if they changed."""
+        """The refresh timer: the status of a running benchmark, then the plots if they changed
+        (and are not held while calls are timed)."""
         if self.live.running:
             self._update_status()
-        if self._plots_dirty:
+        if self._plots_dirty and not self.plots_held():
             self._plots_dirty = False
             self.plots.refresh()
 
