@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import array
+import json
 import os
 import signal
 import socket
@@ -10,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 import worker_zygote
@@ -100,6 +103,39 @@ def test_a_process_group_signal_sent_the_moment_a_worker_is_forked_reaches_it(zy
             assert os.getsid(worker.pid) == worker.pid
             os.killpg(worker.pid, signal.SIGKILL)
             assert worker.wait(30) == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("hosts", [False, True], ids=["worker server", "compile host server"])
+def test_a_requester_gone_before_its_pid_comes_back_leaves_the_server_serving(zygote, monkeypatch, hosts):
+    """A worker killed while it waits for its compile host's pid: the server's reply fails, and
+    the server forks the next request (it used to end, and every later host start was refused)."""
+    from compile_studio import worker as worker_module
+
+    socket_path = zygote.path + (worker_zygote.HOSTS_SUFFIX if hosts else "")
+    server_pid = int(Path(zygote.path + ".hosts.pid").read_text()) if hosts else zygote.proc.pid
+    request = json.dumps({
+        "args": [worker_module.HOST_FLAG] if hosts else ["--hello"], "env": dict(os.environ),
+        "cwd": os.getcwd(), "umask": 0o022, "cpus": sorted(os.sched_getaffinity(0)),
+        "host": worker_module.package_root() if hosts else None,
+    }).encode() + b"\n"
+    null = os.open(os.devnull, os.O_RDWR)
+    os.kill(server_pid, signal.SIGSTOP)  # the request and the hang-up both wait for the server
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as gone:
+            gone.connect(socket_path)
+            gone.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [null] * 3).tobytes())])
+    finally:
+        os.kill(server_pid, signal.SIGCONT)
+        os.close(null)
+    if hosts:
+        monkeypatch.setattr(worker_zygote, "_HOST_COMMAND", (worker_module.HOST_BOOT, worker_module.package_root()))
+        argv = worker_module.host_command()
+    else:
+        argv = [sys.executable, "-m", worker_zygote.WORKER_MODULE, "--hello"]
+    with zygote.fork(argv, None, os.getcwd()) as started:
+        started.stdin.close()
+        assert started.wait(60) is not None
+    assert psutil.pid_exists(server_pid) and psutil.Process(server_pid).status() != psutil.STATUS_ZOMBIE
 
 
 def test_a_pid_and_exit_status_read_together_are_two_lines():

@@ -228,7 +228,10 @@ def _serve_forks(server: socket.socket, path: str) -> None:
                 os.close(fd)
             with open(path + ".forks", "a", encoding="utf-8") as forks:  # one line per worker forked
                 forks.write(f"{pid}\n")
-            conn.sendall(f"{pid}\n".encode())
+            try:
+                conn.sendall(f"{pid}\n".encode())
+            except OSError:
+                pass  # the requester is gone (killed while it waited): the child is still reaped
             waiting[pid] = conn
 
 
