@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import array
-import json
 import os
 import signal
 import socket
@@ -112,18 +110,16 @@ def test_a_requester_gone_before_its_pid_comes_back_leaves_the_server_serving(zy
     from compile_studio import worker as worker_module
 
     socket_path = zygote.path + (worker_zygote.HOSTS_SUFFIX if hosts else "")
-    server_pid = int(Path(zygote.path + ".hosts.pid").read_text()) if hosts else zygote.proc.pid
-    request = json.dumps({
-        "args": [worker_module.HOST_FLAG] if hosts else ["--hello"], "env": dict(os.environ),
-        "cwd": os.getcwd(), "umask": 0o022, "cpus": sorted(os.sched_getaffinity(0)),
-        "host": worker_module.package_root() if hosts else None,
-    }).encode() + b"\n"
+    server_pid = int(Path(worker_zygote.hosts_pid_file(zygote.path)).read_text()) if hosts else zygote.proc.pid
     null = os.open(os.devnull, os.O_RDWR)
     os.kill(server_pid, signal.SIGSTOP)  # the request and the hang-up both wait for the server
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as gone:
             gone.connect(socket_path)
-            gone.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [null] * 3).tobytes())])
+            worker_zygote.send_request(
+                gone, [worker_module.HOST_FLAG] if hosts else ["--hello"], dict(os.environ), os.getcwd(),
+                worker_module.package_root() if hosts else None, [null] * 3,
+            )
     finally:
         os.kill(server_pid, signal.SIGCONT)
         os.close(null)

@@ -126,6 +126,11 @@ def _child(request: dict[str, Any], fds: list[int], closing: list[int], started:
 HOSTS_SUFFIX = ".hosts"
 
 
+def hosts_pid_file(path: str) -> str:
+    """Where the server on ``path`` writes its compile-host server's pid."""
+    return path + HOSTS_SUFFIX + ".pid"
+
+
 def serve(path: str) -> None:
     """Import the worker's heavy modules, then fork a worker per request on ``path`` until stdin
     closes; compile hosts fork from a second server (``path`` + :data:`HOSTS_SUFFIX`), forked
@@ -145,7 +150,7 @@ def serve(path: str) -> None:
         _serve_forks(hosts, path)
         os._exit(0)
     hosts.close()
-    with open(path + HOSTS_SUFFIX + ".pid", "w", encoding="utf-8") as out:  # not a worker: workers_left()
+    with open(hosts_pid_file(path), "w", encoding="utf-8") as out:  # not a worker: workers_left()
         out.write(f"{hosts_server}\n")
     # what a worker's hello imports before any configuration reaches it (the environment probe
     # lists Dynamo's backends: ~400 modules, ~0.2 CPU-s a worker); a compile host imports them
@@ -176,6 +181,15 @@ def _end_with_parent() -> None:
         pass
 
 
+def _reply(conn: socket.socket, number: int) -> None:
+    """Send ``number`` as a line; a requester that is gone (killed while it waited) is no error:
+    the server goes on serving, and reaps the child as before."""
+    try:
+        conn.sendall(f"{number}\n".encode())
+    except OSError:
+        pass
+
+
 def _serve_forks(server: socket.socket, path: str) -> None:
     """Fork a child per request on ``server`` (each child is told the worker server ``path``)
     and send each its exit status once it ends, until stdin closes."""
@@ -199,10 +213,7 @@ def _serve_forks(server: socket.socket, path: str) -> None:
                 break
             conn = waiting.pop(pid, None)
             if conn is not None:
-                try:
-                    conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
-                except OSError:
-                    pass
+                _reply(conn, os.waitstatus_to_exitcode(status))
                 conn.close()
         if server in ready:
             conn, _ = server.accept()
@@ -228,10 +239,7 @@ def _serve_forks(server: socket.socket, path: str) -> None:
                 os.close(fd)
             with open(path + ".forks", "a", encoding="utf-8") as forks:  # one line per worker forked
                 forks.write(f"{pid}\n")
-            try:
-                conn.sendall(f"{pid}\n".encode())
-            except OSError:
-                pass  # the requester is gone (killed while it waited): the child is still reaped
+            _reply(conn, pid)
             waiting[pid] = conn
 
 
@@ -328,6 +336,17 @@ def _umask() -> int:
     return 0o022
 
 
+def send_request(conn: socket.socket, args: list[str], env: dict[str, str], cwd: str,
+                 host: str | None, fds: Sequence[int]) -> None:
+    """Ask the server on ``conn`` for a worker (or, with ``host``, a compile host) with ``args``,
+    ``env``, ``cwd``, this process's umask and cores, and ``fds`` as its stdin, stdout, stderr."""
+    request = json.dumps({
+        "args": args, "env": env, "cwd": cwd, "umask": _umask(),
+        "cpus": sorted(os.sched_getaffinity(0)), "host": host,
+    }).encode() + b"\n"
+    conn.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())])
+
+
 class ForkedWorker:
     """The Popen face of a worker forked by the server: pipes, pid, poll, wait, signals."""
 
@@ -352,12 +371,7 @@ class ForkedWorker:
         self._received = b""
         try:
             self._conn.connect(zygote.path + (HOSTS_SUFFIX if host else ""))
-            request = json.dumps({
-                "args": args, "env": env, "cwd": cwd, "umask": _umask(),
-                "cpus": sorted(os.sched_getaffinity(0)), "host": host,
-            }).encode() + b"\n"
-            self._conn.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                            array.array("i", child_ends).tobytes())])
+            send_request(self._conn, args, env, cwd, host, child_ends)
             self.pid = int(self._read_line())
         finally:
             for fd in made:
@@ -496,7 +510,7 @@ def _live_workers() -> list[Any]:
         if p.pid in from_server and ppid not in from_server:  # a server the tests started
             servers.add(p.pid)
             try:
-                with open(args[-1] + HOSTS_SUFFIX + ".pid", encoding="utf-8") as f:
+                with open(hosts_pid_file(args[-1]), encoding="utf-8") as f:
                     servers.add(int(f.read()))  # and its compile hosts' server
             except (OSError, ValueError):
                 pass
