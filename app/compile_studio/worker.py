@@ -362,11 +362,19 @@ def main(argv: list[str] | None = None) -> int:
         sink.finish(protocol.RunStatus.FAILED)
         return 2
 
+    from .engine.turns import TurnGate
+
+    gate = TurnGate()
+
     def read_stdin() -> None:
         for ln in sys.stdin:
             if ln.strip() == protocol.STOP_LINE:
                 break
+            block = protocol.parse_drawn_line(ln)
+            if block is not None:
+                gate.answer(block)
         stop.set()  # "stop", or end of stdin: the parent is gone
+        gate.interrupt()
 
     def watchdog() -> None:
         stop.wait()
@@ -410,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
                 compiles = sum(not is_eager(v) for v in config.variants)
                 isolated = IsolatedCompile(config, stop, compiles, host=early_host)
                 early_host = None
-            runner = BenchmarkRunner(config, sink, stop, isolated_compile=isolated)
+            runner = BenchmarkRunner(config, sink, stop, isolated_compile=isolated, turn_gate=gate)
         sink.event(
             protocol.PhaseEvent(
                 variant=None,

@@ -23,9 +23,29 @@ from typing import Any, ClassVar, TypeVar
 
 #: Bumped whenever an event or the request changes incompatibly. The
 #: supervisor refuses a worker that says another version in its ``hello``.
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 STOP_LINE = "stop"
+
+#: A supervisor's answer to a ``turn`` event that pauses: ``drawn <block>`` on the worker's stdin.
+DRAWN_WORD = "drawn"
+
+
+def drawn_line(block: int) -> str:
+    """The stdin line that answers the pause before timed block ``block``."""
+    return f"{DRAWN_WORD} {int(block)}"
+
+
+def parse_drawn_line(line: str) -> int | None:
+    """The block a ``drawn <block>`` line answers; None for any other line."""
+    word, _, rest = line.strip().partition(" ")
+    if word != DRAWN_WORD:
+        return None
+    try:
+        block = int(rest)
+    except ValueError:
+        return None
+    return block if block >= 0 else None
 
 #: The worker flag of a run that needs no compile process started ahead (all eager, first
 #: calls timed in the run, a shape sweep): the worker then starts none, wherever it runs.
@@ -161,6 +181,10 @@ class SamplesEvent:
     device_ms: list[float | None] | None = None
     #: the measurement round these samples belong to (None: warm-up)
     round: int | None = None
+    #: timed calls: the monotonic clock (ns) at the first call's start, and each call's start in
+    #: µs after it, so a supervisor on the same machine can tell which calls met its repaints
+    clock_ns: int | None = None
+    starts_us: list[int] | None = None
 
 
 @dataclass
@@ -204,6 +228,28 @@ class VariantDoneEvent:
     pipelined_ms: float | None = None
     #: clock readings at the edges of the timed windows
     clock: dict[str, Any] = field(default_factory=dict)
+    #: the pauses before this variant's timed blocks: blocks, waited_ms, wait_max_ms,
+    #: unanswered (see :class:`TurnEvent`)
+    turns: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TurnEvent:
+    """Timed calls come in blocks of about ``block_s``; between two the worker takes turns.
+
+    ``state`` ``pause``: the worker is about to time block ``block`` of ``variant`` and
+    waits, at most ``cap_ms``, for the line ``drawn <block>`` (a window draws first, other
+    supervisors answer at once). ``end``: the timed calls are over until the next ``pause``
+    (the worker waits for nothing). ``sent_ns``: the worker's monotonic clock when it
+    paused, so a supervisor on the same machine knows whether the pause is still on.
+    """
+
+    TYPE: ClassVar[str] = "turn"
+    block: int
+    state: str = "pause"
+    variant: str = ""
+    sent_ns: int = 0
+    cap_ms: float = 0.0
 
 
 @dataclass
@@ -464,6 +510,7 @@ Event = (
     | DiagnosticsEvent
     | ShapePointEvent
     | HeartbeatEvent
+    | TurnEvent
 )
 
 EVENT_CLASSES: dict[str, type] = {
@@ -492,6 +539,8 @@ EVENT_CLASSES[ShapePointEvent.TYPE] = ShapePointEvent
 SHAPE_POINT = ShapePointEvent.TYPE
 EVENT_CLASSES[HeartbeatEvent.TYPE] = HeartbeatEvent
 HEARTBEAT = HeartbeatEvent.TYPE
+EVENT_CLASSES[TurnEvent.TYPE] = TurnEvent
+TURN = TurnEvent.TYPE
 
 #: Fields read into an enum on decode.
 _ENUM_FIELDS: dict[str, type[_Words]] = {

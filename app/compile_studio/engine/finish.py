@@ -154,6 +154,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
         cudagraph_record_ms=v.cudagraph_record_ms,
         pipelined_ms=v.pipelined_ms,
         clock=clock,
+        turns=run.turns.of(v.name),
     )
     # Profiled first, then said done: what the supervisor does for a finished variant (its
     # summary, the window's table) must not run beside the profiled calls the "why" reads.

@@ -27,6 +27,7 @@ from .models import conversion_dtype
 from .pinning import TimingThreadPin
 from .run_errors import Stopped, error_event
 from .timing import CallTimer
+from .turns import TurnGate, Turns
 from .variant import CheckedOutput
 
 
@@ -43,9 +44,12 @@ class EventSink(Protocol):
         wall_ms: float,
         device_ms: float | None,
         round_index: int | None = None,
+        start_ns: int | None = None,
     ) -> None: ...
 
     def flush(self) -> None: ...
+
+    def hold(self, on: bool) -> None: ...
 
 
 def resolve_device(device: str) -> str:
@@ -84,10 +88,13 @@ class RunState:
         device: str | None = None,
         clock_probe: ClockProbe | None = None,
         isolated_compile: Callable[[str], float] | None = None,
+        turn_gate: TurnGate | None = None,
     ):
         self.config = config
         self.sink = sink
         self.stop = stop or threading.Event()
+        #: blocks of timed calls and the pauses between them (see :mod:`.turns`)
+        self.turns = Turns(sink, turn_gate)
         self.device = torch.device(device or resolve_device(config.device))
         self.is_cuda = self.device.type == "cuda"
         if self.is_cuda:

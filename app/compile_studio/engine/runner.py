@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -123,7 +124,10 @@ class BenchmarkRunner(RunState):
             self._start_timing(later_compiles=i < last_compiled)
             if not self._warm_up_one(v):
                 continue
-            self._calls(v, protocol.Phase.MEASURE, cfg.iterations, measure=True)
+            try:
+                self._calls(v, protocol.Phase.MEASURE, cfg.iterations, measure=True)
+            finally:
+                self.turns.end(v.name)
             finish_variant(self, v)
             del v
             if self.is_cuda:
@@ -264,6 +268,8 @@ class BenchmarkRunner(RunState):
         step, x, sink, time_call = v.step, self.x, self.sink, self.timer.time
         flush = self.flush
         name = v.name
+        turns = self.turns
+        clock_ns = time.monotonic_ns
 
         def call() -> Any:
             return step(x)
@@ -274,15 +280,26 @@ class BenchmarkRunner(RunState):
             self.memory.start()
         try:
             with self._no_grad(), no_gc():
+                if measure and turns.enter(name):
+                    self._untimed(call)
                 for _ in range(count):
                     if self.stop.is_set():
                         raise Stopped
                     if flush is not None:
                         flush.evict()
                         self.timer.sync()
+                    if not measure:
+                        wall, device_ms = time_call(call)
+                        sink.sample(name, phase, v.iteration, wall, device_ms, round_index)
+                        v.iteration += 1
+                        continue
+                    t0 = clock_ns()
                     wall, device_ms = time_call(call)
-                    sink.sample(name, phase, v.iteration, wall, device_ms, round_index)
+                    sink.sample(name, phase, v.iteration, wall, device_ms, round_index, t0)
                     v.iteration += 1
+                    if turns.due():
+                        turns.pause(name)
+                        self._untimed(call)
         finally:
             new = dynamo_counts()["frames"] - before
             v.recompiles += new
@@ -302,6 +319,11 @@ class BenchmarkRunner(RunState):
                     v.clock_max_change is None or abs(change) > abs(v.clock_max_change)
                 ):
                     v.clock_max_change = change
+
+    def _untimed(self, call: Callable[[], Any]) -> None:
+        """The call that starts a block after a pause, untimed (see :mod:`.turns`)."""
+        call()
+        self.timer.sync()
 
     def _warm_up_together(self, live: list[Variant]) -> list[Variant]:
         """All variants warmed up alternating (A B A B …), right before round 1; those left.
@@ -349,15 +371,18 @@ class BenchmarkRunner(RunState):
         live = self._warm_up_together(live)
         for v in live:
             self._phase(v.name, protocol.Phase.MEASURE, cfg.iterations)
-        for r, block in enumerate(blocks):
-            for v in list(live):
-                try:
-                    self._calls(v, protocol.Phase.MEASURE, block, measure=True, round_index=r)
-                except Stopped:
-                    raise
-                except BaseException as exc:  # noqa: BLE001
-                    self._error(v.name, exc, "measuring")
-                    live.remove(v)
+        try:
+            for r, block in enumerate(blocks):
+                for v in list(live):
+                    try:
+                        self._calls(v, protocol.Phase.MEASURE, block, measure=True, round_index=r)
+                    except Stopped:
+                        raise
+                    except BaseException as exc:  # noqa: BLE001
+                        self._error(v.name, exc, "measuring")
+                        live.remove(v)
+        finally:
+            self.turns.end()
         eager = next((v for v in live if v.name == "eager"), None)
         if eager is not None and self.training:
             # eager's check steps first: the others are compared with them

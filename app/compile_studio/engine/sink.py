@@ -8,8 +8,10 @@ from typing import Any
 
 from ..core import protocol
 
-#: Samples are sent at most this often (seconds).
+#: Samples are sent at most this often (seconds), outside the blocks of timed calls.
 BATCH_INTERVAL_S = protocol.SAMPLE_BATCH_S
+#: At most this many samples in one ``samples`` event (a protocol line stays well under 1 MiB).
+MAX_SAMPLES_PER_EVENT = 4096
 
 
 class BatchingSink:
@@ -17,13 +19,18 @@ class BatchingSink:
 
     A batch holds consecutive iterations of one variant and phase and is sent
     when another event comes, when it stops being consecutive, or at most
-    every :data:`BATCH_INTERVAL_S`. Subclasses say where events go (``_write``).
+    every :data:`BATCH_INTERVAL_S`. While held (a block of timed calls, see
+    :mod:`.turns`) nothing is sent: batches wait for the end of the hold.
+    Subclasses say where events go (``_write``).
     """
 
     def __init__(self, interval_s: float = BATCH_INTERVAL_S):
         self._interval = interval_s
         self._lock = threading.RLock()
         self._batch: protocol.SamplesEvent | None = None
+        #: batches finished while held, sent when the hold ends
+        self._held: list[protocol.SamplesEvent] = []
+        self._holding = False
         self._last_flush = time.monotonic()
         self.closed = False
         #: (variant, iteration) of the latest sample, for tagging GPU state readings
@@ -65,7 +72,9 @@ class BatchingSink:
         wall_ms: float,
         device_ms: float | None,
         round_index: int | None = None,
+        start_ns: int | None = None,
     ) -> None:
+        """One call's timing; ``start_ns``: the monotonic clock at its start (timed calls)."""
         with self._lock:
             self.last_sample = (variant, iteration)
             b = self._batch
@@ -75,8 +84,12 @@ class BatchingSink:
                 or b.phase != phase
                 or b.round != round_index
                 or b.first_iteration + len(b.wall_ms) != iteration
+                or (b.clock_ns is None) != (start_ns is None)
             ):
-                self._flush_batch()
+                if self._holding:
+                    self._keep_batch()
+                else:
+                    self._flush_batch()
                 b = self._batch = protocol.SamplesEvent(
                     variant=variant,
                     phase=protocol.Phase(phase),
@@ -84,21 +97,39 @@ class BatchingSink:
                     wall_ms=[],
                     device_ms=[],
                     round=round_index,
+                    clock_ns=start_ns,
+                    starts_us=None if start_ns is None else [],
                 )
             b.wall_ms.append(wall_ms)
             assert b.device_ms is not None
             b.device_ms.append(device_ms)
-            if time.monotonic() - self._last_flush >= self._interval:
+            if start_ns is not None and b.starts_us is not None and b.clock_ns is not None:
+                b.starts_us.append((start_ns - b.clock_ns) // 1000)
+            if not self._holding and time.monotonic() - self._last_flush >= self._interval:
                 self._flush_batch()
 
-    def _flush_batch(self) -> None:
+    def hold(self, on: bool) -> None:
+        """Send nothing while ``on`` (batches wait); ending the hold sends what waited."""
+        with self._lock:
+            self._holding = on
+            if not on:
+                self._flush_batch()
+
+    def _keep_batch(self) -> None:
         b = self._batch
         self._batch = None
-        self._last_flush = time.monotonic()
         if b and b.wall_ms:
+            self._held.append(b)
+
+    def _flush_batch(self) -> None:
+        self._keep_batch()
+        held, self._held = self._held, []
+        self._last_flush = time.monotonic()
+        for b in held:
             if b.device_ms is not None and all(d is None for d in b.device_ms):
                 b.device_ms = None
-            self._write(b)
+            for part in split_samples(b, MAX_SAMPLES_PER_EVENT):
+                self._write(part)
 
     def flush(self) -> None:
         with self._lock:
@@ -112,6 +143,36 @@ class BatchingSink:
             self._flush_batch()
             self._write(protocol.DoneEvent(status=status, **extra))
             self.closed = True
+
+
+def split_samples(event: protocol.SamplesEvent, size: int) -> list[protocol.SamplesEvent]:
+    """``event`` as events of at most ``size`` consecutive samples each."""
+    n = len(event.wall_ms)
+    if n <= size:
+        return [event]
+    out = []
+    for lo in range(0, n, size):
+        hi = min(n, lo + size)
+        starts = event.starts_us
+        clock_ns = event.clock_ns
+        part_starts = None
+        if starts is not None and clock_ns is not None:
+            base = starts[lo]
+            clock_ns = clock_ns + base * 1000
+            part_starts = [s - base for s in starts[lo:hi]]
+        out.append(
+            protocol.SamplesEvent(
+                variant=event.variant,
+                phase=event.phase,
+                first_iteration=event.first_iteration + lo,
+                wall_ms=event.wall_ms[lo:hi],
+                device_ms=None if event.device_ms is None else event.device_ms[lo:hi],
+                round=event.round,
+                clock_ns=clock_ns,
+                starts_us=part_starts,
+            )
+        )
+    return out
 
 
 class ListSink(BatchingSink):

@@ -66,6 +66,9 @@ class BenchmarkThread(QThread):
     finished_run = Signal(object)
     #: the GPU readings (list of dicts, see results.run_result.GPU_STATE_COLUMNS) of one event
     gpu_state = Signal(object)
+    #: a :class:`protocol.TurnEvent` of a worker on this machine: a pause (answer it with
+    #: :meth:`answer_turn` once drawn) or the end of the timed calls
+    turn = Signal(object)
 
     def __init__(
         self,
@@ -79,7 +82,7 @@ class BenchmarkThread(QThread):
         self.config = config
         self.session = RunSession(
             config, store, launcher=launcher, on_event=self._relay, on_log=self.log.emit,
-            standby=standby,
+            standby=standby, turn_taker=self.turn.emit,
         )
         self.folder = self.session.folder
         self.run_id = self.session.run_id
@@ -105,6 +108,10 @@ class BenchmarkThread(QThread):
     def request_stop(self) -> None:
         """Ask the worker to stop; escalates to SIGTERM/SIGKILL off the calling thread."""
         self.session.request_stop()
+
+    def answer_turn(self, block: int, paints: list[tuple[int, int]]) -> None:
+        """The window has drawn in the worker's pause before ``block``; ``paints``: its repaints."""
+        self.session.answer_turn(block, paints)
 
     def cut_short(self, message: str) -> None:
         """End the run because the window goes away: the run is left ``incomplete``."""

@@ -138,6 +138,11 @@ class LiveRun(QObject):
         return self.benchmark_thread is not None
 
     @property
+    def runs_here(self) -> bool:
+        """Whether the running worker is on this machine (it shares its cores with the window)."""
+        return self.running and self._here
+
+    @property
     def timing_here(self) -> bool:
         """Whether a worker on this machine is timing calls now (from the first timed samples
         until a compile or warm-up begins, or the run ends; its diagnostics' calls included)."""

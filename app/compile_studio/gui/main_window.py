@@ -37,6 +37,7 @@ from ..core.protocol import HelloEvent, RunStatus
 from ..results import RunResult, RunStore, SummaryRow, summarize
 from .benchmark_thread import EnvironmentProbe
 from .config_panel import ConfigPanel
+from .draw_turns import DrawTurns
 from .export_actions import ExportActions
 from .gc_guard import collect_on_gui_thread
 from .help_menu import HelpMenu, WindowShortcutGuard
@@ -117,7 +118,6 @@ class MainWindow(QMainWindow):
     run_action: QAction
     stop_action: QAction
     log_scale_action: QAction
-    redraw_while_timing_action: QAction
     refresh_history_action: QAction
     sweep_view: SweepView
     target_chooser: TargetChooser
@@ -158,6 +158,8 @@ class MainWindow(QMainWindow):
         self.run_keys = self.live.keys
 
         self._build_widgets()
+        #: the worker's pauses between blocks of timed calls: the window draws in them
+        self.turns = DrawTurns(self, self._draw_in_pause)
         self.exports = ExportActions(
             self, self.plots, self.settings, self.config_panel.config, self._run_to_export, self.show_error
         )
@@ -378,6 +380,8 @@ class MainWindow(QMainWindow):
         self._update_status()
         self._refresh_timer.setInterval(max(REFRESH_INTERVAL_MS, LIVE_REFRESH_INTERVAL_MS))
         self.plots.latency.set_steady_range(True)
+        if thread is not None and self.live.runs_here:
+            self.turns.follow(thread)
 
     def _on_live_samples(
         self, variant: str, iterations: np.ndarray, wall_ms: np.ndarray, phase: str, round_index: int = -1
@@ -411,6 +415,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(message, 10000)
 
     def _on_finished_run(self, run: RunResult) -> None:
+        self.turns.release()
         self._refresh_timer.setInterval(REFRESH_INTERVAL_MS)
         self.plots.latency.set_steady_range(False)
         self.current_run = run
@@ -435,23 +440,30 @@ class MainWindow(QMainWindow):
 
     # -- status bar and repaints -----------------------------------------------------------------
     def _update_status(self) -> None:
-        held = " · plots drawn when the timed calls end" if self.plots_held() else ""
-        self.phase_label.setText(self.live.status_text() + held)
+        self.phase_label.setText(self.live.status_text())
         if self.live.running:
             self.progress_bar.setValue(int(1000 * self.live.fraction()))
 
     def plots_held(self) -> bool:
-        """Whether the plots wait: a worker on this machine times calls and View ▸ "Redraw plots
-        while calls are timed" is off. A repaint takes CPU from the core the model's threads share
-        with the window, and that shows in the timed calls' tail (docs/window.md)."""
-        return self.live.timing_here and not self.redraw_while_timing_action.isChecked()
+        """Whether the window paints nothing now: a worker on this machine times a block of
+        calls (it draws in the pauses between blocks; docs/window.md)."""
+        return self.turns.in_block
+
+    def _draw_in_pause(self) -> None:
+        """Status and plots up to date (the worker waits for them between two blocks)."""
+        self._update_status()
+        if self._plots_dirty:
+            self._plots_dirty = False
+            self.plots.refresh()
 
     def _on_tick(self) -> None:
-        """The refresh timer: the status of a running benchmark, then the plots if they changed
-        (and are not held while calls are timed)."""
+        """The refresh timer: the status of a running benchmark, then the plots if they changed;
+        nothing while the worker times a block of calls."""
+        if self.plots_held():
+            return
         if self.live.running:
             self._update_status()
-        if self._plots_dirty and not self.plots_held():
+        if self._plots_dirty:
             self._plots_dirty = False
             self.plots.refresh()
 

@@ -29,7 +29,6 @@ _CONFIG_KEY = "run/last_config"
 _GEOMETRY_KEY = "window/geometry"
 _SPLITTER_PREFIX = "window/splitter/"
 _EXPORT_KEY = "export/folder"
-_LIVE_PLOT_KEY = "view/redraw_plots_while_timing"
 _LOADED_CODE_KEY = "trust/loaded_code"
 #: A settings file larger than this is not read (ours are a few KiB).
 MAX_SETTINGS_BYTES = 1 << 20
@@ -220,14 +219,6 @@ class AppSettings:
 
     def set_export_folder(self, folder: Path) -> None:
         self._qs.setValue(_EXPORT_KEY, str(folder))
-
-    # -- view ----------------------------------------------------------------
-    def redraw_plots_while_timing(self) -> bool:
-        """Whether the plots are redrawn while a worker on this machine times calls (off unless chosen)."""
-        return self._text(_LIVE_PLOT_KEY) == "true"
-
-    def set_redraw_plots_while_timing(self, on: bool) -> None:
-        self._qs.setValue(_LIVE_PLOT_KEY, "true" if on else "false")
 
     # -- summary table ---------------------------------------------------------
     def hidden_table_columns(self) -> list[str]:

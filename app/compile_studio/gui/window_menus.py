@@ -38,14 +38,6 @@ def build_menus(window: MainWindow) -> None:
     window.log_scale_action = QAction("Logarithmic latency axis", window, checkable=True)
     window.log_scale_action.toggled.connect(window.plots.set_log_scale)
     view_menu.addAction(window.log_scale_action)
-    window.redraw_while_timing_action = QAction("Redraw plots while calls are timed", window, checkable=True)
-    window.redraw_while_timing_action.setToolTip(
-        "Off: while a worker on this machine times calls, the plots wait and are drawn when the "
-        "timed calls end (a repaint takes CPU from the core the model's threads share with the window)"
-    )
-    window.redraw_while_timing_action.setChecked(window.settings.redraw_plots_while_timing())
-    window.redraw_while_timing_action.toggled.connect(window.settings.set_redraw_plots_while_timing)
-    view_menu.addAction(window.redraw_while_timing_action)
     window.refresh_history_action = action("Refresh history", window.history.refresh)
     view_menu.addAction(window.refresh_history_action)
     window.sweep_view = install_sweep_view(window)

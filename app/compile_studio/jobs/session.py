@@ -33,6 +33,7 @@ from ..launchers.supervisor import WorkerLauncher, WorkerProcess, WorkerStartFai
 from ..results.recorder import RunRecorder
 from ..results.run_result import RunResult
 from ..results.store import RunStore
+from .turn_log import TurnLog
 from .worker_watch import WatchLimits, WorkerWatch
 
 STOPPED_BY_USER = "stopped by the user"
@@ -212,8 +213,14 @@ class RunSession:
         hello_timeout: float | None = None,
         standby: StandbyWorker | None = None,
         watch_limits: WatchLimits | None = None,
+        turn_taker: Callable[[protocol.TurnEvent], None] | None = None,
     ):
         self.config = config
+        #: takes the worker's pauses (a window draws, then calls :meth:`answer_turn`); None:
+        #: every pause is answered at once, as it is for a worker on another machine
+        self.turn_taker = turn_taker
+        #: the timed calls and the window's paints: which calls met a repaint
+        self.turn_log = TurnLog()
         #: when a quiet worker is warned about and stopped (see :mod:`compile_studio.jobs.worker_watch`)
         self.watch_limits = watch_limits or WatchLimits()
         #: warnings the session itself raised about the worker (kept with the run)
@@ -248,6 +255,30 @@ class RunSession:
     @property
     def stop_requested(self) -> bool:
         return self._stop_requested.is_set()
+
+    def answer_turn(self, block: int, paints: list[tuple[int, int]] | None = None) -> None:
+        """Answer the worker's pause before ``block`` (any thread); ``paints``: the window's
+        paint intervals since its last answer (monotonic ns)."""
+        if paints is not None:
+            self.turn_log.add_paints(paints)
+        worker = self._worker
+        if worker is not None:
+            worker.answer_turn(block)
+
+    def _take_turn(self, worker: WorkerProcess, event: protocol.TurnEvent) -> None:
+        """A pause of the worker: the turn taker's, or answered at once."""
+        if self.turn_taker is None or not self.launcher.runs_here():
+            if event.state == "pause":
+                worker.answer_turn(event.block)
+            return
+        self.turn_taker(event)
+
+    def _record_turns(self, recorder: RunRecorder, variant: str, worker_turns: dict[str, Any]) -> None:
+        """``variant``'s pauses and the calls that met a repaint, in ``measurement.turns``."""
+        if not isinstance(worker_turns, dict) or not worker_turns:
+            return
+        turns = recorder.run.measurement.setdefault("turns", {})
+        turns[variant] = self.turn_log.record(variant, worker_turns)
 
     def request_stop(self, message: str = STOPPED_BY_USER) -> None:
         """Stop the run (recorded as ``stopped`` with ``message``); returns at once.
@@ -468,6 +499,14 @@ class RunSession:
                 if isinstance(event, protocol.HeartbeatEvent):
                     continue
                 event = self.launcher.explain(event)
+                if isinstance(event, protocol.TurnEvent):
+                    self._take_turn(worker, event)
+                    self._emit(event)
+                    continue
+                if isinstance(event, protocol.SamplesEvent) and self.launcher.runs_here():
+                    self.turn_log.add_samples(event)
+                elif isinstance(event, protocol.VariantDoneEvent):
+                    self._record_turns(recorder, event.variant, event.turns)
                 if isinstance(event, protocol.HelloEvent):
                     if hello_timer is not None:
                         hello_timer.cancel()
@@ -554,6 +593,8 @@ class RunSession:
                 self._cleanup_launcher()
             if self._cut_short_message is not None:
                 recorder.cut_short(self._cut_short_message)
+            for name, kept in dict(recorder.run.measurement.get("turns") or {}).items():
+                self._record_turns(recorder, name, kept)  # paints that came after its end
             self._note_load(recorder, "load_after")
             recorder.finish()
             cores.close()

@@ -229,6 +229,7 @@ class WorkerProcess:
         self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_thread.start()
         self._stop_lock = threading.Lock()
+        self._write_lock = threading.Lock()
 
     @property
     def pid(self) -> int:
@@ -258,13 +259,18 @@ class WorkerProcess:
         self._write_line(text)
 
     def _write_line(self, text: str) -> bool:
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(text + "\n")
-            self.proc.stdin.flush()
-            return True
-        except (BrokenPipeError, OSError, ValueError):
-            return False
+        with self._write_lock:  # the session's thread and the window's may both write
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(text + "\n")
+                self.proc.stdin.flush()
+                return True
+            except (BrokenPipeError, OSError, ValueError):
+                return False
+
+    def answer_turn(self, block: int) -> bool:
+        """Answer the worker's pause before timed block ``block`` (``drawn <block>``)."""
+        return self._write_line(protocol.drawn_line(block))
 
     def events(self) -> Iterator[protocol.Event]:
         """Protocol events until the worker closes stdout; other lines go to the log."""

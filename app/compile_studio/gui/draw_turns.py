@@ -1,0 +1,120 @@
+"""The window's side of the turns: it draws while the worker pauses, and only then.
+
+A worker on this machine times its calls in blocks of about half a second and
+pauses before each (``turn`` events, see ``engine/turns.py``). In a pause the
+window brings its plots and status up to date, paints them at once, and
+answers; from its answer to the next pause it paints nothing of its own (the
+refresh timer skips, samples wait for the pause). A pause the window reaches
+after the worker's cap has passed is not drawn: the worker is timing again.
+
+:class:`PaintTimes` times every repaint of the window (each backing-store
+sync, from the update request that starts it to its end) on the monotonic
+clock the worker stamps its calls with; the intervals go back with each
+answer, and the session counts the timed calls that met one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QCoreApplication, QEvent, QObject
+from PySide6.QtWidgets import QWidget
+
+from ..core import protocol
+
+
+class PaintTimes(QObject):
+    """The intervals (monotonic ns) in which ``window`` repainted, kept until taken."""
+
+    def __init__(self, window: QWidget) -> None:
+        super().__init__(window)
+        self._window = window
+        self._inside = False
+        self._intervals: list[tuple[int, int]] = []
+        #: repaints seen since the window opened
+        self.count = 0
+        window.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        if self._inside or watched is not self._window or event.type() != QEvent.Type.UpdateRequest:
+            return False
+        self._inside = True
+        t0 = time.monotonic_ns()
+        try:
+            self._window.event(event)  # the repaint itself, timed
+        finally:
+            self._inside = False
+            self._intervals.append((t0, time.monotonic_ns()))
+            self.count += 1
+        return True
+
+    def take(self) -> list[tuple[int, int]]:
+        """The intervals since the last take."""
+        out, self._intervals = self._intervals, []
+        return out
+
+    def paint_now(self) -> None:
+        """Paint what is waiting to be painted, now (pyqtgraph's scene posts its updates first)."""
+        QCoreApplication.sendPostedEvents(None, int(QEvent.Type.MetaCall))
+        QCoreApplication.sendPostedEvents(self._window, int(QEvent.Type.UpdateRequest))
+
+
+class DrawTurns(QObject):
+    """Takes the worker's pauses for the window: ``draw`` brings it up to date, then it answers.
+
+    ``follow`` a run's thread when it starts, ``release`` when it ends; ``in_block``
+    says whether the worker is timing a block now (the window then paints nothing).
+    """
+
+    def __init__(self, window: QWidget, draw: Callable[[], None]) -> None:
+        super().__init__(window)
+        self.paints = PaintTimes(window)
+        self._draw = draw
+        self._thread: Any = None
+        self._in_block = False
+        #: pauses drawn, and pauses reached too late to draw (the worker had gone on)
+        self.drawn = 0
+        self.late = 0
+
+    @property
+    def in_block(self) -> bool:
+        return self._thread is not None and self._in_block
+
+    def follow(self, thread: Any) -> None:
+        """Take the pauses of ``thread`` (a BenchmarkThread with a ``turn`` signal)."""
+        self.release()
+        self._thread = thread
+        self.paints.take()
+        thread.turn.connect(self._on_turn)
+
+    def release(self) -> None:
+        """The followed run ended: the window draws freely again."""
+        thread, self._thread = self._thread, None
+        self._in_block = False
+        if thread is not None:
+            try:
+                thread.turn.disconnect(self._on_turn)
+            except (RuntimeError, TypeError):
+                pass
+
+    def _on_turn(self, event: protocol.TurnEvent) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        if event.state != "pause":
+            self._in_block = False
+            self._draw()
+            return
+        cap_ns = int(max(0.0, float(event.cap_ms)) * 1e6)
+        if time.monotonic_ns() >= int(event.sent_ns) + cap_ns:
+            self.late += 1  # the worker stopped waiting: it times calls now, draw nothing
+            self._in_block = True
+            return
+        self._in_block = False
+        self._draw()
+        self.paints.paint_now()
+        self.drawn += 1
+        self._in_block = True
+        thread.answer_turn(event.block, self.paints.take())
