@@ -103,6 +103,8 @@ _TIMING_KEYS = {
     "noisy", "pid", "inductor_cache_dir", "device_memory", "harness_floor_ms", "pipelined_ms",
     "load_before", "load_after",
     "clock",
+    # how long the worker waited in its pauses between blocks of timed calls
+    "waited_ms", "wait_max_ms",
     # the diagnostics' profile figures (measurement.why)
     "wall_ms_per_call", "busy", "gemm_share", "device_ms_per_call",
     "gemm_share_of_ops", "gemm_share_of_ops_calls", "op_ms_calls", "op_spread",

@@ -82,7 +82,7 @@ class BenchmarkThread(QThread):
         self.config = config
         self.session = RunSession(
             config, store, launcher=launcher, on_event=self._relay, on_log=self.log.emit,
-            standby=standby, turn_taker=self.turn.emit,
+            standby=standby, turn_taker=self._on_turn,
         )
         self.folder = self.session.folder
         self.run_id = self.session.run_id
@@ -108,6 +108,17 @@ class BenchmarkThread(QThread):
     def request_stop(self) -> None:
         """Ask the worker to stop; escalates to SIGTERM/SIGKILL off the calling thread."""
         self.session.request_stop()
+
+    def take_turns(self, on: bool = True) -> None:
+        """Whether the worker's pauses go out through :attr:`turn` (a window draws in them and
+        answers) or are answered here at once (nobody draws)."""
+        self._turns_taken = on
+
+    def _on_turn(self, event: protocol.TurnEvent) -> None:
+        if getattr(self, "_turns_taken", False):
+            self.turn.emit(event)
+        elif event.state == "pause":
+            self.session.answer_turn(event.block, None)
 
     def answer_turn(self, block: int, paints: list[tuple[int, int]]) -> None:
         """The window has drawn in the worker's pause before ``block``; ``paints``: its repaints."""

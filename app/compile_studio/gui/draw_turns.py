@@ -88,12 +88,14 @@ class DrawTurns(QObject):
         self._thread = thread
         self.paints.take()
         thread.turn.connect(self._on_turn)
+        thread.take_turns(True)
 
     def release(self) -> None:
         """The followed run ended: the window draws freely again."""
         thread, self._thread = self._thread, None
         self._in_block = False
         if thread is not None:
+            thread.take_turns(False)
             try:
                 thread.turn.disconnect(self._on_turn)
             except (RuntimeError, TypeError):
