@@ -37,6 +37,7 @@ from ..results.locations import default_run_store
 from ..results.summary import flop_rate_line
 from ..results.summary_cache import summary_of
 from ..results.terminal import guarded
+from ..results.turns_text import turns_line
 from .common import (  # noqa: F401 - shared with the other command modules, re-exported
     EXIT_BAD_CONFIG,
     EXIT_BROKEN_PIPE,
@@ -235,6 +236,9 @@ def print_run(run: RunResult, out: TextIO) -> None:
     rate = flop_rate_line(run, rows)
     if rate:
         out.write(f"{rate}\n")
+    turns = turns_line(run)
+    if turns:
+        out.write(f"{turns}\n")
     if run.message:
         out.write(f"note: {run.message}\n")
 
