@@ -174,11 +174,14 @@ class ProgressBar:
             extra = ""
             compiling = p.compile_elapsed_s()
             eta = p.eta_s()
+            what = f"{p.variant} {p.phase}"
             if compiling is not None:
                 extra = f"compiling {compiling:.0f}s"
-            elif eta is not None and frac < 1:
-                extra = f"ETA {eta:.0f}s"
-            text = f"[{bar}] {frac * 100:5.1f}% {p.variant} {p.phase} {extra}".rstrip()
+            elif p.after_timing():
+                what, extra = "every call timed:", f"checks, diagnostics, saving {p.after_timing_s():.0f}s"
+            elif eta is not None:
+                extra = f"ETA {eta:.0f}s" + (" + compiles" if p.compiles_left() else "")
+            text = f"[{bar}] {frac * 100:5.1f}% {what} {extra}".rstrip()
             pad = max(0, self._last_len - len(text))
             self._carriage_return()
             self.stream.write(text + " " * pad)

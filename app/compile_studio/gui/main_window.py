@@ -442,7 +442,12 @@ class MainWindow(QMainWindow):
     def _update_status(self) -> None:
         self.phase_label.setText(self.live.status_text())
         if self.live.running:
-            self.progress_bar.setValue(int(1000 * self.live.fraction()))
+            # while a variant compiles nothing is counted: the bar says it is busy, the
+            # status counts the compile's seconds
+            busy = self.live.compile_elapsed_s() is not None
+            self.progress_bar.setRange(0, 0 if busy else 1000)
+            if not busy:
+                self.progress_bar.setValue(int(1000 * self.live.fraction()))
 
     def plots_held(self) -> bool:
         """Whether the window paints nothing now: a worker on this machine times a block of
