@@ -60,3 +60,8 @@ def test_a_run_from_the_window_draws_in_the_pauses_and_no_timed_call_meets_a_rep
         assert turns[v]["paints"] and turns[v]["paints"] >= updates
     line = turns_line(run)
     assert line is not None and "met a repaint of the window: 0 of 80,000" in line
+    # the Summary tab says it too, and says it again when the run is reopened
+    assert window.plots.summary.run_note == line
+    window.plots.summary.set_note("")
+    assert window.show_run(run)
+    assert window.plots.summary.run_note == line

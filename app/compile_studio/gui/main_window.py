@@ -35,6 +35,7 @@ from ..core.config import BenchmarkConfig, EnvironmentInfo
 from ..core.env_vars import int_from_env
 from ..core.protocol import HelloEvent, RunStatus
 from ..results import RunResult, RunStore, SummaryRow, summarize
+from ..results.turns_text import turns_line
 from .benchmark_thread import EnvironmentProbe
 from .config_panel import ConfigPanel
 from .draw_turns import DrawTurns
@@ -420,6 +421,7 @@ class MainWindow(QMainWindow):
         self.plots.latency.set_steady_range(False)
         self.current_run = run
         self.why_view.set_run(run)
+        self.plots.summary.set_note(turns_line(run) or "")
         self.live.rename(run_display_name(run))
         if self.live.rows:
             self._summary_cache[self.run_keys.of(run)] = list(self.live.rows)
@@ -493,6 +495,7 @@ class MainWindow(QMainWindow):
             self.history.uncheck_all()
         self.current_run = run
         self._rebuild_views()
+        self.plots.summary.set_note(turns_line(run) or "")
         shown = f"Showing {run_display_name(run)} ({run.run_id})"
         if run.load_problems:
             read = "; ".join(run.load_problems)
