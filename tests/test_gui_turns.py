@@ -25,7 +25,7 @@ def _drawn_measured_calls(window, variants) -> int:
 
 
 def test_a_run_from_the_window_draws_in_the_pauses_and_no_timed_call_meets_a_repaint(qtbot, tiny_config):
-    config = BenchmarkConfig.from_dict({**tiny_config, "iterations": 40_000, "rounds": 2, "diagnostics": False})
+    config = BenchmarkConfig.from_dict({**tiny_config, "iterations": 10_000, "rounds": 2, "diagnostics": False})
     window = open_window(qtbot)
     seen: list[tuple[float, str, int]] = []  # (when, state, calls drawn once the window took it)
 
@@ -44,14 +44,14 @@ def test_a_run_from_the_window_draws_in_the_pauses_and_no_timed_call_meets_a_rep
     assert run.status == "complete", run.message
 
     pauses = [s for s in seen if s[1] == "pause"]
-    assert len(pauses) >= 4, "the timed calls came in several blocks"
+    assert len(pauses) >= 2, "the timed calls came in several blocks"
     assert window.turns.drawn + window.turns.late == len(pauses), "the window took every pause"
     assert not window.plots_held()
-    drawn = [n for _, _, n in pauses]
+    drawn = [n for _, _, n in seen]  # at each pause, and at the end of the timed calls
     updates = sum(1 for a, b in zip(drawn, drawn[1:]) if b > a)
     seconds = seen[-1][0] - pauses[0][0]
     assert updates / seconds >= 1.0, (updates, seconds, drawn)
-    assert window.turns.drawn >= updates
+    assert window.turns.drawn + 1 >= updates  # each pause drawn, and the end
 
     turns = run.measurement["turns"]
     for v in config.variants:
@@ -59,7 +59,7 @@ def test_a_run_from_the_window_draws_in_the_pauses_and_no_timed_call_meets_a_rep
         assert turns[v]["timed_calls_stamped"] == config.iterations
         assert turns[v]["paints"] and turns[v]["paints"] >= updates
     line = turns_line(run)
-    assert line is not None and "met a repaint of the window: 0 of 80,000" in line
+    assert line is not None and "met a repaint of the window: 0 of 20,000" in line
     # the Summary tab says it too, and says it again when the run is reopened
     assert window.plots.summary.run_note == line
     window.plots.summary.set_note("")

@@ -131,8 +131,8 @@ _TIMING_KEYS = {
     "noisy", "pid", "inductor_cache_dir", "device_memory", "harness_floor_ms", "pipelined_ms",
     "load_before", "load_after",
     "clock",
-    # how long the worker waited in its pauses between blocks of timed calls
-    "waited_ms", "wait_max_ms",
+    # the pauses between blocks of timed calls: how many depends on how fast the calls were
+    "turns",
     # the diagnostics' profile figures (measurement.why)
     "wall_ms_per_call", "busy", "gemm_share", "device_ms_per_call",
     "gemm_share_of_ops", "gemm_share_of_ops_calls", "op_ms_calls", "op_spread",
@@ -206,6 +206,8 @@ def test_cli_and_window_drive_the_same_session_and_write_the_same_folder(
     cli_shape, gui_shape = _folder_shape(cli_folder), _folder_shape(gui_folder)
     assert cli_shape["run.json"]["status"] == "complete"
     assert len(cli_shape["samples"]) == 2 * (tiny_config["iterations"] + tiny_config["warmup"])
+    for folder in (cli_folder, gui_folder):  # both timed their calls in blocks, with pauses
+        assert json.loads((folder / "run.json").read_text())["measurement"]["turns"]["eager"]["blocks"] >= 1
     for key in cli_shape["run.json"].keys() | gui_shape["run.json"].keys():
         assert cli_shape["run.json"].get(key) == gui_shape["run.json"].get(key), key
     assert cli_shape == gui_shape
