@@ -284,6 +284,10 @@ class RunInfoEvent:
     randomness: str | None = None
     #: Inductor's compile_threads in the worker (sized from the cores it may use); None: unknown
     compile_threads: int | None = None
+    #: what outputs were checked against: "fp64", or "eager fp32" (the model could not run in fp64)
+    reference: str = "fp64"
+    #: why the reference is not fp64, in a sentence; None when it is
+    reference_note: str | None = None
 
 
 @dataclass

@@ -125,8 +125,19 @@ def deviation(out: torch.Tensor | list[torch.Tensor], ref: torch.Tensor | list[t
     return Deviation(error=error, gain=gain, finite=True)
 
 
-def rule_text(dtype: str) -> str:
-    """The correctness rule for ``dtype``, in words."""
+#: The rule where eager in the run's dtype is the reference (the model cannot run in fp64).
+EAGER_REFERENCE_RULE = (
+    "normwise error ‖out−ref‖/‖ref‖ vs {reference} ≤ {bound:g} and |gain−1| ≤ {gain:g} "
+    "(the model cannot run in fp64; eager is the reference)"
+)
+
+
+def rule_text(dtype: str, reference: str = "fp64") -> str:
+    """The correctness rule for ``dtype`` against ``reference`` ("fp64" or "eager fp32"), in words."""
+    if reference != "fp64":
+        return EAGER_REFERENCE_RULE.format(
+            reference=reference, bound=ERROR_BOUND[dtype], gain=GAIN_BOUND[dtype]
+        )
     return RULE.format(
         bound=ERROR_BOUND[dtype], k=EAGER_MULTIPLE, floor=ERROR_FLOOR[dtype], gain=GAIN_BOUND[dtype]
     )

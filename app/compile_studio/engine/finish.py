@@ -50,7 +50,9 @@ def finish_variant(run: RunState, v: Variant) -> None:
     structural: list[str] = []
     problems: list[str] = []
     eager_like = is_eager(v.name)
-    baseline = None if v.name == "eager" else run.eager_output_dev
+    # against eager in the run's dtype (the model cannot run in fp64) eager is the reference itself
+    fp64 = run.reference_kind == "fp64"
+    baseline = None if v.name == "eager" or not fp64 else run.eager_output_dev
     out_dev: checks.Deviation | None = None
     shape_problem = first.structure_difference(ref)
     if shape_problem is not None:
@@ -89,7 +91,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
         if v.name == "eager":
             run.eager_grads_dev = grads_dev
         g_ok, g_why = checks.judge(
-            dtype, grads_dev, None if v.name == "eager" else run.eager_grads_dev
+            dtype, grads_dev, None if v.name == "eager" or not fp64 else run.eager_grads_dev
         )
         if not g_ok:
             problems.append(f"gradients: {g_why}")
@@ -136,7 +138,8 @@ def finish_variant(run: RunState, v: Variant) -> None:
         peak_memory_bytes=run.memory.peak(v.name),
         memory_kind=run.memory.kind_of(v.name),
         checks={
-            "rule": checks.rule_text(dtype),
+            "rule": checks.rule_text(dtype, run.reference_kind),
+            "reference": run.reference_kind,
             "output": out_dev.to_dict() if out_dev is not None else None,
             "eager_output": run.eager_output_dev.to_dict()
             if run.eager_output_dev and not eager_like

@@ -109,6 +109,10 @@ class RunState:
         self.model_dtype: str | None = None
         self.conversions: list[str] = []
         self.given_mismatch: str | None = None
+        #: what the outputs are checked against: "fp64", or "eager fp32" where fp64 failed
+        self.reference_kind = "fp64"
+        #: why the reference is not fp64, in words (None: it is)
+        self.reference_note: str | None = None
         self.training = config.workload == "training"
         self.timer = CallTimer(
             self.device, use_events=self.is_cuda and config.timer in ("auto", "cuda_events")

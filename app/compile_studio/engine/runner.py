@@ -172,13 +172,37 @@ class BenchmarkRunner(RunState):
                 # the compiles timed in fresh processes compile as this run does
                 setattr(self.isolated_compile, "fallback_random", True)  # noqa: B010
         # converts the model in place: one copy of the weights at a time
-        self.reference, self.reference_grads = reference_output(
-            workload, self.training, self._reseed if self.random_kind else None
-        )
-        del workload
+        reseed = self._reseed if self.random_kind else None
+        try:
+            self.reference, self.reference_grads = reference_output(workload, self.training, reseed)
+        except Exception as exc:  # noqa: BLE001 - the model cannot run in fp64: eager is the reference
+            del workload
+            self._fall_back_reference(exc, reseed)
+        else:
+            del workload
         if cfg.cold_l2:
             self.flush = CacheFlush.for_device(self.device)
         self.timer.sync()
+
+    def _fall_back_reference(self, exc: Exception, reseed: Callable[[], None] | None) -> None:
+        """The fp64 reference failed: eager in the run's dtype, on the run's device, is the reference.
+
+        Its outputs are judged by the dtype's bounds without the rule against eager's own
+        error (eager is the reference); the run says which reference it used and why.
+        """
+        workload = build_workload(self.config)
+        self.reference, self.reference_grads = reference_output(
+            workload, self.training, reseed, self.device, self.dtype
+        )
+        del workload
+        ran = self.model_dtype or (dtype_name(self.dtype) if self.dtype is not None else "its own dtype")
+        self.reference_kind = f"eager {ran}"
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        self.reference_note = (
+            f"the model cannot run in fp64 ({reason}): outputs are checked against eager in {ran} "
+            f"on {self.device.type}, by the {self.check_dtype} bounds without the rule against "
+            "eager's own error"
+        )
 
     def _read_dtypes(self, workload: Workload) -> None:
         """The dtypes the model runs in, the tolerances that judge it, and every conversion."""
@@ -211,7 +235,9 @@ class BenchmarkRunner(RunState):
                 clock_source=self.clock.source,
                 torch_threads=torch.get_num_threads(),
                 cache_flush_bytes=self.flush.nbytes if self.flush else None,
-                correctness_rule=checks.rule_text(self.check_dtype),
+                correctness_rule=checks.rule_text(self.check_dtype, self.reference_kind),
+                reference=self.reference_kind,
+                reference_note=self.reference_note,
                 gpu_uuid=self.gpu_uuid,
                 flops_per_call=self.flops_per_call,
                 cpu_pinning=self.pin.text,
@@ -227,6 +253,8 @@ class BenchmarkRunner(RunState):
             self.sink.event(protocol.WarningEvent(message=RANDOMNESS_TEXT[self.random_kind]))
         if self.given_mismatch is not None:
             self.sink.event(protocol.WarningEvent(message=self.given_mismatch))
+        if self.reference_note is not None:
+            self.sink.event(protocol.WarningEvent(message=self.reference_note))
 
     def _warm_up_one(self, v: Variant) -> bool:
         """One variant's warm-up, right before its timed window; False if it failed."""

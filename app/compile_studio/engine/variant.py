@@ -271,14 +271,20 @@ def first_tensor(out: Any) -> torch.Tensor:
 
 
 def reference_output(
-    workload: Workload, training: bool, reseed: Callable[[], None] | None = None
+    workload: Workload,
+    training: bool,
+    reseed: Callable[[], None] | None = None,
+    device: torch.device | None = None,
+    dtype: torch.dtype | None = torch.float64,
 ) -> tuple[CheckedOutput, list[torch.Tensor] | None]:
-    """fp64 output (and, for training, parameter gradients) of the workload on the CPU.
+    """The output (and, for training, parameter gradients) the variants are checked against.
 
-    Converts the workload's model in place. ``reseed`` runs just before the call
-    (a random model's reference takes the same random numbers as each variant).
+    By default fp64 on the CPU; ``device``/``dtype`` give another (the eager fallback
+    in the run's dtype, ``dtype`` None: as the workload is). Converts the workload's
+    model in place. ``reseed`` runs just before the call (a random model's reference
+    takes the same random numbers as each variant).
     """
-    ref = workload.to(torch.device("cpu"), torch.float64)
+    ref = workload.to(device or torch.device("cpu"), dtype)
     model = ref.model
     if not training:
         model.eval()
@@ -294,7 +300,7 @@ def reference_output(
     assert ref.loss is not None
     ref.loss(out).backward()
     grads = [
-        (p.grad if p.grad is not None else torch.zeros_like(p)).detach().clone()
+        (p.grad if p.grad is not None else torch.zeros_like(p)).detach().to("cpu", torch.float64, copy=True)
         for p in model.parameters()
     ]
     return checked_output(out), grads

@@ -356,6 +356,9 @@ class RunResult:
         randomness = m.get("randomness")
         if isinstance(randomness, str) and randomness:
             out.append(plain_text(randomness))
+        reference = m.get("reference_note")
+        if isinstance(reference, str) and reference:
+            out.append("reference: " + plain_text(reference, 500))
         return out
 
     def title(self) -> str:
