@@ -7,12 +7,14 @@ style). Runs go through real worker processes (RunSession) with aot_eager.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
+from compile_studio.results.formatting import why_sentence
 from compile_studio.results.summary import summarize
 
 MODELS = Path(__file__).parent / "user_models"
@@ -66,3 +68,45 @@ def test_an_incorrect_verdict_names_the_reference_that_judged_it():
         "the output differs from the eager fp32 reference (the model cannot run in fp64): "
         "error 3.1e-02 is above the fp32 bound 1e-05"
     )
+
+
+# -- 2. graph breaks and skipped functions, counted from what torch records ---------------------
+def test_a_data_dependent_branch_counts_its_graph_break(tmp_path):
+    outcome, _, _ = run(tmp_path, "data_branch.py")
+    v = outcome.run.variants["aot_eager"]
+    assert v.status == "done", v.error
+    assert v.graph_breaks >= 1
+    assert any("data-dependent" in r.lower() for r in v.break_reasons), v.break_reasons
+    assert v.frames_skipped == 0
+    saved = json.loads(next((tmp_path / "runs").glob("*/run.json")).read_text())
+    assert saved["variants"]["aot_eager"]["graph_breaks"] >= 1
+
+
+def test_a_gru_is_compile_captured_nothing_with_allow_rnn_to_try(tmp_path):
+    outcome, _, _ = run(tmp_path, "gru.py", diagnostics=True)
+    r = outcome.run
+    v = r.variants["aot_eager"]
+    assert v.status == "done", v.error
+    assert v.graphs == 0 and v.graph_breaks == 0
+    assert v.frames_skipped == 1
+    assert any("allow_rnn" in s for s in v.skip_reasons), v.skip_reasons
+    why = why_sentence(r, "aot_eager") or ""
+    assert "compile captured nothing" in why and "one graph" not in why
+    # the fix is a configuration change the trial can run: advise offers it with its delta
+    from compile_studio.jobs.trial import not_tried_reason
+    from compile_studio.results.what_to_try import what_to_try
+
+    found = [s for s in what_to_try(r, outcome.folder).suggestions if s.rule == "dynamo-flag"]
+    assert found and found[0].delta == {"dynamo_config": ["allow_rnn=true"]}
+    assert "compile captured nothing" in found[0].evidence
+    assert not_tried_reason(found[0]) is None
+
+
+def test_dynamo_config_flags_are_checked_and_set_in_the_worker(tmp_path):
+    bad = BenchmarkConfig.from_dict({**SMALL, "dynamo_config": ["allow_everything=true"]})
+    assert any(p.field == "dynamo_config" for p in bad.problems())
+    outcome, _, _ = run(tmp_path, "gru.py", dynamo_config=["allow_rnn=true"])
+    v = outcome.run.variants["aot_eager"]
+    assert v.status == "done", v.error
+    assert v.graphs >= 1 and v.frames_skipped == 0
+    assert v.allclose is True

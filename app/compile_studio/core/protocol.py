@@ -201,6 +201,10 @@ class CompiledEvent:
     recompiles: int = 0
     #: ``isolated``: compile_s is a fresh process's first call; ``in_run``: this run's
     compile_timing: str = "in_run"
+    #: functions Dynamo gave up on (run eagerly, no graph), e.g. one holding a GRU
+    frames_skipped: int = 0
+    #: why each was skipped, one line each
+    skip_reasons: list[str] = field(default_factory=list)
 
 
 @dataclass

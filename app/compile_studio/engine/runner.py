@@ -58,7 +58,7 @@ from .run_errors import RunFailed, Stopped
 
 # the worker imports classify_error from here
 from .run_errors import classify_error as classify_error
-from .run_state import RunState, apply_precision
+from .run_state import RunState, apply_dynamo_config, apply_precision
 from .timing import no_gc
 from .variant import Variant, is_eager, reference_output
 
@@ -83,6 +83,7 @@ class BenchmarkRunner(RunState):
         """Run every variant: ``complete``, ``stopped``, or ``failed`` (nothing could run)."""
         cfg = self.config
         apply_precision(cfg.dtype)
+        self.dynamo_flags_absent = apply_dynamo_config(cfg)
         self.compile_threads = compile_threads()
         try:
             self._prepare_inputs()
@@ -255,6 +256,10 @@ class BenchmarkRunner(RunState):
             self.sink.event(protocol.WarningEvent(message=self.given_mismatch))
         if self.reference_note is not None:
             self.sink.event(protocol.WarningEvent(message=self.reference_note))
+        for flag in self.dynamo_flags_absent:
+            self.sink.event(protocol.WarningEvent(
+                message=f"torch._dynamo.config has no {flag} in torch {torch.__version__}: not set"
+            ))
 
     def _warm_up_one(self, v: Variant) -> bool:
         """One variant's warm-up, right before its timed window; False if it failed."""

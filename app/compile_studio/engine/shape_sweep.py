@@ -426,9 +426,10 @@ class ShapeSweepRunner:
 
     def run(self) -> protocol.RunStatus:
         """Every mode × variant × batch size: ``complete``, ``stopped`` or ``failed``."""
-        from .run_state import apply_precision
+        from .run_state import apply_dynamo_config, apply_precision
 
         apply_precision(self.config.dtype)
+        apply_dynamo_config(self.config)
         self.limit = set_recompile_limit(self.request.recompile_limit)
         try:
             shapes = self._shapes()

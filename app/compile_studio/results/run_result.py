@@ -138,6 +138,9 @@ class VariantResult:
     graphs: int | None = None
     graph_breaks: int | None = None
     break_reasons: list[str] = field(default_factory=list)
+    #: functions Dynamo gave up on (they ran eagerly), and why
+    frames_skipped: int | None = None
+    skip_reasons: list[str] = field(default_factory=list)
     recompiles: int | None = None
     recompiles_in_window: int | None = None
     peak_memory_bytes: int | None = None
@@ -181,6 +184,8 @@ class VariantResult:
         self.graphs = event.graphs
         self.graph_breaks = event.graph_breaks
         self.break_reasons = list(event.break_reasons)
+        self.frames_skipped = event.frames_skipped
+        self.skip_reasons = list(event.skip_reasons)
         self.recompiles = event.recompiles
         self.compile_timing = event.compile_timing
 
