@@ -110,3 +110,41 @@ def test_dynamo_config_flags_are_checked_and_set_in_the_worker(tmp_path):
     assert v.status == "done", v.error
     assert v.graphs >= 1 and v.frames_skipped == 0
     assert v.allclose is True
+
+
+# -- 3. training checks name what failed ----------------------------------------------------------
+BACKENDS = str(Path(__file__).with_name("backends_for_tests.py"))
+
+
+def test_a_training_run_with_wrong_gradients_names_the_gradients_not_the_output(tmp_path):
+    outcome, _, _ = run(
+        tmp_path, "bf16_mlp.py", workload="training", dtype="fp32", backend_modules=[BACKENDS],
+        variants=["eager", "grads_1_01"],
+    )
+    r = outcome.run
+    v = r.variants["grads_1_01"]
+    assert v.allclose is False
+    assert v.checks["output"]["error"] < 1e-5  # the output itself is right
+    rows = {row.name: row for row in summarize(r)}
+    text = rows["grads_1_01"].verdict_reason
+    assert "the gradients differ from the fp64 reference" in text, text
+    assert "gradients scaled by 1.01000" in text and "bound" in text
+    assert "the output differs" not in text
+
+
+def test_dropout_in_training_skips_naming_the_parts_and_says_why_parameters_are_not_judged(tmp_path):
+    outcome, _, _ = run(tmp_path, "dropout_mlp.py", workload="training")
+    for name in ("eager", "aot_eager"):
+        checks = outcome.run.variants[name].checks
+        assert checks["params_drift_bound"] is None
+        why = [s for s in checks["skipped"] if s.startswith("parameters: not judged")]
+        assert why and ("random" in why[0] or "yardstick" in why[0]), checks["skipped"]
+    skipped = outcome.run.variants["aot_eager"].checks["skipped"]
+    assert "the model is random" in " ".join(skipped)
+
+
+def test_a_random_check_skipped_names_what_differed():
+    from compile_studio.engine.finish import _checked_parts
+
+    assert _checked_parts(["gradients: error 2e-05 is more than 4× eager's"]) == "gradients check"
+    assert _checked_parts(["first call: x", "gradients: y"]) == "output and gradients checks"

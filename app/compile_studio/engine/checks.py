@@ -143,10 +143,15 @@ def rule_text(dtype: str, reference: str = "fp64") -> str:
     )
 
 
-def judge(dtype: str, dev: Deviation, eager: Deviation | None) -> tuple[bool, str]:
-    """(correct?, every rule it breaks, in words) for a deviation; ``eager`` None judges eager."""
+def judge(
+    dtype: str, dev: Deviation, eager: Deviation | None, what: str = "output"
+) -> tuple[bool, str]:
+    """(correct?, every rule it breaks, in words) for a deviation; ``eager`` None judges eager.
+
+    ``what``: the checked tensors as the words name them (``output``, ``gradients``).
+    """
     if not dev.finite:
-        return False, "the output holds NaN or infinity"
+        return False, f"the {what} hold{'s' if what == 'output' else ''} NaN or infinity"
     why: list[str] = []
     bound = ERROR_BOUND[dtype]
     if dev.error > bound:
@@ -159,7 +164,10 @@ def judge(dtype: str, dev: Deviation, eager: Deviation | None) -> tuple[bool, st
                 f"{eager.error:.2e} on the same input"
             )
     if abs(dev.gain - 1.0) > GAIN_BOUND[dtype]:
-        why.append(f"output scaled by {dev.gain:.5f} against the reference")
+        why.append(
+            f"{what} scaled by {dev.gain:.5f} against the reference "
+            f"(|gain−1| above the {dtype} bound {GAIN_BOUND[dtype]:g})"
+        )
     return not why, ", ".join(why)
 
 
