@@ -148,3 +148,61 @@ def test_a_random_check_skipped_names_what_differed():
 
     assert _checked_parts(["gradients: error 2e-05 is more than 4× eager's"]) == "gradients check"
     assert _checked_parts(["first call: x", "gradients: y"]) == "output and gradients checks"
+
+
+# -- 4. keyword inputs -------------------------------------------------------------------------------
+def test_a_dict_of_keyword_inputs_runs_is_checked_and_is_labelled(tmp_path):
+    outcome, _, _ = run(tmp_path, "keyword_inputs.py")
+    r = outcome.run
+    assert r.status == "complete", r.message
+    for name in ("eager", "aot_eager"):
+        v = r.variants[name]
+        assert v.allclose is True, (name, v.error, v.checks)
+        assert v.checks["reference"] == "fp64"
+        # every floating leaf of the ModelOutput-like output is compared; the argmax is not
+        assert v.checks["not_compared"] == ["output.top (int64)"]
+    m = r.measurement
+    assert m["inputs"] == [
+        {"name": "input_ids", "shape": [2, 32], "dtype": "int64"},
+        {"name": "attention_mask", "shape": [2, 32], "dtype": "int64"},
+    ]
+    assert m["batch_size"] == 2  # the configuration's batch reached the factory's batch_size
+    assert "inputs: input_ids 2×32 int64, attention_mask 2×32 int64" in r.model_notes()
+
+
+def test_positional_and_keyword_inputs_follow_the_dtype_rules_in_training(tmp_path):
+    outcome, _, _ = run(
+        tmp_path, "keyword_inputs.py:make_positional_and_keyword", dtype="bf16", workload="training",
+    )
+    r = outcome.run
+    assert r.status == "complete", r.message
+    assert {n: v.allclose for n, v in r.variants.items()} == {"eager": True, "aot_eager": True}, [
+        v.checks for v in r.variants.values()
+    ]
+    # integer inputs stay as given, the floating keyword input is converted, and said so
+    assert r.measurement["inputs"] == [
+        {"shape": [4, 32], "dtype": "int64"},
+        {"name": "attention_mask", "shape": [4, 32], "dtype": "int64"},
+        {"name": "scale", "shape": [1, 1, 16], "dtype": "bf16"},
+    ]
+    assert any("input scale was fp32; it ran in bf16" in c for c in r.measurement["conversions"])
+
+
+def test_keyword_inputs_are_checked_and_what_is_accepted_is_said():
+    import pytest
+    import torch
+
+    from compile_studio.engine.models import CallInputs, FactoryError, factory_inputs, move_inputs
+    from compile_studio.engine.shape_sweep import resize_inputs
+
+    ids = torch.zeros(2, 3, dtype=torch.int64)
+    inputs = factory_inputs({"input_ids": ids, "use_cache": False})
+    assert isinstance(inputs, CallInputs) and tuple(inputs) == () and inputs.kwargs["use_cache"] is False
+    moved = move_inputs(inputs, torch.device("cpu"), torch.float64)
+    assert moved.kwargs["input_ids"].dtype == torch.int64
+    resized = resize_inputs(inputs, 5)
+    assert resized.kwargs["input_ids"].shape == (5, 3)
+    with pytest.raises(FactoryError, match="mapping of keyword inputs"):
+        factory_inputs([ids])
+    with pytest.raises(FactoryError, match="keyword input past is a list"):
+        factory_inputs({"input_ids": ids, "past": [ids]})

@@ -11,7 +11,7 @@ import torch
 from ..core import protocol
 from ..core.config import BenchmarkConfig
 from .compile_logs import BreakCount
-from .models import build_workload, conversion_dtype
+from .models import build_workload, call_model, conversion_dtype
 from .randomness import use_eager_random_numbers
 from .run_errors import Stopped
 from .run_state import RunState, apply_dynamo_config, apply_precision, resolve_device
@@ -86,7 +86,7 @@ def first_call_ms(config: BenchmarkConfig, name: str, fallback_random: bool = Fa
     # with its backward): the device's and libraries' one-off start-up (cuBLAS handles,
     # lazily loaded CUDA modules, the autograd engine, CPU library init) is not compile time
     with grad:
-        out = workload.model(*x)
+        out = call_model(workload.model, x)
         if training and workload.loss is not None:
             workload.loss(out).backward()
     del out

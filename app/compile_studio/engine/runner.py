@@ -52,6 +52,7 @@ from .models import (
     lowest_precision,
     model_dtype,
     move_inputs,
+    named_inputs,
 )
 from .randomness import RANDOMNESS_TEXT, detect_randomness, use_eager_random_numbers
 from .run_errors import RunFailed, Stopped
@@ -210,7 +211,9 @@ class BenchmarkRunner(RunState):
         cfg = self.config
         given = model_dtype(workload.model)
         floating_inputs = {
-            x.dtype for x in workload.inputs if isinstance(x, torch.Tensor) and x.is_floating_point()
+            x.dtype
+            for _, x in named_inputs(workload.inputs)
+            if isinstance(x, torch.Tensor) and x.is_floating_point()
         }
         ran = given if self.dtype is None or given is None else self.dtype
         self.model_dtype = dtype_name(ran) if ran is not None else None

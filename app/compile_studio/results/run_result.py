@@ -61,8 +61,13 @@ def plain_text(text: str, limit: int = 300) -> str:
 
 
 def _input_text(item: object) -> str:
+    """``4×32 int64``; a keyword input with its name: ``input_ids 4×32 int64``."""
     if not isinstance(item, dict):
         return "?"
+    name = item.get("name")
+    if isinstance(name, str) and name:
+        rest = _input_text({k: v for k, v in item.items() if k != "name"})
+        return f"{plain_text(name, 40)} {rest}"
     shape = item.get("shape")
     if isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
         dims = "×".join(str(d) for d in shape[:8]) + ("×…" if len(shape) > 8 else "")
@@ -354,7 +359,7 @@ class RunResult:
         if isinstance(inputs, list) and inputs:
             parts = [_input_text(x) for x in inputs[:8]]
             more = f" and {len(inputs) - 8} more" if len(inputs) > 8 else ""
-            out.append("inputs: " + "; ".join(parts) + more)
+            out.append("inputs: " + ", ".join(parts) + more)
         conversions = m.get("conversions")
         if isinstance(conversions, list):
             out += [plain_text(c) for c in conversions[:4] if isinstance(c, str) and c]
