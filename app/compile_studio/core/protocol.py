@@ -201,6 +201,10 @@ class CompiledEvent:
     recompiles: int = 0
     #: ``isolated``: compile_s is a fresh process's first call; ``in_run``: this run's
     compile_timing: str = "in_run"
+    #: functions Dynamo gave up on (run eagerly, no graph), e.g. one holding a GRU
+    frames_skipped: int = 0
+    #: why each was skipped, one line each
+    skip_reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -284,6 +288,10 @@ class RunInfoEvent:
     randomness: str | None = None
     #: Inductor's compile_threads in the worker (sized from the cores it may use); None: unknown
     compile_threads: int | None = None
+    #: what outputs were checked against: "fp64", or "eager fp32" (the model could not run in fp64)
+    reference: str = "fp64"
+    #: why the reference is not fp64, in a sentence; None when it is
+    reference_note: str | None = None
 
 
 @dataclass

@@ -50,7 +50,9 @@ def finish_variant(run: RunState, v: Variant) -> None:
     structural: list[str] = []
     problems: list[str] = []
     eager_like = is_eager(v.name)
-    baseline = None if v.name == "eager" else run.eager_output_dev
+    # against eager in the run's dtype (the model cannot run in fp64) eager is the reference itself
+    fp64 = run.reference_kind == "fp64"
+    baseline = None if v.name == "eager" or not fp64 else run.eager_output_dev
     out_dev: checks.Deviation | None = None
     shape_problem = first.structure_difference(ref)
     if shape_problem is not None:
@@ -89,7 +91,8 @@ def finish_variant(run: RunState, v: Variant) -> None:
         if v.name == "eager":
             run.eager_grads_dev = grads_dev
         g_ok, g_why = checks.judge(
-            dtype, grads_dev, None if v.name == "eager" else run.eager_grads_dev
+            dtype, grads_dev, None if v.name == "eager" or not fp64 else run.eager_grads_dev,
+            "gradients",
         )
         if not g_ok:
             problems.append(f"gradients: {g_why}")
@@ -98,8 +101,11 @@ def finish_variant(run: RunState, v: Variant) -> None:
             problems.append(f"parameters: {drift_why}")
     skipped: list[str] = []
     if run.random_kind == UNSEEDED or (run.random_kind == SEEDED and problems):
+        parts = _checked_parts(problems) or (
+            "output and gradients check" if run.training else "output check"
+        )
         skipped, problems = problems, [
-            "output check skipped: the model's output is random "
+            f"{parts} skipped: the model's output is random "
             + (
                 "even with torch's RNG reseeded"
                 if run.random_kind == UNSEEDED
@@ -107,6 +113,8 @@ def finish_variant(run: RunState, v: Variant) -> None:
             )
             + "; a difference here does not say that compile is wrong"
         ]
+    if run.training and drift_bound is None:
+        skipped.append(f"parameters: not judged: {_unjudged_drift(run, v, params_drift)}")
     problems = structural + problems
     correct: bool | None = not problems
     if structural:
@@ -136,7 +144,8 @@ def finish_variant(run: RunState, v: Variant) -> None:
         peak_memory_bytes=run.memory.peak(v.name),
         memory_kind=run.memory.kind_of(v.name),
         checks={
-            "rule": checks.rule_text(dtype),
+            "rule": checks.rule_text(dtype, run.reference_kind),
+            "reference": run.reference_kind,
             "output": out_dev.to_dict() if out_dev is not None else None,
             "eager_output": run.eager_output_dev.to_dict()
             if run.eager_output_dev and not eager_like
@@ -163,6 +172,35 @@ def finish_variant(run: RunState, v: Variant) -> None:
         ms_per_call=v.pipelined_ms,
     )
     run.sink.event(done)
+
+
+def _checked_parts(problems: list[str]) -> str:
+    """``gradients check``, ``output and gradients checks``: what the problems are about."""
+    names = []
+    for problem in problems:
+        head = problem.split(":", 1)[0]
+        name = {"first call": "output", "steady state": "output"}.get(head, head)
+        if name in ("output", "gradients", "parameters") and name not in names:
+            names.append(name)
+    if not names:
+        return ""
+    return " and ".join(names) + (" checks" if len(names) > 1 else " check")
+
+
+def _unjudged_drift(run: RunState, v: Variant, drift: float | None) -> str:
+    """Why the training check's parameter drift has no bound for ``v``, in words."""
+    if v.name == "eager":
+        return "eager's parameters are the yardstick the others are compared with"
+    if run.random_kind is not None:
+        return (
+            "the model is random: each variant's training steps draw other numbers, so their "
+            "parameters are not compared"
+        )
+    if drift is not None:
+        return "the updates are too small against the parameters' rounding to judge"
+    if "eager" not in run.drift_params:
+        return "eager's training steps did not run, so there is nothing to compare with"
+    return "eager's training steps did not move the parameters"
 
 
 def steady_state_output(run: RunState, v: Variant) -> CheckedOutput | None:

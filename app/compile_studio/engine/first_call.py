@@ -10,20 +10,27 @@ import torch
 
 from ..core import protocol
 from ..core.config import BenchmarkConfig
-from .models import build_workload, conversion_dtype
+from .compile_logs import BreakCount
+from .models import build_workload, call_model, conversion_dtype
 from .randomness import use_eager_random_numbers
 from .run_errors import Stopped
-from .run_state import RunState, apply_precision, resolve_device
+from .run_state import RunState, apply_dynamo_config, apply_precision, resolve_device
 from .timing import CallTimer
 from .variant import Variant, build_variant, checked_output, variant_of
 
 
 def dynamo_counts() -> dict[str, int]:
-    """Dynamo's global counters: frames compiled, unique graphs, graph breaks."""
+    """Dynamo's global counters: frames compiled (and compiled whole: ``ok``), unique graphs, breaks.
+
+    ``breaks`` is the ``graph_break`` counter alone: torch 2.13 records a data-dependent
+    branch or an unsupported call only under ``unimplemented``, which older torch also
+    fills for what it then handled; :class:`~.compile_logs.BreakCount` hears every break.
+    """
     from torch._dynamo.utils import counters
 
     return {
         "frames": int(counters["frames"].get("total", 0)),
+        "frames_ok": int(counters["frames"].get("ok", 0)),
         "graphs": int(counters["stats"].get("unique_graphs", 0)),
         "breaks": int(sum(counters["graph_break"].values())),
     }
@@ -66,6 +73,7 @@ def first_call_ms(config: BenchmarkConfig, name: str, fallback_random: bool = Fa
     if device.type == "cuda":
         torch.cuda.set_device(device)
     apply_precision(config.dtype)
+    apply_dynamo_config(config)
     if fallback_random:
         use_eager_random_numbers()
     workload = build_workload(config, name).to(device, conversion_dtype(config.dtype))
@@ -78,7 +86,7 @@ def first_call_ms(config: BenchmarkConfig, name: str, fallback_random: bool = Fa
     # with its backward): the device's and libraries' one-off start-up (cuBLAS handles,
     # lazily loaded CUDA modules, the autograd engine, CPU library init) is not compile time
     with grad:
-        out = workload.model(*x)
+        out = call_model(workload.model, x)
         if training and workload.loss is not None:
             workload.loss(out).backward()
     del out
@@ -128,9 +136,10 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
     before = dynamo_counts()
     reasons_before = break_reasons()
     skips_before = run.skip_log.count()
+    heard = BreakCount()
     try:
         # what the model prints on its first call (a compile) goes to the log
-        with run._no_grad(), contextlib.redirect_stdout(sys.stderr):
+        with heard, run._no_grad(), contextlib.redirect_stdout(sys.stderr):
             if run.random_kind is not None:
                 run._reseed()
             t0 = time.perf_counter_ns()
@@ -156,11 +165,17 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
     run.why.first_call_done(name, first_ms + (v.cudagraph_record_ms or 0.0))
     v.cudagraph_skips = run.skip_log.since(skips_before)
     if v.compiled:
-        reasons = {
-            k: n - reasons_before.get(k, 0)
+        reasons = [
+            _short_reason(k)
             for k, n in break_reasons().items()
             if n - reasons_before.get(k, 0) > 0
-        }
+        ]
+        reasons += [b["reason"] for b in heard.breaks if b["reason"] not in reasons]
+        # the counter (older torch) or the log (every torch, 2.13's data-dependent branches)
+        breaks = max(after["breaks"] - before["breaks"], len(heard.breaks))
+        not_ok = (after["frames"] - after["frames_ok"]) - (before["frames"] - before["frames_ok"])
+        skipped = max(len(heard.skipped), not_ok)
+        skip_reasons = list(dict.fromkeys(b["reason"] for b in heard.skipped))
         run.sink.event(
             protocol.CompiledEvent(
                 variant=name,
@@ -170,9 +185,11 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
                 compile_timing="isolated" if compile_s is not None else "in_run",
                 first_call_ms=first_ms,
                 graphs=after["graphs"] - before["graphs"],
-                graph_breaks=after["breaks"] - before["breaks"],
-                break_reasons=[_short_reason(r) for r in reasons],
+                graph_breaks=breaks,
+                break_reasons=reasons,
                 recompiles=0,
+                frames_skipped=skipped,
+                skip_reasons=skip_reasons,
             )
         )
     return v

@@ -53,7 +53,16 @@ from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from . import checks
 from .compile_records import CompileRecords, guard_reasons
-from .models import Workload, build_workload, conversion_dtype, model_dtype, move_inputs
+from .models import (
+    CallInputs,
+    Workload,
+    build_workload,
+    call_model,
+    conversion_dtype,
+    kwargs_of,
+    model_dtype,
+    move_inputs,
+)
 from .timing import CallTimer, no_gc
 from .variant import Variant, checked_output, variant_of
 
@@ -131,13 +140,20 @@ def _counts() -> dict[str, int]:
 
 
 def resize_inputs(inputs: tuple[Any, ...], batch: int) -> tuple[Any, ...]:
-    """Each tensor input with ``batch`` rows (its rows repeated or cut): a factory's fixed inputs."""
-    out = []
-    for x in inputs:
+    """Each tensor input with ``batch`` rows (its rows repeated or cut): a factory's fixed inputs.
+
+    Keyword inputs (``input_ids``, ``attention_mask``) are resized alike and stay keyword inputs.
+    """
+
+    def resized(x: Any) -> Any:
         if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] != batch:
-            x = x[torch.arange(batch, device=x.device) % x.shape[0]]
-        out.append(x)
-    return tuple(out)
+            return x[torch.arange(batch, device=x.device) % x.shape[0]]
+        return x
+
+    out = tuple(resized(x) for x in inputs)
+    if isinstance(inputs, CallInputs):
+        return CallInputs(out, {k: resized(v) for k, v in kwargs_of(inputs).items()})
+    return out
 
 
 @dataclasses.dataclass
@@ -291,7 +307,7 @@ class ShapeSweepRunner:
                 ref.model.eval()
                 with torch.no_grad():
                     ref_inputs = move_inputs(inputs, torch.device("cpu"), torch.float64)
-                    reference = checked_output(ref.model(*ref_inputs)).tensors
+                    reference = checked_output(call_model(ref.model, ref_inputs)).tensors
             out.append(_Shape(batch, move_inputs(inputs, self.device, self.dtype), reference))
             del workload
         return out
@@ -426,9 +442,10 @@ class ShapeSweepRunner:
 
     def run(self) -> protocol.RunStatus:
         """Every mode × variant × batch size: ``complete``, ``stopped`` or ``failed``."""
-        from .run_state import apply_precision
+        from .run_state import apply_dynamo_config, apply_precision
 
         apply_precision(self.config.dtype)
+        apply_dynamo_config(self.config)
         self.limit = set_recompile_limit(self.request.recompile_limit)
         try:
             shapes = self._shapes()

@@ -276,6 +276,50 @@ def rule_fullgraph(facts: RunEvidence) -> Iterator[Suggestion]:
         return
 
 
+def _dynamo_flags(facts: RunEvidence) -> list[str]:
+    items = facts.config.get("dynamo_config")
+    return [str(i) for i in items] if isinstance(items, list) else []
+
+
+def dynamo_flag_delta(facts: RunEvidence, flag: str) -> dict[str, object] | None:
+    """The delta that sets ``torch._dynamo.config.<flag> = True``; None when the run already did."""
+    have = _dynamo_flags(facts)
+    if any(i.replace(" ", "").lower() == f"{flag}=true" for i in have):
+        return None
+    kept = [i for i in have if i.split("=", 1)[0].strip() != flag]
+    return {"dynamo_config": [*kept, f"{flag}=true"]}
+
+
+def rule_skipped(facts: RunEvidence) -> Iterator[Suggestion]:
+    """Dynamo gave up on a function (it ran eager) for want of a flag it names: set that flag."""
+    from ..core.config import DYNAMO_FLAGS
+
+    for v in _compiled(facts):
+        if v.why is None:
+            continue
+        graphs = v.why.compile.graphs if v.why.compile is not None else None
+        for b in v.why.frames_skipped:
+            flag = next((f for f in DYNAMO_FLAGS if f in b.reason), None)
+            delta = dynamo_flag_delta(facts, flag) if flag else None
+            if flag is None or delta is None:
+                continue
+            place = CodeChange(b.file, b.line).place
+            nothing = not graphs
+            yield Suggestion(
+                rule="dynamo-flag",
+                title=f"set torch._dynamo.config.{flag} = True: Dynamo gave up on "
+                + ("your model, so compile captured nothing" if nothing else "part of your model"),
+                evidence=("compile captured nothing: " if nothing else "")
+                + f"Dynamo skipped the function at {place or 'an unnamed line'}: "
+                + user_names(b.reason, v.name).splitlines()[0],
+                tier=TIER_GRAPH, effect=None,
+                effect_basis=f"{v.name}'s call: " + ("all of it ran eager" if nothing else "the skipped part ran eager"),
+                source_title=TROUBLESHOOTING[0], source_url=TROUBLESHOOTING[1],
+                variant=v.name, delta=delta,
+            )
+            break
+
+
 # -- tier 1: time per call ----------------------------------------------------------------------
 
 def rule_reduce_overhead(facts: RunEvidence) -> Iterator[Suggestion]:
@@ -452,6 +496,7 @@ def rule_cache(facts: RunEvidence) -> Iterator[Suggestion]:
 
 #: The table, in tie-breaking order. docs/advice.md describes each row.
 RULES = (
+    rule_skipped,
     rule_dynamic,
     rule_mark_dynamic,
     rule_python_value,

@@ -70,6 +70,12 @@ def lead(other: Evidence) -> str:
             f"compile did not run your model: the recompile limit was hit ({other.recompile_limit}); "
             "the timed calls ran eager"
         )
+    if other.frames_skipped > 0 and not other.graphs:
+        s = (
+            "compile captured nothing: Dynamo gave up on your model "
+            f"({other.skip_reason or 'no reason recorded'}) and the timed calls ran eager"
+        )
+        return s
     if other.graph_breaks > 0:
         n = other.graph_breaks
         s = f"compile did not run your model as one graph: {n} graph break{'' if n == 1 else 's'}"
