@@ -558,6 +558,11 @@ class RunSession:
                 hello_timer.cancel()
             if self.watch_warnings:
                 recorder.run.measurement["worker_watch"] = list(self.watch_warnings)
+            if worker is not None and worker.refused:
+                # events the worker sent that were not kept: the run says so (see launchers.event_checks)
+                recorder.run.measurement["worker_refused"] = {
+                    "events": worker.refused, "first": list(worker.refused_why),
+                }
             if self.standby is not None:
                 # never reached the point of using it (the run failed first)
                 self.standby.close()
@@ -596,6 +601,8 @@ class RunSession:
             for name, kept in dict(recorder.run.measurement.get("turns") or {}).items():
                 self._record_turns(recorder, name, kept)  # paints that came after its end
             self._note_load(recorder, "load_after")
+            if recorder.finished:
+                recorder.save()  # ended by the worker's done: what was noted since is kept too
             recorder.finish()
             cores.close()
         folder = recorder.folder

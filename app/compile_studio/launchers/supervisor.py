@@ -22,6 +22,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core import protocol
+from ..results.schema import MAX_NAME
+from .event_checks import Refused, check_event
+
+#: Refused events said as a warning each (the rest are counted in :attr:`WorkerProcess.refused`).
+SHOWN_REFUSALS = 5
 
 #: A command put in front of the worker (e.g. ``ssh gpu-node``), split as a shell would (shlex).
 WORKER_PREFIX_ENV = "COMPILE_STUDIO_WORKER_PREFIX"
@@ -224,6 +229,10 @@ class WorkerProcess:
         self.started_at = time.monotonic()
         #: whether the worker's hello came through :meth:`events`
         self.said_hello = False
+        #: events the worker sent that were not kept (see :mod:`.event_checks`): how many, and
+        #: why for the first few
+        self.refused = 0
+        self.refused_why: list[str] = []
         #: how this process ended when this app ended it: (signal, seconds after the start, how)
         self._ended_by_app: tuple[int, float, str] | None = None
         self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
@@ -288,9 +297,28 @@ class WorkerProcess:
                             message=f"the worker sent a malformed event: {shown}",
                         )
                 continue
+            try:
+                event = check_event(event)
+            except Refused as exc:
+                warning = self._refuse(event, str(exc))
+                if warning is not None:
+                    yield warning
+                continue
             if isinstance(event, protocol.HelloEvent):
                 self.said_hello = True
             yield event
+
+    def _refuse(self, event: protocol.Event, why: str) -> protocol.WarningEvent | None:
+        """Count a refused event and log why; a warning for the first few (None after)."""
+        self.refused += 1
+        message = f"Compile Studio refused a '{event.TYPE}' event from the worker: {why}"
+        self._log(f"[compile studio] {message}")
+        if len(self.refused_why) >= SHOWN_REFUSALS:
+            return None
+        self.refused_why.append(why)
+        variant = getattr(event, "variant", None)
+        named = isinstance(variant, str) and 0 < len(variant) <= MAX_NAME
+        return protocol.WarningEvent(message=message, variant=variant if named else None)
 
     def request_stop(self) -> None:
         """Ask politely (the ``stop`` line); returns at once."""
