@@ -19,9 +19,10 @@ from compile_studio.results import load_run
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 
 #: The stand-in: says hello (also to ``--hello``), reads the config, then writes the lines of the
-#: JSON list in $STANDIN_LINES; an item {"huge": N, "newline": false} is N bytes of garbage.
+#: JSON list in $STANDIN_LINES; an item {"huge": N, "newline": false} is N bytes of garbage (on stderr
+#: with "stderr": true), an item {"sleep": S} waits S seconds.
 STANDIN = textwrap.dedent("""
-    import json, os, sys
+    import json, os, sys, time
     out = sys.stdout.buffer
     hello = {"type": "hello", "protocol": %d, "environment": {"torch": "2.x", "devices": ["cpu"],
              "device": "cpu", "device_names": {"cpu": "stand-in"}}}
@@ -31,12 +32,16 @@ STANDIN = textwrap.dedent("""
     sys.stdin.readline()
     for item in json.load(open(os.environ["STANDIN_LINES"])):
         if isinstance(item, dict) and "huge" in item:
+            to = sys.stderr.buffer if item.get("stderr") else out
             chunk = b"x" * (1 << 20)
             for _ in range(item["huge"] // len(chunk)):
-                out.write(chunk)
+                to.write(chunk)
             if item.get("newline", True):
-                out.write(b"\\n")
-            out.flush()
+                to.write(b"\\n")
+            to.flush()
+            continue
+        if isinstance(item, dict) and "sleep" in item:
+            time.sleep(item["sleep"])
             continue
         out.write((item if isinstance(item, str) else json.dumps(item)).encode() + b"\\n")
         out.flush()
@@ -140,3 +145,45 @@ def test_every_field_of_every_event_type_with_bad_values_never_raises(tmp_path):
     assert not crashes, crashes[:3]
     run = load_run(outcome.folder)
     assert all(w >= 0 and math.isfinite(w) for v in run.variants.values() for w in v.samples.wall_ms)
+
+
+def _memory_cap(mib: int):
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+
+    return apply
+
+
+def test_a_300_mib_line_is_cut_and_the_worker_ended_within_a_memory_cap(tmp_path):
+    """With 400 MiB of address space the CLI cannot hold the line (it used to die of MemoryError)."""
+    p = run_cli(tmp_path, [{"huge": 300 << 20, "newline": False}, {"sleep": 60}],
+                preexec_fn=_memory_cap(400), timeout=100)
+    assert "MemoryError" not in p.stdout + p.stderr and "Traceback" not in p.stderr
+    assert "not the protocol" in p.stdout + p.stderr and "so Compile Studio stopped it" in p.stdout + p.stderr
+    (folder,) = (tmp_path / "runs").iterdir()
+    run = load_run(folder)
+    assert run.status == "failed"
+    cut = run.measurement["worker_output_cut"]
+    assert cut["protocol_lines"] == 1 and cut["protocol_bytes"] > 32 << 20
+
+
+def test_a_200_mib_log_line_reaches_the_terminal_cut(tmp_path):
+    lines = [{"huge": 200 << 20, "stderr": True}, *a_run([])]
+    p = run_cli(tmp_path, lines, preexec_fn=_memory_cap(400), timeout=200)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert len(p.stderr) + len(p.stdout) < 64 * 1024
+    (folder,) = (tmp_path / "runs").iterdir()
+    cut = load_run(folder).measurement["worker_output_cut"]
+    assert cut["log_lines"] == 1 and cut["log_bytes"] >= (200 << 20) - 4096
+
+
+def test_a_worker_that_keeps_sending_garbage_is_ended(tmp_path):
+    """Short lines that are no event, a malformed one, refused ones: past the limit the run ends."""
+    garbage = ["not json"] * 400 + ['{"type": "samples"}'] * 300 + [samples("eager", "measure", 0, [-1.0])] * 400
+    p = run_cli(tmp_path, [*garbage, {"sleep": 60}], timeout=50)
+    assert "Traceback" not in p.stderr
+    assert "so Compile Studio stopped it" in p.stdout + p.stderr
+    (folder,) = (tmp_path / "runs").iterdir()
+    assert load_run(folder).status == "failed"

@@ -573,10 +573,16 @@ class RunSession:
                 if self._stopper is not None:
                     self._stopper.join()
                 worker.stop()
+                cut = worker.output_cut()
+                if cut:
+                    # lines the worker sent past the caps: how many, and the bytes not read
+                    recorder.run.measurement["worker_output_cut"] = cut
                 self._cleanup_launcher()
                 lost = self.launcher.lost_connection(worker)
                 if not saw_done and not refused and not write_failed:
-                    if lost is not None and not silent.is_set():
+                    if worker.garbage_stop is not None:
+                        recorder.fail(worker.garbage_stop)  # said as a protocol error already
+                    elif lost is not None and not silent.is_set():
                         self._session_error(ErrorKind.CRASHED, lost)
                         recorder.stop(lost)
                         recorder.cut_short(lost)
