@@ -128,18 +128,22 @@ def add_trust_flag(parser: argparse.ArgumentParser) -> None:
 
 
 
-def code_agreed(config: BenchmarkConfig, source: str, args: argparse.Namespace, from_flags: bool = True) -> bool:
-    """Whether the code ``config`` names may run, ``source`` being the file it came from.
+def code_agreed(
+    configs: BenchmarkConfig | list[BenchmarkConfig], source: str, args: argparse.Namespace,
+    from_flags: bool = True,
+) -> bool:
+    """Whether the code ``configs`` (every configuration the job will run) name may run,
+    ``source`` being the file they came from.
 
     A field the user gave as a flag is theirs (not asked); with ``from_flags``
     False (a resumed folder) every named piece of code is asked about.
     """
-    from ..jobs.trust import agreed_in_terminal, code_from_file
+    from ..jobs.trust import agreed_in_terminal, code_of_configs
 
     given = set()
     if from_flags:
         given = {name for name in ("factory", "backend_modules") if getattr(args, name, None) is not None}
-    refs = code_from_file(config, given)
+    refs = code_of_configs(configs if isinstance(configs, list) else [configs], given)
     return agreed_in_terminal(refs, source, bool(getattr(args, "trust_code", False)))
 
 

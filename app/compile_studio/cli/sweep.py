@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from ..core.config import ConfigError, ConfigProblem, config_fields
 from ..core.protocol import SHAPE_MODES
 from ..jobs.shape_sweep_run import SHAPE_REPEATS
-from ..jobs.sweep import SweepRunner, new_sweep
+from ..jobs.sweep import SweepRunner, new_sweep, planned_configs, sweep_configs
 from ..jobs.sweep_spec import DERIVED_PARAMS, SweepSpec, value_text
 from ..results.formatting import (
     fmt_ms,
@@ -209,7 +209,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         for problem in folder.record.load_problems[:10]:
             sys.stderr.write(f"note: {problem}\n")
-        if not code_agreed(folder.record.config, f"the sweep {folder.path}", args, from_flags=False):
+        if not code_agreed(sweep_configs(folder.record), f"the sweep {folder.path}", args, from_flags=False):
             return EXIT_BAD_CONFIG
     else:
         if args.retry_failed:
@@ -225,7 +225,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             _print_problems(exc.problems)
             return EXIT_BAD_CONFIG
-        if args.config is not None and not code_agreed(config, f"--config {args.config}", args):
+        if args.config is not None and not code_agreed(
+            planned_configs(spec, config), f"--config {args.config}", args
+        ):
             return EXIT_BAD_CONFIG
         root = args.out or default_sweep_root()
         try:

@@ -517,10 +517,11 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Configuration loaded into the form", 5000)
         return True
 
-    def form_code_agreed(self, config: BenchmarkConfig) -> bool:
-        """Whether the code ``config`` (the form's) names may run: code still as a loaded
-        configuration had it is asked about (:class:`CodeTrustDialog`) unless agreed already."""
-        refs = code_from_loaded(config, self._loaded_code)
+    def form_code_agreed(self, config: BenchmarkConfig, more: list[BenchmarkConfig] | None = None) -> bool:
+        """Whether the code ``config`` (the form's) and ``more`` (the other configurations of its
+        job: a sweep's points) name may run: code still as a loaded configuration had it is asked
+        about (:class:`CodeTrustDialog`) unless agreed already."""
+        refs = code_from_loaded(config, self._loaded_code, more)
         return self.code_consent.agreed(refs, self._loaded_from)
 
     def _export_run_of_history(self, run: RunResult) -> None:

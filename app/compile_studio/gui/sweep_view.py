@@ -33,12 +33,13 @@ from PySide6.QtWidgets import (
 from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError, EnvironmentInfo
 from ..jobs.shape_sweep_run import ShapeSweepOutcome, new_shape_sweep
-from ..jobs.sweep import SweepOutcome, new_sweep, spec_of
+from ..jobs.sweep import SweepOutcome, new_sweep, planned_configs, sweep_configs
 from ..jobs.sweep_spec import (
     SweepSpec,
     describe_points,
     value_text,
 )
+from ..jobs.trust import code_of_configs
 from ..results import RunDamaged, RunResult, load_run
 from ..results.file_io import atomic_write_text
 from ..results.formatting import plural
@@ -56,7 +57,7 @@ from .plots.sweep_charts import SweepCharts
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
 from .sweep_dialogs import ShapeSweepDialog, SweepDialog
 from .sweep_thread import ShapeSweepThread, SweepThread
-from .trust_dialog import NOT_AGREED, CodeConsent, code_of_configs
+from .trust_dialog import NOT_AGREED, CodeConsent
 
 #: How often the progress bar follows a running sweep.
 PROGRESS_INTERVAL_MS = 250
@@ -98,8 +99,9 @@ class SweepView(QWidget):
         self.dock: QDockWidget | None = None
         #: asks before a sweep from a received folder runs the code it names (shared with the window)
         self.code_consent = CodeConsent(self)
-        #: whether the code a new sweep's base configuration names may run (the window's form rule)
-        self.agree_base: Callable[[BenchmarkConfig], bool] = lambda base: True
+        #: whether the code a new sweep's configurations name may run (the window's form rule):
+        #: called with the base and the other configurations the sweep will run (its points)
+        self.agree_base: Callable[..., bool] = lambda base, more=None: True
         #: the sweep folders started in this session: resuming one is not asked about
         self._own_folders: set[str] = set()
 
@@ -255,7 +257,7 @@ class SweepView(QWidget):
         if busy:
             self.message.emit(busy)
             return False
-        if not self.agree_base(base):
+        if not self.agree_base(base, planned_configs(spec, base)[1:]):
             self.message.emit(NOT_AGREED)
             return False
         try:
@@ -286,7 +288,7 @@ class SweepView(QWidget):
             self.message.emit("Nothing to resume: every point of this sweep has run")
             return False
         if os.path.abspath(folder.path) not in self._own_folders:
-            refs = code_of_configs(_configs_to_run(folder.record))
+            refs = code_of_configs(sweep_configs(folder.record))
             if not self.code_consent.agreed(refs, f"The sweep {folder.path}"):
                 self.message.emit(NOT_AGREED)
                 return False
@@ -558,19 +560,6 @@ class SweepView(QWidget):
             self.message.emit(str(exc))
             return False
         return True
-
-
-def _configs_to_run(record: SweepRecord) -> list[BenchmarkConfig]:
-    """The base configuration of a sweep and those of its points still to run."""
-    configs = [record.config]
-    spec = spec_of(record)
-    for point in record.points:
-        if point.missing:
-            try:
-                configs.append(spec.point_config(record.config, point.value))
-            except (ConfigError, TypeError, ValueError):
-                continue
-    return configs
 
 
 def shape_title(record: ShapeSweepRecord) -> str:

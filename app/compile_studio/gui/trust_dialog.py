@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..core.config import BenchmarkConfig
-from ..jobs.trust import CodeRef, code_from_file, describe, named_code
+from ..jobs.trust import CodeRef, code_of_configs, describe
 from ..results.run_result import plain_text
 
 #: What the window says when the user did not agree to run the code.
@@ -130,24 +130,16 @@ def code_fields(config: BenchmarkConfig) -> dict[str, Any]:
     return {"factory": config.factory.strip(), "backend_modules": [m.strip() for m in config.backend_modules]}
 
 
-def code_from_loaded(config: BenchmarkConfig, loaded: dict[str, Any] | None) -> list[CodeRef]:
-    """The code ``config`` names that is still as a loaded configuration had it (``loaded``:
-    its :func:`code_fields`; None: the configuration is the user's own)."""
+def code_from_loaded(
+    config: BenchmarkConfig, loaded: dict[str, Any] | None, more: list[BenchmarkConfig] | None = None
+) -> list[CodeRef]:
+    """The code ``config`` and ``more`` (the other configurations of its job: a sweep's points)
+    name that is still as a loaded configuration had it (``loaded``: its :func:`code_fields`;
+    None: the configuration is the user's own)."""
     if loaded is None:
         return []
     now = code_fields(config)
     edited = {name for name in CODE_FIELDS if now.get(name) != loaded.get(name)}
-    return code_from_file(config, edited)
+    return code_of_configs([config, *(more or [])], edited)
 
 
-def code_of_configs(configs: list[BenchmarkConfig]) -> list[CodeRef]:
-    """Every piece of code any of ``configs`` names, once (a sweep's base and its points)."""
-    refs: list[CodeRef] = []
-    seen_fields: set[tuple[Any, ...]] = set()
-    for config in configs:
-        key = (config.model, config.factory, config.model_path, tuple(config.backend_modules))
-        if key in seen_fields:
-            continue
-        seen_fields.add(key)
-        refs.extend(r for r in named_code(config) if r not in refs)
-    return refs

@@ -47,8 +47,8 @@ from PySide6.QtWidgets import (
 
 from ..core.config import ConfigError
 from ..jobs.sweep import SessionFactory
-from ..jobs.trial import TrialOutcome, new_trial, not_tried_reason, trial_config
-from ..jobs.trust import code_from_file
+from ..jobs.trial import TrialOutcome, new_trial, not_tried_reason, tried_configs
+from ..jobs.trust import code_of_configs
 from ..results import RunDamaged, RunResult
 from ..results.trial_record import (
     MIN_TRIAL_ROUNDS,
@@ -501,11 +501,11 @@ class WhyView(QWidget):
             self.try_note.setText(reason)
             return False
         try:
-            base, _ = trial_config(run, folder)
+            configs = tried_configs(run, folder, [(k, s)])
         except ConfigError as exc:
             self.try_note.setText("Cannot try it: " + "; ".join(str(p) for p in exc.problems))
             return False
-        refs = code_from_file(base)
+        refs = code_of_configs(configs)
         if not self.consent.agreed(refs, f"the run {folder.name}"):
             self.try_note.setText("Not tried: the code the run names was not agreed to.")
             return False

@@ -2,16 +2,19 @@
 
 A run folder, a sweep record or a ``--config`` file received from someone else
 may name Python code: a custom model's factory and the backend modules the
-worker imports first. Before a run whose configuration came from such a file
-(resume, "load its configuration" then Run, ``--config``) the front end shows
-:func:`named_code` and asks; a run built from the user's own form or flags is
-not asked. Nothing here imports or runs the code it names.
+worker imports first. Before a job whose configuration came from such a file
+(run, sweep, shape sweep, trial, resume, "load its configuration" then Run,
+``--config``) the front end asks about the code of **every configuration the
+job will run** — the sweep's points, the trial's tried configurations — found
+by one function, :func:`code_of_configs`; a job built from the user's own form
+or flags is not asked. Nothing here imports or runs the code it names.
 """
 
 from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -121,6 +124,26 @@ def code_from_file(config: BenchmarkConfig, given_by_user: set[str] | None = Non
         if field not in given:
             keep.append(ref)
     return keep
+
+
+def code_of_configs(
+    configs: Iterable[BenchmarkConfig], given_by_user: set[str] | None = None
+) -> list[CodeRef]:
+    """The code any of ``configs`` (every configuration a job will run) names, each piece once.
+
+    The one question every job asks: a sweep's points (a point may make the base's factory
+    the model, ``model=custom``), a trial's tried configurations, a run's one. Fields in
+    ``given_by_user`` (the user's own flags or form) are left out.
+    """
+    refs: list[CodeRef] = []
+    seen: set[tuple[object, ...]] = set()
+    for config in configs:
+        key = (config.model, config.factory, config.model_path, tuple(config.backend_modules))
+        if key in seen:
+            continue
+        seen.add(key)
+        refs.extend(r for r in code_from_file(config, given_by_user) if r not in refs)
+    return refs
 
 
 def agreed_in_terminal(
