@@ -88,3 +88,79 @@ def test_a_trial_whose_tried_configuration_names_a_factory_asks_first(tmp_path, 
     assert str(code.resolve()) in err and "--trust-code" in err
     assert not marker.exists()
     assert not (folder / "trials").exists() or not any((folder / "trials").iterdir())
+
+
+# -- 2: what was agreed is what runs -------------------------------------------------------
+
+class _AnswerAfterRewrite:
+    """A terminal whose user says yes, while someone rewrites the file between prompt and answer."""
+
+    def __init__(self, path: Path, text: str):
+        self.path, self.text = path, text
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self, limit: int = -1) -> str:
+        self.path.write_text(self.text)
+        return "y\n"
+
+
+def test_a_file_rewritten_between_the_prompt_and_the_run_is_a_new_question(tmp_path, monkeypatch, capsys):
+    code, marker = marker_code(tmp_path)
+    evil = tmp_path / "evil.ran"
+    config = tmp_path / "shared.json"
+    config.write_text(json.dumps({"config": {**received_base(code).to_dict(), "model": "custom"}}))
+    monkeypatch.setattr(sys, "stdin", _AnswerAfterRewrite(code, f"open({str(evil)!r}, 'w').write('x')\n"))
+    rc = cli.main(["run", "--config", str(config), "--out", str(tmp_path / "runs"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == cli.EXIT_BAD_CONFIG, err
+    assert "changed after it was shown" in err
+    assert not evil.exists() and not marker.exists()
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_the_agreed_bytes_run_though_the_file_changes_after_the_yes(tmp_path):
+    from compile_studio.jobs.session import RunSession
+    from compile_studio.jobs.trust import agree
+    from compile_studio.results import RunStore, load_run
+
+    code, marker = marker_code(tmp_path)
+    config = dataclasses_replace(received_base(code), model="custom")
+    refs = code_of_configs([config])
+    agreement = agree(refs)
+    evil = tmp_path / "evil.ran"
+    code.write_text(f"open({str(evil)!r}, 'w').write('x')\n" + code.read_text())  # after the yes
+    outcome = RunSession(agreement.apply(config), RunStore(tmp_path / "runs")).run()
+    assert outcome.status == "complete", outcome.run.message
+    assert marker.exists() and not evil.exists()
+    run = load_run(outcome.folder)
+    assert run.measurement["factory_sha256"] == refs[0].sha256
+    copy = Path(run.config.factory.rsplit(":", 1)[0])
+    assert copy.parent.name == f"sha256-{refs[0].sha256}"
+    assert (copy.parent.stat().st_mode & 0o077) == 0  # a private folder
+
+
+def test_an_agreed_copy_whose_bytes_changed_is_not_imported(tmp_path):
+    from compile_studio.jobs.session import RunSession
+    from compile_studio.jobs.trust import agree
+    from compile_studio.results import RunStore
+
+    code, marker = marker_code(tmp_path)
+    config = dataclasses_replace(received_base(code), model="custom")
+    agreement = agree(code_of_configs([config]))
+    copy = Path(agreement.copies[str(code.resolve())])
+    copy.chmod(0o600)
+    evil = tmp_path / "evil.ran"
+    copy.write_text(f"open({str(evil)!r}, 'w').write('x')\n")
+    outcome = RunSession(agreement.apply(config), RunStore(tmp_path / "runs")).run()
+    assert outcome.status == "failed"
+    assert "not the code agreed to" in (outcome.run.message + " ".join(outcome.stderr_tail)
+                                        + " ".join(str(v.error) for v in outcome.run.variants.values()))
+    assert not evil.exists() and not marker.exists()
+
+
+def dataclasses_replace(config: BenchmarkConfig, **changes) -> BenchmarkConfig:
+    import dataclasses
+
+    return dataclasses.replace(config, **changes)

@@ -190,6 +190,7 @@ def _progress(record: TrialRecord, r: int, role: str) -> None:
 
 
 def _try(args: argparse.Namespace, run: RunResult, folder: Path, suggestions: list[Suggestion], which: str) -> int:
+    from ..jobs.sweep import local_session
     from ..jobs.trial import TrialRunner, new_trial, tried_configs
 
     err = sys.stderr
@@ -207,7 +208,8 @@ def _try(args: argparse.Namespace, run: RunResult, folder: Path, suggestions: li
     except ConfigError as exc:
         print_problems(exc.problems, "Cannot try it")
         return EXIT_BAD
-    if not code_agreed(configs, f"the run {folder}", args, from_flags=False):
+    agreement = code_agreed(configs, f"the run {folder}", args, from_flags=False)
+    if agreement is None:
         return EXIT_BAD
     try:
         trial = new_trial(run, folder, chosen, rounds)
@@ -229,5 +231,6 @@ def _try(args: argparse.Namespace, run: RunResult, folder: Path, suggestions: li
     for s in record.suggestions:
         out.write(escape_controls(f"  {s.key} = {s.index}. {s.rule} ({s.delta_text()}): judged on {s.figure_text()}\n"))
     out.flush()
-    outcome = run_to_end(TrialRunner(trial, on_run=_progress), "the rounds measured")
+    runner = TrialRunner(trial, on_run=_progress, session_factory=agreement.sessions(local_session))
+    outcome = run_to_end(runner, "the rounds measured")
     return report_end(outcome, "comparison", lambda record, to: to.write("\n" + escape_controls(trial_table(record))))
