@@ -87,7 +87,11 @@ def test_run_after_loading_a_received_configuration_asks_and_no_runs_nothing(qtb
     with answering(yes=True) as shown:
         window.start_run()
     assert len(shown) == 1
-    assert [c.backend_modules for c in started] == [[str(module)]]
+    # the agreed bytes run: a private copy named by their hash
+    digest = hashlib.sha256(module.read_bytes()).hexdigest()
+    assert [[Path(m).parent.name, Path(m).name] for c in started for m in c.backend_modules] == [
+        [f"sha256-{digest}", module.name]
+    ]
     with answering(yes=False) as shown:  # agreed once: the same code is not asked again
         window.start_run()
     assert shown == [] and len(started) == 2
@@ -138,7 +142,7 @@ def test_resume_of_a_received_sweep_asks_and_no_starts_nothing(qtbot, tmp_path, 
     view = window.sweep_view
     ran: list[Path] = []
 
-    def fake_run(folder, concurrency):
+    def fake_run(folder, concurrency, agreement=None):
         view.folder = folder
         ran.append(folder.path)
         return True

@@ -269,8 +269,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print_problems(exc.problems)
         return EXIT_BAD_CONFIG
-    if args.config is not None and not code_agreed(config, f"--config {args.config}", args):
-        return EXIT_BAD_CONFIG
+    if args.config is not None:
+        agreement = code_agreed(config, f"--config {args.config}", args)
+        if agreement is None:
+            return EXIT_BAD_CONFIG
+        config = agreement.apply(config)  # the agreed copies run
     store = RunStore(args.out or default_run_store())
     progress: ProgressBar | None = None
 

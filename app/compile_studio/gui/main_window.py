@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from ..core.config import BenchmarkConfig, EnvironmentInfo
 from ..core.env_vars import int_from_env
 from ..core.protocol import HelloEvent, RunStatus
+from ..jobs.trust import Agreement
 from ..results import RunResult, RunStore, SummaryRow, summarize
 from ..results.turns_text import turns_line
 from .benchmark_thread import EnvironmentProbe
@@ -344,9 +345,11 @@ class MainWindow(QMainWindow):
         if problems:
             self.show_error("Cannot run: " + "; ".join(str(p) for p in problems))
             return
-        if not self.form_code_agreed(config):
-            self.statusBar().showMessage(NOT_AGREED, 15000)
-            self.log.note(NOT_AGREED)
+        agreement = self.form_code_agreed(config)
+        if agreement is None:
+            said = self.code_consent.problem or NOT_AGREED
+            self.statusBar().showMessage(said, 15000)
+            self.log.note(said)
             return
         self.settings.set_last_config(config)
         self.settings.sync()
@@ -356,7 +359,7 @@ class MainWindow(QMainWindow):
             self.show_error(f"Cannot run on {self.target_chooser.current_name()}: {exc.args[0]}")
             return
         try:
-            self.live.start(config, self.store, launcher=launcher)
+            self.live.start(agreement.apply(config), self.store, launcher=launcher)
         except OSError as exc:
             self.show_error(f"Cannot create the run folder in {self.store.root}: {exc}")
 
@@ -525,10 +528,14 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Configuration loaded into the form", 5000)
         return True
 
-    def form_code_agreed(self, config: BenchmarkConfig) -> bool:
-        """Whether the code ``config`` (the form's) names may run: code still as a loaded
-        configuration had it is asked about (:class:`CodeTrustDialog`) unless agreed already."""
-        refs = code_from_loaded(config, self._loaded_code)
+    def form_code_agreed(
+        self, config: BenchmarkConfig, more: list[BenchmarkConfig] | None = None
+    ) -> Agreement | None:
+        """The agreement to run the code ``config`` (the form's) and ``more`` (the other
+        configurations of its job: a sweep's points) name, None when not agreed: code still as
+        a loaded configuration had it is asked about (:class:`CodeTrustDialog`) unless agreed
+        already; the job runs the agreed copies."""
+        refs = code_from_loaded(config, self._loaded_code, more)
         return self.code_consent.agreed(refs, self._loaded_from)
 
     def _export_run_of_history(self, run: RunResult) -> None:

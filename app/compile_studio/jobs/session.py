@@ -504,6 +504,11 @@ class RunSession:
                 hello_timer.cancel()
             if self.watch_warnings:
                 recorder.run.measurement["worker_watch"] = list(self.watch_warnings)
+            if worker is not None and worker.refused:
+                # events the worker sent that were not kept: the run says so (see launchers.event_checks)
+                recorder.run.measurement["worker_refused"] = {
+                    "events": worker.refused, "first": list(worker.refused_why),
+                }
             if self.standby is not None:
                 # never reached the point of using it (the run failed first)
                 self.standby.close()
@@ -514,10 +519,16 @@ class RunSession:
                 if self._stopper is not None:
                     self._stopper.join()
                 worker.stop()
+                cut = worker.output_cut()
+                if cut:
+                    # lines the worker sent past the caps: how many, and the bytes not read
+                    recorder.run.measurement["worker_output_cut"] = cut
                 self._cleanup_launcher()
                 lost = self.launcher.lost_connection(worker)
                 if not saw_done and not refused and not write_failed:
-                    if lost is not None and not silent.is_set():
+                    if worker.garbage_stop is not None:
+                        recorder.fail(worker.garbage_stop)  # said as a protocol error already
+                    elif lost is not None and not silent.is_set():
                         self._session_error(ErrorKind.CRASHED, lost)
                         recorder.stop(lost)
                         recorder.cut_short(lost)
@@ -542,6 +553,8 @@ class RunSession:
             for name, kept in dict(recorder.run.measurement.get("turns") or {}).items():
                 self._record_turns(recorder, name, kept)  # paints that came after its end
             self._note_load(recorder, "load_after")
+            if recorder.finished:
+                recorder.save()  # ended by the worker's done: what was noted since is kept too
             recorder.finish()
             cores.close()
         folder = recorder.folder

@@ -357,7 +357,11 @@ def rule_batch(facts: RunEvidence) -> Iterator[Suggestion]:
     per_op = e.elements_per_op
     factor = 4
     if per_op:
-        factor = 2 ** math.ceil(math.log2(max(2.0, TINY_ELEMENTS["cpu"] / per_op)))
+        wanted = TINY_ELEMENTS["cpu"] / per_op
+        # a received figure may be any finite number: a ratio past the cap is the cap, not 2**inf
+        factor = (
+            2 ** math.ceil(math.log2(max(2.0, wanted))) if wanted < MAX_BATCH_FACTOR else MAX_BATCH_FACTOR
+        )
     factor = min(factor, MAX_BATCH_FACTOR)
     new = min(batch * factor, MAX_BATCH)
     delta: dict[str, object] = {}
@@ -519,7 +523,13 @@ def advise(facts: RunEvidence, rules: Sequence[Rule] | None = None) -> list[Sugg
     out: list[Suggestion] = []
     seen: set[tuple[str, str, str]] = set()
     for order, rule in enumerate(rules):
-        for s in rule(facts):
+        try:
+            made = list(rule(facts))
+        except (ArithmeticError, ValueError):
+            # a received figure out of any rule's range (1e308 operators per call): the rule's
+            # evidence does not hold, so it suggests nothing
+            continue
+        for s in made:
             key = (s.rule, s.delta_text(), s.code.place if s.code else "")
             if key in seen or not feasible(s, facts):
                 continue

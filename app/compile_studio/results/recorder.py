@@ -99,6 +99,10 @@ class RunRecorder:
         """run.json, with the summary as computed when a variant last ended (not computed again)."""
         self._write(RunWriter.write_run_json)
 
+    def save(self) -> None:
+        """Write run.json again: what the supervisor noted after the worker said ``done``."""
+        self._save()
+
     def _summarize(self) -> None:
         """A variant ended: the summary is computed now, once (rows of variants that did not
         change since are reused), and stored with every run.json written until the next."""

@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from .formatting import OUT_OF_RANGE, out_of_range
 from .summary import flop_rate_basis, fmt_flop_rate
 from .why_files import Recompile, VariantWhy, WhyReport
 from .why_rules import Evidence, _pct, evidence, fastest_majority, summary_row
@@ -24,11 +25,15 @@ from .why_rules import Evidence, _pct, evidence, fastest_majority, summary_row
 def _n(x: float | None) -> str:
     if x is None:
         return "?"
+    if out_of_range(x):
+        return OUT_OF_RANGE
     return f"{x:.0f}" if abs(x - round(x)) < 0.05 else f"{x:.1f}"
 
 
 def _si(x: float, unit: str) -> str:
     """``3.2 kFLOP``, ``512 elements``: a count with an SI prefix."""
+    if out_of_range(x):
+        return f"{unit}: {OUT_OF_RANGE}"
     for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(x) >= scale:
             return f"{x / scale:.1f} {prefix}{unit}" if unit.isupper() else f"{x / scale:.1f} {prefix} {unit}"

@@ -237,6 +237,8 @@ class Evidence:
 
 
 def _pct(x: float) -> str:
+    if not math.isfinite(x) or abs(x) > 1e6:
+        return "out of range"
     return f"{100.0 * x:.0f} %"
 
 
