@@ -222,6 +222,8 @@ class MainWindow(QMainWindow):
         live.note.connect(self.log.note)
         live.hello.connect(self._on_hello)
         live.finished.connect(self._on_finished_run)
+        # after the run's own handler: the answer is the saved run's, its "why" included
+        self.run_finished.connect(self._answer_of_finished_run)
 
     # -- settings --------------------------------------------------------------------
     def _restore_settings(self) -> None:
@@ -437,6 +439,12 @@ class MainWindow(QMainWindow):
         self._update_run_state()
         self.history.refresh()
         self.run_finished.emit(run)
+
+    def _answer_of_finished_run(self, run: RunResult) -> None:
+        """The table and the answer of the run that ended, as of the saved run (the "why" of its
+        diagnostics too), as they read when it is reopened from the history."""
+        if run is self.current_run and not self.is_running():
+            self._update_table()
 
     # -- status bar and repaints -----------------------------------------------------------------
     def _update_status(self) -> None:
