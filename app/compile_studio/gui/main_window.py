@@ -260,6 +260,7 @@ class MainWindow(QMainWindow):
 
     def _sweep_running_changed(self, running: bool) -> None:
         if running:
+            self.hide_error()  # an earlier failure's message is not this sweep's
             self.live.standby.end_if_starting()
         else:
             self.live.standby.schedule(AFTER_RUN_DELAY_MS)
