@@ -92,6 +92,10 @@ class ExportActions(QObject):
         self._show_error = show_error
         #: the last export's status bar message ("" before one)
         self.last_message = ""
+        #: a run's short name, distinct among the runs shown (the window's: see run_names)
+        self.name_of: Callable[[RunResult], str] = _run_name
+        #: the saved runs the plots show, in their order (a caption has a line for each)
+        self.runs_shown: Callable[[], list[RunResult]] = lambda: []
 
         def action(text: str, slot: Callable[[], object], shortcut: str | None = None) -> QAction:
             return window_action(window, text, slot, shortcut)
@@ -162,7 +166,7 @@ class ExportActions(QObject):
         return [name or key for key, name, _ in runs if key != own]
 
     def _run_words(self, run: RunResult) -> str:
-        return f"run {_run_name(run)} ({run.run_id})"
+        return f"run {self.name_of(run)} ({run.run_id})"
 
     # -- captions ---------------------------------------------------------------------------------
     def plot_caption_lines(self) -> list[str]:
@@ -175,17 +179,26 @@ class ExportActions(QObject):
                 f"{name or key} ({run_dash_name(style)})" for key, name, style in runs
             )
         elif run is not None:
-            title = f"{what} — {_run_name(run)}"
+            title = f"{what} — {self.name_of(run)}"
         else:
             title = what
-        if run is not None and run.config is not None:
-            device = run.environment.get("device") if isinstance(run.environment, dict) else None
-            config = config_line(run.config, str(device) if device else None, run)
+        shown = [r for r in self.runs_shown() if r.config is not None] if len(runs) > 1 else []
+        if len(shown) > 1:
+            # each run shown, by the name its legend entries carry
+            configs = [f"{self.name_of(r)}: {self._config_line_of(r)}" for r in shown]
+        elif run is not None and run.config is not None:
+            configs = [self._config_line_of(run)]
             if len(runs) > 1:
-                config = f"{_run_name(run)}: {config}"
+                configs = [f"{self.name_of(run)}: {configs[0]}"]
         else:
-            config = config_line(self._config())
-        return [title, config, marks]
+            configs = [config_line(self._config())]
+        return [title, *configs, marks]
+
+    @staticmethod
+    def _config_line_of(run: RunResult) -> str:
+        assert run.config is not None
+        device = run.environment.get("device") if isinstance(run.environment, dict) else None
+        return config_line(run.config, str(device) if device else None, run)
 
     # -- images -------------------------------------------------------------------------------------
     def save_screenshot_dialog(self) -> None:

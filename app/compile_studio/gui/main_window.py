@@ -60,7 +60,7 @@ from .window_menus import build_menus
 from .window_panes import BOTTOM_PANE_HEIGHT as BOTTOM_PANE_HEIGHT  # where it was first
 from .window_panes import HISTORY_WIDTH as HISTORY_WIDTH  # where it was first
 from .window_panes import bottom_tab_changed, build_panes, centre_state, fit_form_width, form_width
-from .window_views import rebuild_views, update_live_bars, update_table
+from .window_views import live_name, rebuild_views, update_live_bars, update_table
 
 #: Plot repaint interval: at most ~30 repaints a second, however fast samples come.
 REFRESH_INTERVAL_MS = 33
@@ -163,6 +163,8 @@ class MainWindow(QMainWindow):
         self.exports = ExportActions(
             self, self.plots, self.settings, self.config_panel.config, self._run_to_export, self.show_error
         )
+        self.exports.name_of = self.history.names.of
+        self.exports.runs_shown = self._runs_shown
         self._build_actions()
         self._connect_live()
         self._restore_settings()
@@ -396,7 +398,7 @@ class MainWindow(QMainWindow):
         self._plots_dirty = True
 
     def _on_live_gpu_state(self, rows: list[dict]) -> None:
-        self.plots.append_gpu_state(self.live.run_key, self.live.name, rows)
+        self.plots.append_gpu_state(self.live.run_key, live_name(self), rows)
         self._plots_dirty = True
 
     def _on_variant_failed(self, variant: str) -> None:
@@ -443,9 +445,13 @@ class MainWindow(QMainWindow):
 
     def _answer_of_finished_run(self, run: RunResult) -> None:
         """The table and the answer of the run that ended, as of the saved run (the "why" of its
-        diagnostics too), as they read when it is reopened from the history."""
+        diagnostics too), as they read when it is reopened from the history; beside ticked runs,
+        the plots too (the run is named as the history names it now)."""
         if run is self.current_run and not self.is_running():
-            self._update_table()
+            if self._overlay_runs():
+                self._rebuild_views()
+            else:
+                self._update_table()
 
     # -- status bar and repaints -----------------------------------------------------------------
     def _update_status(self) -> None:
@@ -483,6 +489,13 @@ class MainWindow(QMainWindow):
             shown.add(self.run_keys.of(self.current_run))
         return [r for r in self.history.checked_runs() if self.run_keys.of(r) not in shown]
 
+    def _runs_shown(self) -> list[RunResult]:
+        """The saved runs the plots show, in their order: the ticked ones, then the one shown."""
+        shown = self._overlay_runs()
+        if self.current_run is not None and not self.is_running():
+            shown.append(self.current_run)
+        return shown
+
     def show_run(self, run: RunResult, alone: bool = False) -> bool:
         """Show a saved ``run`` in the plots and the table (``alone``: without overlays).
 
@@ -497,7 +510,7 @@ class MainWindow(QMainWindow):
             self.history.uncheck_all()
         self.current_run = run
         self._rebuild_views()
-        shown = f"Showing {run_display_name(run)} ({run.run_id})"
+        shown = f"Showing {self.history.names.of(run)} ({run.run_id})"
         if run.load_problems:
             read = "; ".join(run.load_problems)
             self.log.append_line(f"{run.run_id} was read with problems: {read}")
