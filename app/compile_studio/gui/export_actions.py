@@ -371,18 +371,36 @@ class ExportActions(QObject):
         return list(written)
 
     def export_report_dialog(self) -> None:
-        """File → Export report (Markdown)…: ask for a folder, then :meth:`export_report_to`."""
+        """File → Export report (Markdown)…: ask for the report's file name, as every export
+        does, then :meth:`export_report_file` (its figure goes beside it, named alike)."""
         target = self._run_to_export()
-        title = f"Export the report of {self._run_words(target)} to folder" if target else "Export report to folder"
-        if target is not None and self._other_runs_shown(target):
+        if target is None:
+            self._show_error(NOTHING_TO_EXPORT)
+            return
+        title = f"Export the report of {self._run_words(target)}"
+        if self._other_runs_shown(target):
             title += " (only this run; the other runs ticked are not in it)"
-        folder = self._ask_export_folder(title)
-        if folder is not None:
-            self.export_report_to(folder)
+        from ..results.export import safe_file_stem
 
-    def export_report_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
-        """Write ``<run id>_report.md`` and beside it ``<run id>_report.png``, the figure of that
-        run alone (:meth:`report_figure`) at the PNG scale chosen.
+        stem = safe_file_stem(f"{target.run_id}_report") if target.run_id else self._default_name("_report")
+        path, _ = QFileDialog.getSaveFileName(
+            self._window, title, str(Path(self._export_folder()) / f"{stem}.md"), "Markdown (*.md)"
+        )
+        if path:
+            self.export_report_file(Path(path))
+
+    def export_report_file(self, path: Path, run: RunResult | None = None) -> list[Path]:
+        """Write the Markdown report of the run shown to ``path`` (``.md`` added when missing)
+        and its figure beside it (the same name, ``.png``). Returns the files written."""
+        path = Path(path)
+        stem = path.name[: -len(".md")] if path.name.lower().endswith(".md") else path.name
+        return self.export_report_to(path.parent, run, name=stem, name_given=True)
+
+    def export_report_to(
+        self, folder: Path, run: RunResult | None = None, name: str = "", name_given: bool = False
+    ) -> list[Path]:
+        """Write ``<name>.md`` (default ``<run id>_report``) and beside it ``<name>.png``, the
+        figure of that run alone (:meth:`report_figure`) at the PNG scale chosen.
 
         Returns the files written; on failure nothing is written and the user is told why.
         """
@@ -394,7 +412,9 @@ class ExportActions(QObject):
             from ..results.export import export_markdown
 
             png = self.report_figure_png(run)
-            written = export_markdown(run, folder, png, name=f"{run.run_id}_report")
+            written = export_markdown(
+                run, folder, png, name=name or f"{run.run_id}_report", name_given=name_given and bool(name)
+            )
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
             self._show_error(f"Cannot export the report to {folder}: {exc}")
             return []
