@@ -232,7 +232,7 @@ def test_svg_export_has_no_embedded_image_and_carries_the_caption(qtbot, window,
     root = ET.parse(out).getroot()
     assert list(root.iter(f"{SVG}image")) == []  # no pixmap background, only vector shapes
     texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
-    for words in ("Latency per call", "MLP 32,32,8", "batch 4", "dashed = median"):
+    for words in ("Latency per call", "MLP 32,32,8", "batch 4", "wide pale line = median"):
         assert words in texts, words
     # the caption is the export's only: the plot on screen has no title afterwards
     assert not window.plots.latency_plot.getPlotItem().titleLabel.isVisible()
@@ -248,7 +248,7 @@ def test_png_caption_keeps_the_size_and_marks_the_top(qtbot, tmp_path):
     top = [captioned.pixelColor(x, y).lightness() for x in range(captioned.width()) for y in range(0, 20)]
     assert min(top) < 150  # dark caption text at the top
     # a long caption wraps in the title row: the plot and its legend stay inside the image
-    long_caption = caption_html(["Title", "configuration " * 30, "dashed = median"])
+    long_caption = caption_html(["Title", "configuration " * 30, "wide pale line = median"])
     item = plot.getPlotItem()
     with _captioned(plot, long_caption):
         assert item.titleLabel.isVisible() and item.titleLabel.height() > 40

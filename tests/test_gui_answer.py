@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import shutil
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,9 @@ def test_verdict_sentence_of_every_compiled_variant_is_seen_without_scrolling(
         assert "×" in line and "[" in line and "–" in line  # the interval
         assert " — why: " in line  # and the why
         assert label.textInteractionFlags() & Qt.TextInteractionFlag.TextSelectableByMouse
-        assert label.wordWrap()
+        # one line each: whole, or cut with "…" and whole in its tooltip and in Full text
+        assert label.sentence == line
+        assert not label.elided or escape(line) in label.toolTip()
     assert (window.width(), window.height()) == size  # the sentences do not make the window taller
     # the table keeps the details, the plots their room
     assert window.table_model.rowCount() == 3
@@ -99,11 +102,12 @@ def test_verdict_sentence_of_every_compiled_variant_is_seen_without_scrolling(
     assert window.grab().save(str(shot))
 
 
-def test_verdict_sentences_follow_the_table_and_are_gone_without_a_run(qtbot, saved_run_folder):
+def test_verdict_sentences_follow_the_table_and_a_note_says_there_is_none_without_a_run(qtbot, saved_run_folder):
     window = _window_with_run(qtbot, saved_run_folder, (1280, 760))
     qtbot.waitUntil(lambda: len(window.verdict_lines.texts()) == 2, timeout=5000)
     window.table_model.clear()
-    assert window.verdict_lines.texts() == [] and window.verdict_lines.isHidden()
+    assert window.verdict_lines.texts() == [] and window.verdict_lines.empty_note.isVisible()
+    assert window.verdict_lines.label_for("aot_eager") is None
 
 
 def test_sentences_name_their_run_when_several_are_shown_and_never_render_markup(qtbot):

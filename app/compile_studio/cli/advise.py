@@ -35,6 +35,7 @@ from ..results.advice_rules import advise
 from ..results.locations import default_run_store
 from ..results.summary_cache import summary_of
 from ..results.terminal import escape_controls
+from ..results.trial_judge import fmt_figure
 from ..results.trial_record import (
     COMPLETE,
     MAX_TRIAL_ROUNDS,
@@ -171,21 +172,29 @@ def _label(record: TrialRecord, role: str) -> str:
 
 
 def _progress(record: TrialRecord, r: int, role: str) -> None:
-    """One line per run as it starts and ends, and each round's ratio as it comes (stderr)."""
+    """One line per run as it starts and ends, and each round's ratio once it is the one the
+    final table holds (stderr): B's run gives its figure, A's run after it the round's ratio."""
     run = next((x for x in record.runs if x.round == r and x.role == role), None)
     if run is None:
         return
     where = f"round {r}/{record.rounds} · {_label(record, role)}"
+    lines = []
     if run.status == RUNNING:
         text = f"{where}: running…"
     else:
         text = f"{where}: {run.status}" + (f": {run.message}" if run.message and run.status != COMPLETE else "")
         s = record.suggestion(role)
-        if s is not None:
-            rf = next((x for x in s.rounds if x.round == r), None)
-            if rf is not None:
-                text += f" · {s.figure_text()}: {round_figures(rf)}"
-    sys.stderr.write(escape_controls(text) + "\n")
+        rf = next((x for x in s.rounds if x.round == r), None) if s is not None else None
+        if s is not None and rf is not None and rf.b is not None:
+            # the ratio waits for A's run after B: A is the mean of the two that bracket B
+            text += f" · {s.figure_text()}: B {fmt_figure(rf.b)} ms (the ratio follows A's run again)"
+        elif role == ROLE_A_END:
+            for s in record.suggestions:
+                rf = next((x for x in s.rounds if x.round == r), None)
+                if rf is not None and rf.ratio is not None:
+                    lines.append(f"round {r}/{record.rounds} · {s.index}. {s.rule} · {s.figure_text()}: {round_figures(rf)}")
+    for line in [text, *lines]:
+        sys.stderr.write(escape_controls(line) + "\n")
     sys.stderr.flush()
 
 

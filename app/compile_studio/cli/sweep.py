@@ -27,11 +27,13 @@ from ..jobs.sweep_spec import DERIVED_PARAMS, SweepSpec, value_text
 from ..jobs.trust import Agreement
 from ..results.formatting import (
     fmt_ms,
+    plural,
 )
 from ..results.shape_record import ShapeSweepRecord
 from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
 from ..results.sweep_record import FAILED, SWEEP_JSON, SweepDamaged, SweepRecord
 from ..results.sweep_store import ShapeSweepFolder, SweepFolder
+from ..results.terminal import escape_controls
 from .common import (
     EXIT_BAD_CONFIG,
     EXIT_FAILED,
@@ -44,8 +46,10 @@ from .job_end import report_end, run_to_end
 from .sweep_show import (
     cmd_compare_any,
     default_sweep_root,
+    latest_sweep,
     print_shape_sweep,
     print_sweep,
+    resume_hint,
     speedup_text,
     sweep_path,
 )
@@ -81,7 +85,10 @@ def register(sub: Any) -> None:
     p.add_argument("--param", metavar="PARAM", help="the parameter to sweep (see below)")
     p.add_argument("--values", metavar="A,B,…", help="the values, in the order they run")
     p.add_argument("--range", dest="range_text", metavar="START:STOP:xF|+S", help="a range of whole numbers")
-    p.add_argument("--resume", type=Path, metavar="SWEEP", help="run the missing points of this sweep folder")
+    p.add_argument(
+        "--resume", type=Path, metavar="SWEEP",
+        help="run the missing points of this sweep: its folder, its name, or latest (latest~1, …)",
+    )
     p.add_argument("--retry-failed", action="store_true", help="with --resume: run failed points again too")
     p.add_argument(
         "--concurrency", type=int, default=None, metavar="N",
@@ -200,11 +207,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 [ConfigProblem(", ".join(given), "--resume runs the sweep as it was made; leave these out")]
             )
             return EXIT_BAD_CONFIG
-        if sweep_path(str(args.resume)) is None:
-            sys.stderr.write(f"error: {args.resume}: not a sweep folder (it has no {SWEEP_JSON})\n")
+        latest = latest_sweep(str(args.resume))
+        if isinstance(latest, str):
+            sys.stderr.write(f"error: --resume {latest}\n")
+            return EXIT_BAD_CONFIG
+        resume = latest or sweep_path(str(args.resume))
+        if resume is None:
+            sys.stderr.write(
+                f"error: {args.resume}: not a sweep folder (it has no {SWEEP_JSON}); "
+                "give a sweep folder, its name, or latest (latest~1, …)\n"
+            )
             return EXIT_BAD_CONFIG
         try:
-            folder = SweepFolder.open(sweep_path(str(args.resume)) or args.resume)
+            folder = SweepFolder.open(resume)
         except SweepDamaged as exc:
             sys.stderr.write(f"error: {args.resume}: {exc}\n")
             return EXIT_FAILED
@@ -254,16 +269,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     elif runner.concurrency < runner.asked_concurrency:
         printer.message(
-            f"note: {runner.concurrency} points at a time (this machine's cores), not {runner.asked_concurrency}"
+            f"note: {plural(runner.concurrency, 'point')} at a time (this machine's cores), not {runner.asked_concurrency}"
         )
     if args.resume is not None:
         todo = runner.to_run()
         if not todo:
             printer.message("nothing to resume: every point has run")
         else:
-            printer.message(f"resuming: {len(todo)} of {len(folder.record.points)} points to run")
+            printer.message(f"resuming: {len(todo)} of {plural(len(folder.record.points), 'point')} to run")
 
-    return report_end(run_to_end(runner, "the points done"), "sweep", print_sweep)
+    outcome = run_to_end(runner, "the points done")
+    code = report_end(outcome, "sweep", print_sweep)
+    hint = resume_hint(outcome.record, outcome.folder)
+    if hint and getattr(outcome, "refused", None) is None:
+        sys.stdout.write(escape_controls(hint) + "\n")
+    return code
 
 
 # -- shape sweeps ----------------------------------------------------------------------------

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -156,7 +158,48 @@ def show_sweep(ref: str) -> int:
         sys.stderr.write(f"error: {ref}: {exc}\n")
         return EXIT_FAILED
     print_sweep(record, sys.stdout)
+    hint = resume_hint(record, sweep_folder_of_path(path))
+    if hint:
+        sys.stdout.write(hint + "\n")
     return EXIT_OK
+
+
+def sweep_folder_of_path(path: Path) -> Path:
+    """The sweep folder of ``path`` (the folder, or the folder of its sweep.json)."""
+    from ..results.sweep_load import sweep_folder_of
+
+    return sweep_folder_of(path)
+
+
+def resume_hint(record: SweepRecord, folder: Path) -> str:
+    """The command that runs a sweep's missing points ("" when none is missing, or it runs)."""
+    missing = [p for p in record.points if p.missing]
+    if not missing or record.status == "running":
+        return ""
+    return (
+        f"to run the {plural(len(missing), 'missing point')}: "
+        f"compile-studio-cli sweep --resume {shlex.quote(str(folder))}"
+    )
+
+
+def latest_sweep(ref: str) -> Path | str | None:
+    """The sweep folder ``latest`` / ``latest~N`` names: the newest sweep in the default sweeps
+    folder, the one before it, …; a sentence when there is none such; None when ``ref`` is
+    neither (nor an existing path)."""
+    from ..results.sweep_load import is_sweep_folder
+
+    found = re.fullmatch(r"latest(?:~(\d+))?", ref)
+    if found is None or Path(ref).exists():
+        return None
+    root = default_sweep_root()
+    try:
+        folders = sorted((p for p in root.iterdir() if p.is_dir() and is_sweep_folder(p)), reverse=True)
+    except OSError:
+        folders = []
+    k = int(found.group(1) or 0)
+    if k >= len(folders):
+        return f"no sweep {ref} in {root} ({plural(len(folders), 'sweep')} there)"
+    return folders[k]
 
 
 # -- compare ---------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from ..core.config import (
     FieldSpec,
     config_fields,
 )
+from .factory_fields import FactoryBatch
 from .field_editors import CUDA_ONLY_VARIANTS as CUDA_ONLY_VARIANTS  # where it was first
 from .field_editors import FALLBACK_VARIANTS as FALLBACK_VARIANTS  # where it was first
 from .field_editors import VARIANT_HELP as VARIANT_HELP  # where it was first
@@ -159,6 +160,10 @@ class ConfigPanel(QWidget):
             outer.addWidget(self.model_group)
             outer.addWidget(self.run_group)
         outer.addStretch(1)
+        #: the Batch field while a custom model's factory decides the batch (None: no such fields)
+        self.factory_batch: FactoryBatch | None = None
+        if grouped and "batch_size" in self._editors:
+            self.factory_batch = FactoryBatch(self._editors["batch_size"].widget, self._rows["batch_size"][1])
 
         self.preset_combo.currentIndexChanged.connect(self._preset_chosen)
         self.set_config(config_cls())
@@ -199,7 +204,9 @@ class ConfigPanel(QWidget):
             return
         preset = self.presets[index - 1]
         current = self.config().to_dict()
-        current.update({k: v for k, v in preset["config"].items() if k in current})
+        current.update({k: v for k, v in self._preset_values(preset).items() if k in current})
+        if current.get(MODEL_FIELD) != "custom" and current.get("dtype") == AS_GIVEN:
+            current["dtype"] = self._config_cls().dtype  # as given is a custom model's
         try:
             config = self._config_cls.from_dict(current)
         except ValueError:
@@ -211,6 +218,7 @@ class ConfigPanel(QWidget):
             return
         self._follow_model_kind()
         self._show_fields_of_kind()
+        self.refresh_factory_fields()
         self._sync_preset()
         self._revalidate()
         self.changed.emit()
@@ -232,6 +240,24 @@ class ConfigPanel(QWidget):
                 dtype.set(self._config_cls().dtype)
         finally:
             self._updating = False
+
+    def refresh_factory_fields(self) -> None:
+        """Show the fields a custom model's factory decides as its values, read-only (see
+        :mod:`factory_fields`); give them back to the form otherwise."""
+        if self.factory_batch is None:
+            return
+        updating, self._updating = self._updating, True
+        try:
+            self.factory_batch.update(self.config())
+        finally:
+            self._updating = updating
+
+    def _preset_values(self, preset: dict[str, Any]) -> dict[str, Any]:
+        """A preset's fields; one that names no model kind is of the default kind (its sizes are)."""
+        values = dict(preset["config"])
+        if MODEL_FIELD in self._editors:
+            values.setdefault(MODEL_FIELD, getattr(self._config_cls(), MODEL_FIELD))
+        return values
 
     def _show_fields_of_kind(self) -> None:
         """Show the model-specific fields of the kind chosen; hide (not clear) the others."""
@@ -260,7 +286,7 @@ class ConfigPanel(QWidget):
         current = self.config().to_dict()
         index = 0
         for i, preset in enumerate(self.presets, start=1):
-            if all(current.get(k) == v for k, v in preset["config"].items()):
+            if all(current.get(k) == v for k, v in self._preset_values(preset).items()):
                 index = i
                 break
         blocked = self.preset_combo.blockSignals(True)
@@ -309,18 +335,24 @@ class ConfigPanel(QWidget):
 
     def config(self) -> BenchmarkConfig:
         """The configuration the form shows now (may have problems)."""
-        return self._config_cls(**{name: e.get() for name, e in self._editors.items()})
+        values = {name: e.get() for name, e in self._editors.items()}
+        if self.factory_batch is not None and self.factory_batch.kept is not None:
+            values["batch_size"] = self.factory_batch.kept  # the field shows the factory's
+        return self._config_cls(**values)
 
     def set_config(self, config: BenchmarkConfig) -> None:
         """Show ``config`` in the form (values the form cannot offer are added as choices)."""
         self._updating = True
         try:
+            if self.factory_batch is not None:
+                self.factory_batch.forget()
             for name, editor in self._editors.items():
                 editor.set(getattr(config, name))
         finally:
             self._updating = False
         self._model_kind = getattr(config, "model", None)
         self._show_fields_of_kind()
+        self.refresh_factory_fields()
         self._sync_preset()
         self._revalidate()
         self.changed.emit()

@@ -292,12 +292,81 @@ def save_plot_svg(
         raise ExportError("cannot start the SVG renderer")
     try:
         painter.fillRect(QRectF(0, 0, size.width(), size.height()), QColor(Qt.GlobalColor.white))
-        with _captioned(plot_widget, caption):
+        with _captioned(plot_widget, caption), _curves_clipped_to_views(plot_widget):
             _paint_widget(plot_widget, painter, size, QColor(255, 255, 255))
     finally:
         painter.end()
         buf.close()
     return _write(path, bytes(data.data()))
+
+
+def clip_polyline(
+    x: np.ndarray, y: np.ndarray, left: float, top: float, right: float, bottom: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of the polyline (``x``, ``y``) inside the rectangle, cut where they cross its
+    edges, pieces apart separated by NaN (Liang–Barsky per segment)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if len(x) < 2:
+        inside = (x >= left) & (x <= right) & (y >= top) & (y <= bottom)
+        return x[inside], y[inside]
+    x0, y0, x1, y1 = x[:-1], y[:-1], x[1:], y[1:]
+    dx, dy = x1 - x0, y1 - y0
+    t0 = np.zeros(len(dx))
+    t1 = np.ones(len(dx))
+    visible = np.isfinite(x0) & np.isfinite(y0) & np.isfinite(x1) & np.isfinite(y1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for p, q in ((-dx, x0 - left), (dx, right - x0), (-dy, y0 - top), (dy, bottom - y0)):
+            r = q / p
+            parallel = p == 0
+            visible &= ~(parallel & (q < 0))
+            t0 = np.where((p < 0) & ~parallel, np.maximum(t0, r), t0)
+            t1 = np.where((p > 0) & ~parallel, np.minimum(t1, r), t1)
+    visible &= t0 <= t1
+    xs: list[float] = []
+    ys: list[float] = []
+    joined = False  # the last point written is where the next segment starts
+    for i in np.flatnonzero(visible):
+        if not (joined and t0[i] == 0.0 and xs and i > 0 and visible[i - 1] and t1[i - 1] == 1.0):
+            if xs:
+                xs.append(np.nan)
+                ys.append(np.nan)
+            xs.append(float(x0[i] + t0[i] * dx[i]))
+            ys.append(float(y0[i] + t0[i] * dy[i]))
+        xs.append(float(x0[i] + t1[i] * dx[i]))
+        ys.append(float(y0[i] + t1[i] * dy[i]))
+        joined = t1[i] == 1.0
+    return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+
+
+@contextmanager
+def _curves_clipped_to_views(widget: QWidget) -> Iterator[None]:
+    """Curves cut to their plot's view while an SVG is drawn: an SVG has no clipping of its
+    own from Qt, so a spike beyond the range shown would run through the title (or, in Qt's
+    own viewer, the whole curve be left out as too large). Put back as they were after."""
+    views = list(widget.findChildren(pg.GraphicsView))
+    if isinstance(widget, pg.GraphicsView):
+        views.append(widget)
+    saved = []
+    for view in views:
+        for item in view.scene().items():
+            if not isinstance(item, pg.PlotCurveItem) or not item.isVisible():
+                continue
+            if item.opts.get("stepMode") or item.opts.get("fillLevel") is not None:
+                continue  # histograms: drawn from their own edges, inside the range
+            box = item.getViewBox()
+            x, y = item.xData, item.yData
+            if box is None or x is None or y is None or len(x) != len(y):
+                continue
+            rect = box.viewRect()
+            cx, cy = clip_polyline(x, y, rect.left(), rect.top(), rect.right(), rect.bottom())
+            saved.append((item, x, y, item.opts.get("connect", "all"), item.opts.get("skipFiniteCheck", False)))
+            item.setData(x=cx, y=cy, connect="finite", skipFiniteCheck=False)
+    try:
+        yield
+    finally:
+        for item, x, y, connect, skip in saved:
+            item.setData(x=x, y=y, connect=connect, skipFiniteCheck=skip)
 
 
 def copy_widget_to_clipboard(widget: QWidget) -> None:

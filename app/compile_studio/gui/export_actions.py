@@ -92,6 +92,10 @@ class ExportActions(QObject):
         self._show_error = show_error
         #: the last export's status bar message ("" before one)
         self.last_message = ""
+        #: a run's short name, distinct among the runs shown (the window's: see run_names)
+        self.name_of: Callable[[RunResult], str] = _run_name
+        #: the saved runs the plots show, in their order (a caption has a line for each)
+        self.runs_shown: Callable[[], list[RunResult]] = lambda: []
 
         def action(text: str, slot: Callable[[], object], shortcut: str | None = None) -> QAction:
             return window_action(window, text, slot, shortcut)
@@ -162,7 +166,7 @@ class ExportActions(QObject):
         return [name or key for key, name, _ in runs if key != own]
 
     def _run_words(self, run: RunResult) -> str:
-        return f"run {_run_name(run)} ({run.run_id})"
+        return f"run {self.name_of(run)} ({run.run_id})"
 
     # -- captions ---------------------------------------------------------------------------------
     def plot_caption_lines(self) -> list[str]:
@@ -175,17 +179,26 @@ class ExportActions(QObject):
                 f"{name or key} ({run_dash_name(style)})" for key, name, style in runs
             )
         elif run is not None:
-            title = f"{what} — {_run_name(run)}"
+            title = f"{what} — {self.name_of(run)}"
         else:
             title = what
-        if run is not None and run.config is not None:
-            device = run.environment.get("device") if isinstance(run.environment, dict) else None
-            config = config_line(run.config, str(device) if device else None, run)
+        shown = [r for r in self.runs_shown() if r.config is not None] if len(runs) > 1 else []
+        if len(shown) > 1:
+            # each run shown, by the name its legend entries carry
+            configs = [f"{self.name_of(r)}: {self._config_line_of(r)}" for r in shown]
+        elif run is not None and run.config is not None:
+            configs = [self._config_line_of(run)]
             if len(runs) > 1:
-                config = f"{_run_name(run)}: {config}"
+                configs = [f"{self.name_of(run)}: {configs[0]}"]
         else:
-            config = config_line(self._config())
-        return [title, config, marks]
+            configs = [config_line(self._config())]
+        return [title, *configs, marks]
+
+    @staticmethod
+    def _config_line_of(run: RunResult) -> str:
+        assert run.config is not None
+        device = run.environment.get("device") if isinstance(run.environment, dict) else None
+        return config_line(run.config, str(device) if device else None, run)
 
     # -- images -------------------------------------------------------------------------------------
     def save_screenshot_dialog(self) -> None:
@@ -358,18 +371,36 @@ class ExportActions(QObject):
         return list(written)
 
     def export_report_dialog(self) -> None:
-        """File → Export report (Markdown)…: ask for a folder, then :meth:`export_report_to`."""
+        """File → Export report (Markdown)…: ask for the report's file name, as every export
+        does, then :meth:`export_report_file` (its figure goes beside it, named alike)."""
         target = self._run_to_export()
-        title = f"Export the report of {self._run_words(target)} to folder" if target else "Export report to folder"
-        if target is not None and self._other_runs_shown(target):
+        if target is None:
+            self._show_error(NOTHING_TO_EXPORT)
+            return
+        title = f"Export the report of {self._run_words(target)}"
+        if self._other_runs_shown(target):
             title += " (only this run; the other runs ticked are not in it)"
-        folder = self._ask_export_folder(title)
-        if folder is not None:
-            self.export_report_to(folder)
+        from ..results.export import safe_file_stem
 
-    def export_report_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
-        """Write ``<run id>_report.md`` and beside it ``<run id>_report.png``, the figure of that
-        run alone (:meth:`report_figure`) at the PNG scale chosen.
+        stem = safe_file_stem(f"{target.run_id}_report") if target.run_id else self._default_name("_report")
+        path, _ = QFileDialog.getSaveFileName(
+            self._window, title, str(Path(self._export_folder()) / f"{stem}.md"), "Markdown (*.md)"
+        )
+        if path:
+            self.export_report_file(Path(path))
+
+    def export_report_file(self, path: Path, run: RunResult | None = None) -> list[Path]:
+        """Write the Markdown report of the run shown to ``path`` (``.md`` added when missing)
+        and its figure beside it (the same name, ``.png``). Returns the files written."""
+        path = Path(path)
+        stem = path.name[: -len(".md")] if path.name.lower().endswith(".md") else path.name
+        return self.export_report_to(path.parent, run, name=stem, name_given=True)
+
+    def export_report_to(
+        self, folder: Path, run: RunResult | None = None, name: str = "", name_given: bool = False
+    ) -> list[Path]:
+        """Write ``<name>.md`` (default ``<run id>_report``) and beside it ``<name>.png``, the
+        figure of that run alone (:meth:`report_figure`) at the PNG scale chosen.
 
         Returns the files written; on failure nothing is written and the user is told why.
         """
@@ -381,7 +412,9 @@ class ExportActions(QObject):
             from ..results.export import export_markdown
 
             png = self.report_figure_png(run)
-            written = export_markdown(run, folder, png, name=f"{run.run_id}_report")
+            written = export_markdown(
+                run, folder, png, name=name or f"{run.run_id}_report", name_given=name_given and bool(name)
+            )
         except Exception as exc:  # noqa: BLE001 - shown to the user, never a crash
             self._show_error(f"Cannot export the report to {folder}: {exc}")
             return []

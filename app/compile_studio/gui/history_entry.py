@@ -178,17 +178,20 @@ def best_verdict_tip(run: RunResult) -> str:
     return f"best verdict: {row.name}: {row.verdict_text}" if row is not None else ""
 
 
-def run_line(run: RunResult) -> str:
-    """A run in the history: what tells runs of one model apart first, then the model.
+def run_line(run: RunResult, name: str | None = None) -> str:
+    """A run in the history: its name first (what tells it from the others), then the batch, dtype and model.
 
-    ``label · b256 · fp32 · 06-01 14:02 · MLP 1024,1024,512,10`` (no label: from the batch on).
+    ``name · b256 · fp32 · MLP 1024,1024,512,10`` (see :mod:`run_names`), with the date and
+    time last when the name has no time in it. Without ``name``: the label, else nothing.
     """
     config = run.config
     if config is None:
         return run.message or "samples only"
     label = config.label.strip()
+    name = label if name is None else name
     when = _short_time(run.created)
-    parts = [label, f"b{run.batch() or '?'}", run.dtype_text(), when, config.model_text()]
+    timed = name != label or not label
+    parts = [name, f"b{run.batch() or '?'}", run.dtype_text(), config.model_text(), "" if timed else when]
     return " · ".join(p for p in parts if p)
 
 

@@ -43,6 +43,7 @@ from .history_entry import (
 )
 from .history_entry import run_display_name as run_display_name  # the window's too
 from .history_menu import confirm_with_dialog, history_menu
+from .run_names import RunNames
 
 COLUMNS = ["date", "model", "device", "variants", "status", "best speedup"]
 #: The header of each column (the best speedup column holds the best verdict: "faster 1.40×",
@@ -98,6 +99,8 @@ class HistoryPanel(QWidget):
         self.open_folder: Callable[[Path], bool] = _open_with_desktop
         self._toggled = False
         self._entries: list[HistoryEntry] = []
+        #: the runs' short distinct names (the window's legends, table and exports use them too)
+        self.names = RunNames()
         self._external: list[HistoryEntry] = []
         self._checked: set[str] = set()
         self._updating = False
@@ -172,6 +175,7 @@ class HistoryPanel(QWidget):
         self._entries = [HistoryEntry(x.folder, x.run, x.problem) for x in listings]
         self._entries += [e for e in self._external if e.path.exists()]
         self._entries.sort(key=entry_date, reverse=True)
+        self.names.update(e.listed for e in self._entries if e.listed is not None)
         known = {self._key(e) for e in self._entries}
         before = set(self._checked)
         self._checked &= known
@@ -306,7 +310,7 @@ class HistoryPanel(QWidget):
             config = run.config
             texts = [
                 date_text(run.created),
-                run_line(run),
+                run_line(run, self.names.of(run)),
                 run_device(run) if config is not None else "",
                 ", ".join(run.variants),
                 run.status + (" (opened)" if entry.external else ""),

@@ -62,7 +62,7 @@ from .window_menus import build_menus
 from .window_panes import BOTTOM_PANE_HEIGHT as BOTTOM_PANE_HEIGHT  # where it was first
 from .window_panes import HISTORY_WIDTH as HISTORY_WIDTH  # where it was first
 from .window_panes import bottom_tab_changed, build_panes, centre_state, fit_form_width, form_width
-from .window_views import rebuild_views, update_live_bars, update_table
+from .window_views import live_name, rebuild_views, update_live_bars, update_table
 
 #: Plot repaint interval: at most ~30 repaints a second, however fast samples come.
 REFRESH_INTERVAL_MS = 33
@@ -165,6 +165,8 @@ class MainWindow(QMainWindow):
         self.exports = ExportActions(
             self, self.plots, self.settings, self.config_panel.config, self._run_to_export, self.show_error
         )
+        self.exports.name_of = self.history.names.of
+        self.exports.runs_shown = self._runs_shown
         self._build_actions()
         self._connect_live()
         self._restore_settings()
@@ -224,6 +226,8 @@ class MainWindow(QMainWindow):
         live.note.connect(self.log.note)
         live.hello.connect(self._on_hello)
         live.finished.connect(self._on_finished_run)
+        # after the run's own handler: the answer is the saved run's, its "why" included
+        self.run_finished.connect(self._answer_of_finished_run)
 
     # -- settings --------------------------------------------------------------------
     def _restore_settings(self) -> None:
@@ -260,6 +264,7 @@ class MainWindow(QMainWindow):
 
     def _sweep_running_changed(self, running: bool) -> None:
         if running:
+            self.hide_error()  # an earlier failure's message is not this sweep's
             self.live.standby.end_if_starting()
         else:
             self.live.standby.schedule(AFTER_RUN_DELAY_MS)
@@ -397,7 +402,7 @@ class MainWindow(QMainWindow):
         self._plots_dirty = True
 
     def _on_live_gpu_state(self, rows: list[dict]) -> None:
-        self.plots.append_gpu_state(self.live.run_key, self.live.name, rows)
+        self.plots.append_gpu_state(self.live.run_key, live_name(self), rows)
         self._plots_dirty = True
 
     def _on_variant_failed(self, variant: str) -> None:
@@ -443,6 +448,16 @@ class MainWindow(QMainWindow):
         self.history.refresh()
         self.run_finished.emit(run)
 
+    def _answer_of_finished_run(self, run: RunResult) -> None:
+        """The table and the answer of the run that ended, as of the saved run (the "why" of its
+        diagnostics too), as they read when it is reopened from the history; beside ticked runs,
+        the plots too (the run is named as the history names it now)."""
+        if run is self.current_run and not self.is_running():
+            if self._overlay_runs():
+                self._rebuild_views()
+            else:
+                self._update_table()
+
     # -- status bar and repaints -----------------------------------------------------------------
     def _update_status(self) -> None:
         self.phase_label.setText(self.live.status_text())
@@ -484,6 +499,13 @@ class MainWindow(QMainWindow):
             shown.add(self.run_keys.of(self.current_run))
         return [r for r in self.history.checked_runs() if self.run_keys.of(r) not in shown]
 
+    def _runs_shown(self) -> list[RunResult]:
+        """The saved runs the plots show, in their order: the ticked ones, then the one shown."""
+        shown = self._overlay_runs()
+        if self.current_run is not None and not self.is_running():
+            shown.append(self.current_run)
+        return shown
+
     def show_run(self, run: RunResult, alone: bool = False) -> bool:
         """Show a saved ``run`` in the plots and the table (``alone``: without overlays).
 
@@ -499,7 +521,7 @@ class MainWindow(QMainWindow):
         self.current_run = run
         self._rebuild_views()
         self.plots.summary.set_note(turns_line(run) or "")
-        shown = f"Showing {run_display_name(run)} ({run.run_id})"
+        shown = f"Showing {self.history.names.of(run)} ({run.run_id})"
         if run.load_problems:
             read = "; ".join(run.load_problems)
             self.log.append_line(f"{run.run_id} was read with problems: {read}")

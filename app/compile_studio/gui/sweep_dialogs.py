@@ -28,6 +28,7 @@ from ..jobs.sweep_spec import (
     swept_fields,
     value_text,
 )
+from ..results.formatting import plural
 from ..results.run_result import batch_text
 
 #: Values offered for a parameter when the dialog opens.
@@ -165,7 +166,7 @@ class SweepDialog(JobDialog):
         return self.spec()
 
     def summary(self, spec: SweepSpec) -> str:
-        return f"{len(spec.values)} points: " + ", ".join(map(value_text, spec.values[:12])) + (
+        return f"{plural(len(spec.values), 'point')}: " + ", ".join(map(value_text, spec.values[:12])) + (
             " …" if len(spec.values) > 12 else ""
         )
 

@@ -5,24 +5,41 @@ table's tenth column, off-screen in a small window).
 
 :class:`VerdictLines` reads the rows the :class:`~compile_studio.gui.summary_table.SummaryTableModel`
 was given (the same summary, the same "why"), so the sentence and the table never disagree;
-the table keeps the details. Each sentence wraps and can be selected and copied.
+the table keeps the details.
+
+The pane has one height, whatever it shows: :data:`ROWS` sentences of one line each, a
+note while there is no answer. A sentence wider than the window ends in "…": the whole
+sentence is its tooltip, and *Full text* shows every sentence whole, wrapped, in a popup
+over the window (which moves nothing). More sentences than :data:`ROWS` scroll. So a run
+that starts or ends, or runs ticked in the history, never move the panes below.
 """
 
 from __future__ import annotations
 
 from html import escape
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QResizeEvent
-from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QFont, QFontMetrics, QResizeEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..results.formatting import is_judged, verdict_line
 from .summary_table import SummaryTableModel, TableRow
 
 _MARGINS = (6, 3, 6, 3)
 _SPACING = 2
-#: the most of the window's height the sentences take (more is cut; the table has them all)
-MAX_HEIGHT_SHARE = 0.4
+#: the sentences seen at once; the pane's height is theirs, with or without an answer
+ROWS = 3
+#: shown while there is no answer
+EMPTY_NOTE = "The answer, one sentence per compiled variant, appears here when a run is done or opened."
 #: a verdict that cannot tell (or a failure) is tinted like its cell in the table
 _TINTS = {
     "faster": "#E6F4EA",
@@ -50,12 +67,99 @@ def verdict_texts(rows: list[TableRow], show_run: bool = False) -> list[tuple[Ta
     return out
 
 
-class VerdictLines(QWidget):
-    """One label per sentence (see :func:`verdict_texts`), hidden while there is none.
+def _rich(head: str, rest: str) -> str:
+    # sentences quote run labels and error messages: escaped, the variant's name in bold
+    return f"<b>{escape(head)}</b>{escape(rest)}"
 
-    Its height is that of the sentences wrapped at its width (set at each resize), never
-    more than :data:`MAX_HEIGHT_SHARE` of the window: each sentence is read whole, without
-    scrolling, and the window's least height does not grow with the sentences.
+
+class SentenceLabel(QLabel):
+    """One sentence on one line: the variant's name in bold, the rest cut with "…" where
+    the line is too short (the whole sentence is the tooltip)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setWordWrap(False)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setContentsMargins(3, 0, 3, 0)
+        self._head = ""
+        self._rest = ""
+        self.sentence = ""
+        #: whether the line shows less than the whole sentence
+        self.elided = False
+
+    def set_sentence(self, text: str) -> None:
+        head, sep, rest = text.partition(": ")
+        self.sentence = text
+        self._head, self._rest = head + sep, rest
+        self.setToolTip(f"<p>{escape(text)}</p>")  # rich text: the tooltip wraps
+        self._render()
+
+    def _render(self) -> None:
+        width = self.contentsRect().width()
+        bold = QFont(self.font())
+        bold.setBold(True)
+        head_width = QFontMetrics(bold).horizontalAdvance(self._head)
+        if width <= 0:
+            head, rest = self._head, self._rest
+        elif head_width >= width:
+            head, rest = QFontMetrics(bold).elidedText(self._head, Qt.TextElideMode.ElideRight, width), ""
+        else:
+            head = self._head
+            rest = self.fontMetrics().elidedText(self._rest, Qt.TextElideMode.ElideRight, width - head_width)
+        self.elided = (head, rest) != (self._head, self._rest)
+        self.setText(_rich(head, rest))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        """Cut anew at the new width."""
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self._render()
+
+
+class FullTextPopup(QFrame):
+    """Every sentence whole, wrapped and selectable, over the window (it moves nothing)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent, Qt.WindowType.Popup)
+        self.setObjectName("verdictFullText")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.addWidget(self.label)
+
+    def show_sentences(self, texts: list[str], at: QPoint, width: int) -> None:
+        paragraphs = []
+        for text in texts:
+            head, sep, rest = text.partition(": ")
+            paragraphs.append(f"<p style='margin: 0 0 4px 0'>{_rich(head + sep, rest)}</p>")
+        self.label.setText("".join(paragraphs))
+        self.setFixedWidth(max(200, width))
+        inner = self.width() - 16
+        self.setFixedHeight(self.label.heightForWidth(inner) + 14)
+        self.move(at)
+        self.show()
+
+    def text(self) -> str:
+        """The sentences shown (plain text, one per line)."""
+        return self.label.text()
+
+
+class VerdictLines(QFrame):
+    """One line per sentence (see :func:`verdict_texts`), in a pane of one height.
+
+    Its height is :data:`ROWS` lines whatever it shows (a note while there is no answer):
+    nothing below it moves when a run starts or ends or runs are ticked. A long sentence
+    ends in "…" (its tooltip and *Full text* have it whole); more than :data:`ROWS` scroll.
     """
 
     #: the sentences changed
@@ -65,92 +169,95 @@ class VerdictLines(QWidget):
         super().__init__(parent)
         self.setObjectName("verdictLines")
         self._model = model
-        self._labels: list[QLabel] = []
+        self._labels: list[SentenceLabel] = []
         self._keys: list[tuple[str, str]] = []
         self._texts: list[str] = []
-        layout = QVBoxLayout(self)
+        bold = QFont(self.font())
+        bold.setBold(True)
+        #: the height of one sentence's line
+        self.row_height = QFontMetrics(bold).lineSpacing() + 2
+
+        self._rows = QWidget()
+        self._rows_layout = QVBoxLayout(self._rows)
+        self._rows_layout.setContentsMargins(0, 0, 0, 0)
+        self._rows_layout.setSpacing(_SPACING)
+        self.empty_note = QLabel(EMPTY_NOTE)
+        self.empty_note.setObjectName("verdictEmpty")
+        self.empty_note.setStyleSheet("color: #777;")
+        self.empty_note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.empty_note.setFixedHeight(self.row_height)
+        self._rows_layout.addWidget(self.empty_note)
+        self._rows_layout.addStretch(1)
+        self.scroll = QScrollArea()
+        self.scroll.setWidget(self._rows)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.scroll.verticalScrollBar().setSingleStep(self.row_height + _SPACING)
+
+        self.full_button = QToolButton()
+        self.full_button.setText("Full text")
+        self.full_button.setToolTip("Every sentence whole, wrapped (a sentence's tooltip has it too)")
+        self.full_button.setAutoRaise(True)
+        self.full_button.clicked.connect(self.show_full_text)
+        self.popup = FullTextPopup(self)
+
+        layout = QHBoxLayout(self)
         layout.setContentsMargins(*_MARGINS)
-        layout.setSpacing(_SPACING)
+        layout.setSpacing(4)
+        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.full_button, 0, Qt.AlignmentFlag.AlignTop)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.setFixedHeight(0)
+        self.setFixedHeight(self.pane_height())
         model.modelReset.connect(self.refresh)
         self.refresh()
+
+    def pane_height(self) -> int:
+        """The pane's one height: :data:`ROWS` lines and the margins."""
+        return ROWS * self.row_height + (ROWS - 1) * _SPACING + _MARGINS[1] + _MARGINS[3]
 
     def refresh(self) -> None:
         """The sentences of the rows the table shows now."""
         show_run = "run" in self._model.headers()
         texts = verdict_texts(self._model.rows(), show_run)
-        layout = self.layout()
-        assert layout is not None  # made in __init__
         while len(self._labels) < len(texts):
-            label = QLabel()
-            # sentences quote run labels and error messages: escaped, the variant's name in bold
-            label.setTextFormat(Qt.TextFormat.RichText)
-            label.setWordWrap(True)
-            label.setTextInteractionFlags(
-                Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
-            )
-            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-            layout.addWidget(label)
+            label = SentenceLabel()
+            label.setFixedHeight(self.row_height)
+            self._rows_layout.insertWidget(len(self._labels) + 1, label)
             self._labels.append(label)
         while len(self._labels) > len(texts):
             label = self._labels.pop()
-            layout.removeWidget(label)
+            self._rows_layout.removeWidget(label)
             label.deleteLater()
         old = self._texts
         self._texts = [text for _, text in texts]
         self._keys = []
         for label, (tr, text) in zip(self._labels, texts):
-            head, sep, rest = text.partition(": ")
-            label.setText(f"<b>{escape(head)}</b>{escape(sep)}{escape(rest)}")
-            label.setToolTip(escape(text))
+            label.set_sentence(text)
             kind = "failed" if tr.row.status == "failed" else tr.row.verdict
             tint = _TINTS.get(kind)
             label.setStyleSheet("" if tint is None else f"QLabel {{ background: {tint}; }}")
             self._keys.append((tr.run_name, tr.row.name))
-        self.setVisible(bool(texts))
-        self._fit(self.width())
+        self.empty_note.setVisible(not texts)
+        self.full_button.setEnabled(bool(texts))
+        if self.popup.isVisible():
+            self.popup.hide()
         if old != self._texts:
             self.changed.emit()
 
     def texts(self) -> list[str]:
-        """The sentences shown, top to bottom (plain text)."""
+        """The sentences, top to bottom (plain text, whole)."""
         return list(self._texts)
 
-    def label_for(self, variant: str, run_name: str | None = None) -> QLabel | None:
+    def label_for(self, variant: str, run_name: str | None = None) -> SentenceLabel | None:
         """The label of ``variant``'s sentence (of run ``run_name`` when given); None without one."""
         for (name, v), label in zip(self._keys, self._labels):
             if v == variant and (run_name is None or name == run_name):
                 return label
         return None
 
-    def needed_height(self, width: int) -> int:
-        """The height the sentences take wrapped at ``width`` px (0 without sentences)."""
-        if not self._labels:
-            return 0
-        inner = max(1, width - _MARGINS[0] - _MARGINS[2])
-        return sum(self._label_height(label, inner) for label in self._labels) + (
-            _SPACING * (len(self._labels) - 1) + _MARGINS[1] + _MARGINS[3]
-        )
-
-    @staticmethod
-    def _label_height(label: QLabel, width: int) -> int:
-        h = label.heightForWidth(width)
-        return h if h > 0 else label.sizeHint().height()
-
-    def _fit(self, width: int) -> None:
-        if not self._labels or width <= 0:
-            self.setFixedHeight(0)
-            return
-        inner = max(1, width - _MARGINS[0] - _MARGINS[2])
-        for label in self._labels:
-            label.setFixedHeight(self._label_height(label, inner))
-        window = self.window()
-        cap = int(window.height() * MAX_HEIGHT_SHARE) if window is not None and window is not self else 10_000
-        self.setFixedHeight(min(self.needed_height(width), max(cap, 40)))
-
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
-        """Wrapped anew at the new width: the height follows."""
-        super().resizeEvent(event)
-        if event.size().width() != event.oldSize().width():
-            self._fit(event.size().width())
+    def show_full_text(self) -> FullTextPopup:
+        """Every sentence whole in a popup just below the pane's top edge, as wide as the pane."""
+        self.popup.show_sentences(self._texts, self.mapToGlobal(QPoint(0, 0)), self.width())
+        return self.popup

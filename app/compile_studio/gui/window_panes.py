@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from .config_panel import ConfigPanel
+from .factory_fields import latest_factory_batch
 from .history_panel import HistoryPanel
 from .log_panel import LogPanel
 from .plots import PlotPanel
@@ -136,6 +137,13 @@ def build_panes(window: MainWindow) -> None:
     window.history.load_config_requested.connect(window.load_config)
     window.history.export_requested.connect(window._export_run_of_history)
     window.history.setMinimumWidth(160)  # the window fits a small screen
+    if window.config_panel.factory_batch is not None:
+        # a custom model's factory that sets its batch: the field shows what its latest run measured
+        window.config_panel.factory_batch.measured = lambda config: latest_factory_batch(
+            [entry.listed for entry in window.history.entries()], config
+        )
+        window.config_panel.refresh_factory_fields()
+        window.run_finished.connect(lambda *_: window.config_panel.refresh_factory_fields())
 
     window.main_splitter = QSplitter(Qt.Orientation.Horizontal)
     window.main_splitter.setObjectName("mainSplitter")

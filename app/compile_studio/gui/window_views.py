@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..results import RunResult, SummaryRow
 from ..results.formatting import why_sentence
-from .history_panel import run_display_name
 from .plots import SummaryBar
 
 if TYPE_CHECKING:
     from .main_window import MainWindow
+
+
+def run_name(window: MainWindow, run: RunResult) -> str:
+    """The short name ``run`` has everywhere in the window (see :mod:`run_names`)."""
+    return window.history.names.of(run)
+
+
+def live_name(window: MainWindow) -> str:
+    """The short name of the running (or last live) run, apart from every listed run's."""
+    live = window.live
+    thread = live.benchmark_thread
+    label = thread.config.label.strip() if thread is not None else live.name
+    try:
+        when = datetime.strptime(live.run_id[:15], "%Y%m%d-%H%M%S")
+    except ValueError:
+        when = None
+    return window.history.names.live_name(live.run_key, label or live.name, when)
 
 
 def rebuild_views(window: MainWindow) -> None:
@@ -19,10 +36,10 @@ def rebuild_views(window: MainWindow) -> None:
     overlays = window._overlay_runs()
     for run in overlays:
         window.plots.load_run(
-            run, key_prefix=f"{window.run_keys.of(run)}/", label_prefix=f"{run_display_name(run)} · "
+            run, key_prefix=f"{window.run_keys.of(run)}/", label_prefix=f"{run_name(window, run)} · "
         )
     live = window.live
-    prefix = f"{live.name} · " if overlays else ""
+    prefix = f"{live_name(window)} · " if overlays else ""
     if window.is_running() or window.current_run is None:
         for variant in live.variants:
             key = live.key(variant)
@@ -32,14 +49,14 @@ def rebuild_views(window: MainWindow) -> None:
             if variant in live.failed:
                 window.plots.set_series_failed(key, True)
         if live.gpu_rows:
-            window.plots.append_gpu_state(live.run_key, live.name, live.gpu_rows)
+            window.plots.append_gpu_state(live.run_key, live_name(window), live.gpu_rows)
         window._update_live_bars()
     else:
         window.plots.load_run(
             window.current_run,
             key_prefix=f"{window.run_keys.of(window.current_run)}/",
             # the run shown may be one picked in the history, not the last live run
-            label_prefix=f"{run_display_name(window.current_run)} · " if overlays else "",
+            label_prefix=f"{run_name(window, window.current_run)} · " if overlays else "",
         )
     window._plots_dirty = True
     window._on_tick()
@@ -53,7 +70,7 @@ def update_live_bars(window: MainWindow) -> None:
         return
     prefix = f"{live.run_key}/"
     bars = [b for b in window.plots.summary_bars() if not b.key.startswith(prefix)]
-    label_prefix = f"{live.name} · " if window._overlay_runs() else ""
+    label_prefix = f"{live_name(window)} · " if window._overlay_runs() else ""
     for row in live.rows:
         bar = SummaryBar.from_row(row, prefix + row.name, label_prefix + row.name)
         if bar is not None:
@@ -66,7 +83,7 @@ def update_table(window: MainWindow) -> None:
     why: dict[tuple[str, str], str] = {}
 
     def add(run: RunResult) -> None:
-        name, rows = run_display_name(run), window._rows_of(run)
+        name, rows = run_name(window, run), window._rows_of(run)
         runs.append((name, rows))
         for r in rows:
             because = why_sentence(run, r.name) if r.name != "eager" else None
@@ -75,7 +92,7 @@ def update_table(window: MainWindow) -> None:
 
     if window.is_running() or window.current_run is None:
         if window.live.rows or window.is_running():
-            runs.append((window.live.name, window.live.rows))
+            runs.append((live_name(window), window.live.rows))
     else:
         add(window.current_run)
     for run in window._overlay_runs():

@@ -29,6 +29,7 @@ from typing import Protocol
 from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from ..core.protocol import RunStatus, VariantStatus
+from ..results.formatting import plural
 from ..results.owner_lock import RecordBusy, this_owner
 from ..results.store import RunStore
 from ..results.summary import summarize
@@ -310,13 +311,13 @@ class SweepRunner:
             if not missing:
                 record.status = COMPLETE
                 failed = sum(1 for p in record.points if p.status == FAILED)
-                record.message = f"{failed} of {len(record.points)} points failed" if failed else ""
+                record.message = f"{failed} of {plural(len(record.points), 'point')} failed" if failed else ""
             elif self._stop.requested:
                 record.status = STOPPED
-                record.message = f"{self._stop.message}; {len(missing)} points not run (resume runs them)"
+                record.message = f"{self._stop.message}; {plural(len(missing), 'point')} not run (resume runs them)"
             else:
                 record.status = "incomplete"
-                record.message = f"{len(missing)} points not run"
+                record.message = f"{plural(len(missing), 'point')} not run"
 
         final = self.sweep.update(finish)
         return SweepOutcome(

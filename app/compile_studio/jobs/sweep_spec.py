@@ -20,6 +20,7 @@ from ..core.model_specs import (
     parse_layer_spec,
     parse_transformer_spec,
 )
+from ..results.formatting import plural
 from ..results.sweep_record import MAX_POINTS, PointValue, SweepRecord
 
 #: Parameters made from a part of a field: each hidden width of the MLP, one layer's
@@ -338,6 +339,6 @@ def describe_points(record: SweepRecord) -> str:
     """``5 points: 3 complete, 1 failed, 1 pending``."""
     counts = record.counts()
     parts = [f"{n} {status}" for status, n in counts.items() if n]
-    return f"{len(record.points)} points: " + ", ".join(parts)
+    return f"{plural(len(record.points), 'point')}: " + ", ".join(parts)
 
 

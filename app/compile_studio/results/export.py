@@ -7,6 +7,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 from ..core.config import format_bytes
 from .file_io import current_umask
@@ -241,7 +242,8 @@ def markdown_report(run: RunResult, plot_png: str | None = None, folder: str | P
             f"{md_text(r.name)} {format_bytes(r.peak_memory_bytes or 0)}" for r in peak
         )]
     if plot_png:
-        lines += ["", f"![latency per iteration]({plot_png})"]
+        # a name the user typed may hold spaces or brackets: the link is percent-encoded
+        lines += ["", f"![latency per iteration]({quote(plot_png, safe='+')})"]
     return "\n".join(lines) + "\n"
 
 
@@ -310,13 +312,22 @@ def what_to_try_lines(run: RunResult, folder: str | Path | None, rows: list[Summ
 
 
 def export_markdown(
-    run: RunResult, folder: str | Path, plot_png_bytes: bytes | None = None, name: str = "report"
+    run: RunResult,
+    folder: str | Path,
+    plot_png_bytes: bytes | None = None,
+    name: str = "report",
+    name_given: bool = False,
 ) -> list[Path]:
-    """Write ``report.md`` (and ``report.png`` beside it when given). Raises ExportFailed."""
+    """Write ``report.md`` (and ``report.png`` beside it when given). Raises ExportFailed.
+
+    ``name_given``: ``name`` is the one the user typed (kept as typed, a plain file name);
+    else it is made a safe file-name part (it may come from a run's content).
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise ExportFailed(f"cannot write to {folder}: no such folder")
-    name = safe_file_stem(name, fallback="report")
+    typed = Path(str(name)).name if name_given else ""
+    name = typed if typed not in ("", ".", "..") else safe_file_stem(name, fallback="report")
     files: dict[Path, bytes] = {}
     png_name = None
     if plot_png_bytes is not None:

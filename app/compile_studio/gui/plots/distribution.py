@@ -27,6 +27,7 @@ from .style import (
     captioned_plot,
     curve_pen,
     histogram_pen,
+    median_pen,
     set_legend_text,
     side_legend,
     style_plot_item,
@@ -45,7 +46,7 @@ LOW_TAIL_SHARE = 0.25
 ECDF_POINTS = 401
 
 DISTRIBUTION_CAPTION = (
-    "Left: % of measured calls per bin · dashed: median · right: ECDF, % of calls at or below a latency"
+    "Left: % of measured calls per bin · wide pale line: median · right: ECDF, % of calls at or below a latency"
 )
 
 
@@ -139,7 +140,7 @@ class DistributionTab(PlotTab):
 
     # -- series ------------------------------------------------------------------------------
     def add(self, series: Series, run_style: int = 0) -> None:
-        """Add the histogram, ECDF and median line of ``series``, dashed as the ``run_style``-th run."""
+        """Add the histogram, ECDF and median line of ``series``, in the line style of the ``run_style``-th run."""
         curve = pg.PlotDataItem(
             name=series.label,
             stepMode="center",
@@ -149,7 +150,7 @@ class DistributionTab(PlotTab):
         )
         ecdf = pg.PlotDataItem(pen=curve_pen(series.color, run_style=run_style), antialias=True)
         line = pg.InfiniteLine(
-            angle=90, movable=False, pen=pg.mkPen(series.color, width=1.2, style=Qt.PenStyle.DashLine)
+            angle=90, movable=False, pen=median_pen(series.color)
         )
         line.setVisible(False)
         self.curves[series.key] = curve
@@ -305,6 +306,6 @@ register_tab(TabSpec(
     key="distribution", title="Distribution", make=lambda panel: DistributionTab(), order=20,
     caption=(
         "Distribution of measured calls",
-        "left: % of calls per bin, dashed = median · right: ECDF, % of calls at or below a latency",
+        "left: % of calls per bin, wide pale line = median · right: ECDF, % of calls at or below a latency",
     ),
 ))

@@ -1,4 +1,4 @@
-"""The "Latency" tab: latency per iteration, dashed medians, log scale, crosshair.
+"""The "Latency" tab: latency per iteration, medians (wide pale lines), log scale, crosshair.
 
 Measured calls come first: a series' warm-up calls (thousands for a tiny model
 under a time-based warm-up) are folded away once it has measured calls, until
@@ -54,12 +54,12 @@ from .tab import PlotTab, TabSpec, register_tab
 
 #: The caption above the latency plot (it wraps when the plot is narrow).
 LATENCY_CAPTION = (
-    "Shaded: warm-up (not in the statistics) · dashed: median of measured calls · "
+    "Shaded: warm-up (not in the statistics) · wide pale line: median of measured calls · "
     "dotted: a new round · ▲▼: calls beyond the range shown"
 )
 #: The caption while warm-up calls are folded away.
 LATENCY_CAPTION_FOLDED = (
-    "Measured calls (warm-up folded away: right-click › Show warm-up calls) · dashed: median · "
+    "Measured calls (warm-up folded away: right-click › Show warm-up calls) · wide pale line: median · "
     "dotted: a new round · ▲▼: calls beyond the range shown"
 )
 #: Room added above and below the percentiles (a share of their span).
@@ -540,7 +540,7 @@ register_tab(TabSpec(
     key="latency", title="Latency", make=lambda panel: LatencyTab(), order=10,
     caption=(
         "Latency per call",
-        "dashed = median of measured calls · dotted = a new round · shaded = warm-up (not in the statistics; "
+        "wide pale line = median of measured calls · dotted = a new round · shaded = warm-up (not in the statistics; "
         "folded away unless shown) · ▲▼ = calls beyond the range (0 to a high quantile of the calls shown) · one colour per variant",
     ),
 ))

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from .buffers import Series
 from .robust_range import call_quantiles
-from .style import WARMUP_SHADE, curve_pen, warmup_pen
+from .style import WARMUP_SHADE, curve_pen, median_pen, warmup_pen
 
 #: The percentiles (in %) of each series' calls shown that set the y range.
 LOW_PERCENTILE = 1.0
@@ -35,7 +35,7 @@ class LatencyCurves:
         for curve in (self.measure_curve, self.warmup_curve):
             curve.setSkipFiniteCheck(True)
         self.median_line = pg.InfiniteLine(
-            angle=0, movable=False, pen=pg.mkPen(series.color, width=1.2, style=Qt.PenStyle.DashLine)
+            angle=0, movable=False, pen=median_pen(series.color)
         )
         self.median_line.setVisible(False)
         self.region = pg.LinearRegionItem(

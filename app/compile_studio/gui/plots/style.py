@@ -63,6 +63,12 @@ RUN_DASHES: tuple[tuple[float, ...] | None, ...] = (
 RUN_DASH_NAMES = ("solid", "dashed", "dotted", "dash-dot", "long dashes", "dash-dot-dot")
 
 
+def median_pen(color: QColor) -> QPen:
+    """The pen of a median line: wide and pale in the series colour, solid. No run's curve is
+    drawn so (theirs are thin: solid, dashed, dotted, …), so "dashed" means one run only."""
+    return pg.mkPen(with_alpha(color, 120), width=3)
+
+
 def run_dash_name(run_style: int) -> str:
     """The name of the ``run_style``-th run's line style ("solid", "dashed", …)."""
     return RUN_DASH_NAMES[run_style % len(RUN_DASH_NAMES)]

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QColor
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QCheckBox, QWidget
 
 from ...results import SummaryRow
@@ -48,6 +49,32 @@ SUMMARY_CAPTION = (
 SUMMARY_BARS_CAPTION = (
     "Bar: median · box: p25–p75 · whiskers: p5–p95, cut at the edge (▲) where they would squash the boxes"
 )
+
+
+def axis_ticks(bars: list[SummaryBar], px_per_bar: float, metrics: QFontMetrics) -> list[tuple[float, str]]:
+    """The x axis's texts: each bar's variant; with several runs, a second line with the run's
+    name once, under the middle of its bars, cut to their width (names never run into each other)."""
+    parts = []
+    for b in bars:
+        run_key, sep, variant = b.key.partition("/")
+        if not sep:
+            run_key, variant = "", b.key
+        name = b.label[: -len(variant)] if variant and b.label.endswith(variant) else ""
+        parts.append((run_key, name.strip().rstrip("·").strip(), variant or b.label))
+    groups: dict[str, list[int]] = {}
+    for i, (run_key, _, _) in enumerate(parts):
+        groups.setdefault(run_key, []).append(i)
+    if len(groups) < 2 or not any(name for _, name, _ in parts):
+        return [(float(i), b.label) for i, b in enumerate(bars)]
+    under = [""] * len(bars)
+    for indices in groups.values():
+        name = parts[indices[0]][1]
+        room = max(20, int(px_per_bar * len(indices)) - 10)
+        under[indices[len(indices) // 2]] = metrics.elidedText(name, Qt.TextElideMode.ElideRight, room)
+    return [
+        (float(i), f"{metrics.elidedText(variant, Qt.TextElideMode.ElideRight, max(20, int(px_per_bar) - 4))}\n{under[i]}")
+        for i, (_, _, variant) in enumerate(parts)
+    ]
 
 
 @dataclass(frozen=True)
@@ -224,6 +251,7 @@ class SummaryBarsTab(PlotTab):
         item.getAxis("left").setLogMode(False, self._log_y)
         if not self.bars:
             axis.setTicks([[]])
+            axis.setHeight(None)
             return
         n = len(self.bars)
         x = np.arange(n, dtype=float)
@@ -284,7 +312,13 @@ class SummaryBarsTab(PlotTab):
                 text.setPos(float(x[i]), float(w_hi[i]))
             plot.addItem(text)
             self.bar_texts.append(text)
-        axis.setTicks([[(float(x[i]), b.label) for i, b in enumerate(self.bars)]])
+        px_per_bar = item.getViewBox().width() / n if item.getViewBox().width() > 0 else 80.0
+        metrics = QFontMetrics(axis.style.get("tickFont") or QFont())
+        ticks = axis_ticks(self.bars, px_per_bar, metrics)
+        axis.setTicks([ticks])
+        two_lines = any("\n" in text for _, text in ticks)
+        # two lines of names (variant, run) need the room of two
+        axis.setHeight(2 * metrics.lineSpacing() + 14 if two_lines else None)
         item.setXRange(-0.6, n - 0.4, padding=0)
         item.setYRange(lo_v, hi_v_labels, padding=0)
         self.shown_range = (bottom, top)
