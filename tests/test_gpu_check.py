@@ -365,14 +365,20 @@ def test_the_cuda_judges_fail_on_their_defects(tmp_path):
     clocks("good", 1965.0, 0.01)
     clocks("cold", 1100.0, 0.40, ["eager: the nvml sm clock changed by +40 % inside a timed window"])
 
-    def memory(tag, graphed_bytes):
-        variants = {"eager": _variant(peak_memory_bytes=100 << 20),
-                    "reduce-overhead": _variant(peak_memory_bytes=graphed_bytes)}
+    def memory(tag, graphed_bytes, second_bytes=90 << 20, kind="cuda_allocator_peak+graph_recording"):
+        variants = {"eager": _variant(peak_memory_bytes=100 << 20, memory_kind="cuda_allocator_peak"),
+                    "reduce-overhead": _variant(peak_memory_bytes=graphed_bytes, memory_kind=kind),
+                    "max-autotune": _variant(peak_memory_bytes=second_bytes, memory_kind=kind)}
         cfg = types.SimpleNamespace(variants=list(variants))
         app_checks.judge_graph_memory(report, tag, cfg, variants, True)
 
     memory("good", 90 << 20)
     memory("pools_left_out", 1 << 20)
+    # the second graph variant charged what torch's shared pool grew by (the old figure)
+    memory("second_in_shared_pool", 90 << 20, second_bytes=256 << 10,
+           kind="cuda_allocator_peak+graph_pools")
+    # reserved pool segments against eager's allocated bytes: not comparable
+    memory("reserved_vs_allocated", 90 << 20, kind="cuda_allocator_peak+graph_pools")
 
     def drift(tag, value):
         variants = {"eager": _variant(), "default": _variant(checks={"params_drift": value})}
@@ -397,6 +403,8 @@ def test_the_cuda_judges_fail_on_their_defects(tmp_path):
     assert got["good.clock_warm_start"] == "PASS" and got["good.clock_steady"] == "PASS"
     assert got["cold.clock_warm_start"] == "FAIL" and got["cold.clock_steady"] == "FAIL"
     assert got["good.cudagraph_memory"] == "PASS" and got["pools_left_out.cudagraph_memory"] == "FAIL"
+    assert got["second_in_shared_pool.cudagraph_memory"] == "FAIL"
+    assert got["reserved_vs_allocated.cudagraph_memory"] == "FAIL"
     assert got["good.params_drift"] == "PASS" and got["left_out.params_drift"] == "FAIL"
     assert got["launch.m.good.kernels_le_device"] == "PASS"
     assert got["launch.m.good.device_matches_kernels"] == "PASS"

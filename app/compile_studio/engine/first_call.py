@@ -141,7 +141,9 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
             if run.training:
                 v.first_grads = v.grads_cpu()
             if v.uses_cudagraphs:
-                # the second call records the CUDA graph: a one-off cost like the compile
+                # the second call records the CUDA graph: a one-off cost like the compile,
+                # and what it allocates is what the graph holds (see memory.PeakMeter)
+                run.memory.mark_recording(name)
                 t0 = time.perf_counter_ns()
                 v.step(run.x)
                 run.timer.sync()
