@@ -13,7 +13,9 @@ a call. On CUDA with events it takes two figures from two calls:
   the CPU launching them.
 
 The sleep would inflate the wall time of the call it precedes, hence the two
-calls. The harness floor — the same timer around a callable that does nothing
+calls. In cold-L2 mode the cache is flushed before each of them
+(``between_calls``: the runner flushes before the first, the timer again
+before the second), so the device figure is as cold as the wall figure. The harness floor — the same timer around a callable that does nothing
 — is what the timer itself costs; every wall sample includes it once.
 """
 
@@ -141,6 +143,8 @@ class CallTimer:
         self.uncovered = 0
         #: the longest sleep before a device-timed call, ms
         self.sleep_max_ms = SLEEP_MAX_MS
+        #: run between the wall-timed and the device-timed call, untimed (cold L2: a flush)
+        self.between_calls: Callable[[], Any] | None = None
         self._cycles_per_ms: float | None = None
         if self.use_events:
             self._start = torch.cuda.Event(enable_timing=True)
@@ -176,6 +180,9 @@ class CallTimer:
         """(host ms, device ms or None) of ``fn``: one call, or on CUDA with events two."""
         if self.use_events:
             wall = self._wall_call(fn)
+            if self.between_calls is not None:
+                self.between_calls()
+                self.sync()
             return wall, self._device_call(fn)
         if self.is_cuda or self.device.type == "mps":
             sync = self.sync
@@ -240,11 +247,15 @@ class CallTimer:
         host: list[float] = []
         device: list[float] = []
         counts = self.device_samples, self.uncovered
-        for _ in range(calls):
-            h, d = self.time(_noop)
-            host.append(h)
-            if d is not None:
-                device.append(d)
+        between, self.between_calls = self.between_calls, None
+        try:
+            for _ in range(calls):
+                h, d = self.time(_noop)
+                host.append(h)
+                if d is not None:
+                    device.append(d)
+        finally:
+            self.between_calls = between
         self.device_samples, self.uncovered = counts
         return statistics.median(host), (statistics.median(device) if device else None)
 
