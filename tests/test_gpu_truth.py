@@ -7,9 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
 
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
+from compile_studio.engine import timing
 from compile_studio.engine.cache_flush import CacheFlush
 from compile_studio.engine.runner import BenchmarkRunner
 from compile_studio.engine.sink import ListSink
@@ -55,8 +57,132 @@ def test_cold_l2_flushes_before_the_device_timed_call_as_before_the_wall_one(mon
     monkeypatch.setattr(timer, "_wall_call", wall)
     monkeypatch.setattr(timer, "_device_call", device)
     monkeypatch.setattr(timer, "floor", lambda *a, **k: (0.01, 0.005))
+    monkeypatch.setattr(timer, "calibrate", lambda: 1e6)
     assert runner.run() == protocol.RunStatus.COMPLETE
     seq = "".join(log)
     assert seq.count("d") >= 2 * BASE["iterations"], seq
     assert "wd" not in seq, f"a device-timed call right after the wall-timed one (warm): {seq}"
     assert seq.count("fwfd") == seq.count("d"), seq
+
+
+# -- the busy-stream device time: each sample's own check ------------------------------------
+
+
+class _Stream:
+    """One CUDA stream and the host clock, simulated in ns: sleeps, kernels and events queue."""
+
+    def __init__(self, sleep_cycles_per_ns: float):
+        self.host = 0
+        self.free_at = 0  # when the stream has run everything queued so far
+        self.rate = sleep_cycles_per_ns
+
+    def perf_counter_ns(self) -> int:
+        return self.host
+
+    def sleep(self, cycles: int) -> None:
+        self.free_at = max(self.free_at, self.host) + round(cycles / self.rate)
+
+    def kernel(self, launch_ns: int, run_ns: int) -> None:
+        self.host += launch_ns
+        self.free_at = max(self.free_at, self.host) + run_ns
+
+
+class _Event:
+    def __init__(self, stream: _Stream):
+        self.stream = stream
+        self.at = 0
+
+    def record(self) -> None:
+        s = self.stream
+        self.at = s.free_at = max(s.free_at, s.host)
+
+    def query(self) -> bool:
+        return self.stream.host >= self.at
+
+    def synchronize(self) -> None:
+        self.stream.host = max(self.stream.host, self.at)
+
+    def elapsed_time(self, other: _Event) -> float:
+        return (other.at - self.at) / 1e6
+
+
+def _simulated_timer(monkeypatch: pytest.MonkeyPatch, stream: _Stream, calibrated_per_ms: float):
+    monkeypatch.setattr(timing, "time", stream)
+    monkeypatch.setattr(torch.cuda, "_sleep", stream.sleep)
+    timer = timing.CallTimer(torch.device("cpu"))
+    timer.use_events = True
+    timer._start, timer._end = _Event(stream), _Event(stream)
+    timer._span_start, timer._span_end = _Event(stream), _Event(stream)
+    timer._cycles_per_ms = calibrated_per_ms
+    return timer
+
+
+def test_a_sleep_calibrated_at_an_idle_clock_is_caught_by_the_start_event(monkeypatch):
+    """Calibrated at 1 GHz, the boosted GPU sleeps at 3: the sleep ends before the launch does.
+
+    Three kernels of 10 µs launched 100 µs apart: covered, the pair holds 30 µs; uncovered,
+    it holds the launch gaps. The calibration says covered; the start event says not.
+    """
+    stream = _Stream(sleep_cycles_per_ns=3.0)
+    timer = _simulated_timer(monkeypatch, stream, calibrated_per_ms=1e6)
+
+    def model() -> None:
+        for _ in range(3):
+            stream.kernel(100_000, 10_000)
+
+    wall, device = timer.time(model)
+    assert timer.last_launch_ms == pytest.approx(0.3)
+    assert device is not None and device > 0.1  # launch gaps, not 30 µs of kernels
+    assert timer.counts() == (1, 1)
+    # calibrated again at the warm clock, the sleep outlasts the launch: kernel time alone
+    timer._cycles_per_ms = 3e6
+    wall, device = timer.time(model)
+    assert device == pytest.approx(0.03)
+    assert timer.counts() == (2, 1)
+
+
+def test_a_host_sync_inside_the_model_makes_every_sample_uncovered(monkeypatch):
+    stream = _Stream(sleep_cycles_per_ns=1.0)
+    timer = _simulated_timer(monkeypatch, stream, calibrated_per_ms=1e6)
+
+    def model_with_item() -> None:
+        stream.kernel(20_000, 10_000)
+        stream.host = max(stream.host, stream.free_at)  # .item(): the host waits for the stream
+        stream.kernel(20_000, 10_000)
+
+    for _ in range(3):
+        timer.time(model_with_item)
+    assert timer.counts() == (3, 3)
+
+
+def test_the_run_calibrates_warm_and_reports_uncovered_device_samples(monkeypatch):
+    log: list[str] = []
+    sink = ListSink()
+    runner = BenchmarkRunner(_config(variants=["eager"]), sink)
+    timer = runner.timer
+    timer.use_events = True
+
+    def wall(fn: Any) -> float:
+        log.append("w")
+        fn()
+        return 1.0
+
+    def device(fn: Any) -> float:
+        log.append("d")
+        fn()
+        timer.device_samples += 1
+        timer.uncovered += log.count("d") % 2 == 0  # every other device sample
+        return 0.5
+
+    monkeypatch.setattr(timer, "_wall_call", wall)
+    monkeypatch.setattr(timer, "_device_call", device)
+    monkeypatch.setattr(timer, "floor", lambda *a, **k: (0.01, 0.005))
+    monkeypatch.setattr(timer, "calibrate", lambda: log.append("c") or 1e6)
+    assert runner.run() == protocol.RunStatus.COMPLETE
+    seq = "".join(log)
+    warm = 2 * BASE["warmup"]
+    assert seq[:warm] == "wd" * BASE["warmup"] and seq[warm] == "c", seq  # after the warm-up
+    done = next(e for e in sink.events if isinstance(e, protocol.VariantDoneEvent))
+    assert done.checks["device_time"] == {"samples": 6, "uncovered": 3}, done.checks
+    said = [w for w in _warnings(sink) if "outlasted the sleep" in w]
+    assert said and "3 of 6 device-timed calls" in said[0] and "launch gaps" in said[0], said

@@ -109,6 +109,9 @@ def _fake_cuda(monkeypatch: pytest.MonkeyPatch, stream: _Stream) -> None:
             stream.log.append("event_sync")
             stream.sync()
 
+        def query(self) -> bool:
+            return self.at is not None and stream.host >= self.at
+
         def elapsed_time(self, end: Event) -> float:
             assert self.at is not None and end.at is not None
             return end.at - self.at

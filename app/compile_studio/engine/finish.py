@@ -117,6 +117,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
     elif problems:
         run._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
     cudagraph_report(run, v)
+    device_time = device_time_report(run, v)
     clock = clock_report(run, v)
     in_window = v.recompiles_in_window
     if v.compiled and in_window:
@@ -148,6 +149,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
             "problems": problems,
             "not_compared": list(first.not_compared),
             "skipped": skipped,
+            "device_time": device_time,
         },
         cudagraphs=cudagraph_state(run, v),
         cudagraph_skips=list(v.cudagraph_skips),
@@ -248,6 +250,22 @@ def cudagraph_report(run: RunState, v: Variant) -> None:
     state = cudagraph_state(run, v)
     if state and state != "used":
         run._warn(v.name, f"{v.name}: CUDA graphs {state}; it ran without them")
+
+
+def device_time_report(run: RunState, v: Variant) -> dict[str, Any] | None:
+    """How many device samples the sleep covered; a warning where some include launch gaps."""
+    if not v.device_samples:
+        return None
+    if v.uncovered:
+        share = v.uncovered / v.device_samples
+        run._warn(
+            v.name,
+            f"{v.name}: {v.uncovered} of {v.device_samples} device-timed calls "
+            f"({share:.0%}) outlasted the sleep that keeps the stream busy: their device time "
+            "includes launch gaps (a host synchronisation inside the model, such as .item(), "
+            "or a launch longer than the sleep), so the device column is not kernel time alone",
+        )
+    return {"samples": v.device_samples, "uncovered": v.uncovered}
 
 
 def clock_report(run: RunState, v: Variant) -> dict[str, Any]:

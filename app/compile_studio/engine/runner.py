@@ -124,8 +124,9 @@ class BenchmarkRunner(RunState):
             self._start_timing(later_compiles=i < last_compiled)
             if not self._warm_up_one(v):
                 continue
+            self.timer.recalibrate()  # the clocks are warm now
             try:
-                self._calls(v, protocol.Phase.MEASURE, cfg.iterations, measure=True)
+                self._measure(v, cfg.iterations)
             finally:
                 self.turns.end(v.name)
             finish_variant(self, v)
@@ -322,6 +323,16 @@ class BenchmarkRunner(RunState):
                 ):
                     v.clock_max_change = change
 
+    def _measure(self, v: Variant, count: int, round_index: int | None = None) -> None:
+        """``count`` timed calls of the window; the device samples they took are ``v``'s."""
+        samples, uncovered = self.timer.counts()
+        try:
+            self._calls(v, protocol.Phase.MEASURE, count, measure=True, round_index=round_index)
+        finally:
+            now = self.timer.counts()
+            v.device_samples += now[0] - samples
+            v.uncovered += now[1] - uncovered
+
     def _untimed(self, call: Callable[[], Any]) -> None:
         """The call that starts a block after a pause, untimed (see :mod:`.turns`)."""
         call()
@@ -371,13 +382,14 @@ class BenchmarkRunner(RunState):
         blocks = round_blocks(cfg.iterations, cfg.rounds)
         gc.collect()
         live = self._warm_up_together(live)
+        self.timer.recalibrate()  # the clocks are warm now
         for v in live:
             self._phase(v.name, protocol.Phase.MEASURE, cfg.iterations)
         try:
             for r, block in enumerate(blocks):
                 for v in list(live):
                     try:
-                        self._calls(v, protocol.Phase.MEASURE, block, measure=True, round_index=r)
+                        self._measure(v, block, r)
                     except Stopped:
                         raise
                     except BaseException as exc:  # noqa: BLE001

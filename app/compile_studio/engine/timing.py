@@ -12,6 +12,14 @@ a call. On CUDA with events it takes two figures from two calls:
   are enqueued, so the events bracket the kernels running back to back, not
   the CPU launching them.
 
+Whether the sleep did outlast the launch is read from the start event itself
+(queried once the call has returned: still pending means the stream was still
+asleep), per sample; a sample it did not cover counts in ``uncovered`` and
+holds launch gaps (a host synchronisation inside the model, such as
+``.item()``, makes every sample so). The sleep's cycles per ms are calibrated
+again once the clocks are warm (:meth:`CallTimer.recalibrate`, after the
+warm-up): calibrated at an idle clock, a boosted GPU sleeps shorter.
+
 The sleep would inflate the wall time of the call it precedes, hence the two
 calls. In cold-L2 mode the cache is flushed before each of them
 (``between_calls``: the runner flushes before the first, the timer again
@@ -176,6 +184,16 @@ class CallTimer:
             self._cycles_per_ms = cycles_per_ms(CALIBRATION_CYCLES, elapsed)
         return self._cycles_per_ms
 
+    def recalibrate(self) -> None:
+        """Calibrate the sleep again (call once the clocks are warm: after the warm-up)."""
+        if self.use_events:
+            self._cycles_per_ms = None
+            self.calibrate()
+
+    def counts(self) -> tuple[int, int]:
+        """(device samples, of which uncovered) so far."""
+        return self.device_samples, self.uncovered
+
     def time(self, fn: Callable[[], Any]) -> tuple[float, float | None]:
         """(host ms, device ms or None) of ``fn``: one call, or on CUDA with events two."""
         if self.use_events:
@@ -224,15 +242,16 @@ class CallTimer:
         launch_us = None if launch_ms is None else launch_ms * 1000.0
         cycles = sleep_cycles(launch_us, per_ms, max_ms=self.sleep_max_ms)
         start, end = self._start, self._end
-        t0 = time.perf_counter_ns()
         torch.cuda._sleep(cycles)
         start.record()
         fn()
-        launched = time.perf_counter_ns()
+        # the start event already passed: the stream woke before the launch ended (the
+        # calibration is no proof: a warmer clock sleeps shorter, a host sync waits it out)
+        covered = not start.query()
         end.record()
         end.synchronize()
         self.device_samples += 1
-        if not launch_covered((launched - t0) / 1e6, cycles / per_ms):
+        if not covered:
             self.uncovered += 1
         return event_sample_ms(start.elapsed_time(end))
 
