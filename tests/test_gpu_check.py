@@ -42,6 +42,7 @@ MUST_PASS = [
     "app_rounds.replay_identical",
     "app_rounds.rounds",
     "app_training.params_drift",
+    "app_training.params_judged_or_said",
     "imports.no_desktop_modules",
 ] + [
     f"{run}.{check}"
@@ -387,6 +388,15 @@ def test_the_cuda_judges_fail_on_their_defects(tmp_path):
     drift("good", 0.012)
     drift("left_out", None)
 
+    def judged(tag, checks):
+        variants = {"eager": _variant(), "default": _variant(checks=checks)}
+        app_checks.judge_drift_judged_or_said(report, tag, variants, ["default"])
+
+    judged("fp32", {"params_drift": 1e-4, "params_drift_bound": 1.4e-3})
+    judged("bf16_said", {"params_drift": 0.0, "params_drift_bound": None,
+                         "params_drift_not_judged": "the updates are rounding in bf16"})
+    judged("bf16_silent", {"params_drift": 0.0, "params_drift_bound": None})  # the old run.json
+
     model = plan_mod.LaunchModel("m", "8,8", 4, "bf16")
 
     def launch(variant, device_ms, kernel_ms):
@@ -406,11 +416,15 @@ def test_the_cuda_judges_fail_on_their_defects(tmp_path):
     assert got["second_in_shared_pool.cudagraph_memory"] == "FAIL"
     assert got["reserved_vs_allocated.cudagraph_memory"] == "FAIL"
     assert got["good.params_drift"] == "PASS" and got["left_out.params_drift"] == "FAIL"
+    assert got["fp32.params_judged_or_said"] == "PASS"
+    assert got["bf16_said.params_judged_or_said"] == "PASS"
+    assert got["bf16_silent.params_judged_or_said"] == "FAIL"
     assert got["launch.m.good.kernels_le_device"] == "PASS"
     assert got["launch.m.good.device_matches_kernels"] == "PASS"
     assert got["launch.m.gaps.kernels_le_device"] == "PASS"
     assert got["launch.m.gaps.device_matches_kernels"] == "FAIL"
     assert got["launch.m.short.kernels_le_device"] == "FAIL"
     assert got["launch.m.short.device_matches_kernels"] == "FAIL"
-    assert all(c.cuda_only for c in report.checks if not c.id.endswith("params_drift"))
+    assert all(c.cuda_only for c in report.checks
+               if not c.id.endswith(("params_drift", "params_judged_or_said")))
     report.log.close()

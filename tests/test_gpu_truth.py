@@ -186,3 +186,24 @@ def test_the_run_calibrates_warm_and_reports_uncovered_device_samples(monkeypatc
     assert done.checks["device_time"] == {"samples": 6, "uncovered": 3}, done.checks
     said = [w for w in _warnings(sink) if "outlasted the sleep" in w]
     assert said and "3 of 6 device-timed calls" in said[0] and "launch gaps" in said[0], said
+
+
+# -- the training check in bf16/fp16: judged, or said why not ---------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_a_low_precision_training_check_says_why_its_parameters_are_not_judged(dtype):
+    sink = ListSink()
+    config = _config(workload="training", dtype=dtype, variants=["eager", "eager-aa"], iterations=4)
+    assert BenchmarkRunner(config, sink).run() == protocol.RunStatus.COMPLETE
+    done = {e.variant: e for e in sink.events if isinstance(e, protocol.VariantDoneEvent)}
+    checks = done["eager-aa"].checks
+    assert checks["gradients"] is not None  # the gradients are judged as before
+    if checks["params_drift_bound"] is None:  # not judged: the run says why, in words
+        why = checks["params_drift_not_judged"]
+        assert why and dtype in why, checks
+        said = [w for w in _warnings(sink) if "parameters are not judged" in w]
+        assert said and why in said[0], _warnings(sink)
+    else:
+        assert checks["params_drift"] is not None and checks["params_drift_not_judged"] is None
+    assert done["eager"].checks["params_drift_not_judged"] is None

@@ -167,6 +167,7 @@ def check_app_run(
                      ", ".join(f"{n} {g}" for n, g in got.items()))
     if not inference:
         judge_params_drift(report, tag, variants, compiled)
+        judge_drift_judged_or_said(report, tag, variants, compiled)
 
 
 def _judge_error_vs_eager(
@@ -339,6 +340,27 @@ def judge_params_drift(
         ", ".join(f"{n} {d:.3g}" if number(d) else f"{n} {d}" for n, d in drifts.items())
         + "; steps: " + ", ".join(f"{n} {len(v.samples)}" for n, v in variants.items()),
     )
+
+
+def judge_drift_judged_or_said(
+    report: Report, tag: str, variants: dict[str, Any], compiled: list[str]
+) -> None:
+    """Training: each compiled variant's parameters judged against a bound, or the run says why not."""
+    parts: list[str] = []
+    ok = bool(compiled)
+    for n in compiled:
+        c = variants[n].checks if n in variants else {}
+        bound, why = c.get("params_drift_bound"), c.get("params_drift_not_judged")
+        if bound is not None:
+            parts.append(f"{n} judged (drift {c.get('params_drift')}, bound {bound:.2g})")
+        elif isinstance(why, str) and why:
+            parts.append(f"{n} not judged, said why: {why[:160]}")
+        else:
+            ok = False
+            parts.append(f"{n} neither judged nor said why (drift {c.get('params_drift')})")
+    report.check(f"{tag}.params_judged_or_said",
+                 "parameters after the check's steps judged by a bound, or the run says why not",
+                 ok, "; ".join(parts))
 
 
 CLOCK_START = ("clock_warm_start",

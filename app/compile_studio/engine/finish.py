@@ -84,6 +84,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
     grads_dev: checks.Deviation | None = None
     params_drift: float | None = None
     drift_bound: float | None = None
+    drift_unjudged: str | None = None
     if run.training and v.first_grads is not None and run.reference_grads is not None:
         grads_dev = checks.deviation(v.first_grads, run.reference_grads)
         if v.name == "eager":
@@ -93,9 +94,12 @@ def finish_variant(run: RunState, v: Variant) -> None:
         )
         if not g_ok:
             problems.append(f"gradients: {g_why}")
-        params_drift, drift_bound, drift_why = drift_verdict(run, v)
+        params_drift, drift_bound, drift_why, drift_unjudged = drift_verdict(run, v)
         if drift_why:
             problems.append(f"parameters: {drift_why}")
+        if drift_unjudged and run.random_kind is None:
+            run._warn(v.name, f"{v.name}: the training check's parameters are not judged: "
+                              f"{drift_unjudged} (the gradients are judged)")
     skipped: list[str] = []
     if run.random_kind == UNSEEDED or (run.random_kind == SEEDED and problems):
         skipped, problems = problems, [
@@ -145,6 +149,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
             "gradients": grads_dev.to_dict() if grads_dev else None,
             "params_drift": params_drift,
             "params_drift_bound": drift_bound,
+            "params_drift_not_judged": drift_unjudged,
             "replay_max_diff": replay_diff,
             "problems": problems,
             "not_compared": list(first.not_compared),
@@ -208,28 +213,43 @@ def drift_steps(run: RunState, v: Variant) -> None:
     run.drift_params[v.name] = v.params_cpu()
 
 
-def drift_verdict(run: RunState, v: Variant) -> tuple[float | None, float | None, str | None]:
-    """(drift, its bound, why it is wrong) of the training check; Nones where not judged.
+def drift_verdict(
+    run: RunState, v: Variant
+) -> tuple[float | None, float | None, str | None, str | None]:
+    """(drift, its bound, why it is wrong, why it is not judged) of the training check.
 
     drift = ‖p − p_eager‖ / ‖p_eager − p₀‖ after the same DRIFT_STEPS steps from the
-    same p₀, judged by :func:`checks.judge_drift`. Eager is the yardstick (None);
-    a random model's steps draw other numbers per variant (None).
+    same p₀, judged by :func:`checks.judge_drift`. Eager is the yardstick (all None);
+    a random model's steps draw other numbers per variant (all None: said elsewhere).
+    Where a compiled variant's drift cannot be judged — no eager to compare with, or
+    eager's updates below what the parameters' dtype holds (bf16 and fp16 at the step's
+    learning rate) — the last item says why, in words.
     """
     params = run.drift_params.get(v.name)
     if v.name == "eager" or params is None or not v.initial_params:
-        return None, None, None
+        return None, None, None, None
     run.drift_params.pop(v.name, None)
     eager = run.drift_params.get("eager")
     if eager is None:
-        return None, None, None
+        return None, None, None, "no eager variant in this run to compare the parameters with"
+    dtype = run.check_dtype
     found = checks.params_drift(params, eager, v.initial_params, v.model.parameters())
     if found is None:
-        return None, None, None  # the updates are below the dtype's resolution
+        return None, None, None, (
+            f"eager's {DRIFT_STEPS} training steps left the parameters exactly where they were: "
+            f"every update was below half a rounding unit of the {dtype} parameters, so there "
+            "is no movement to compare"
+        )
     drift, moved, resolution = found
-    ok, why = checks.judge_drift(run.check_dtype, drift, moved, resolution)
-    if ok is None:
-        return drift, None, None
-    return drift, checks.drift_bound(run.check_dtype), None if ok else why
+    ok, why = checks.judge_drift(dtype, drift, moved, resolution)
+    if ok is None:  # finite, and the updates too small to judge
+        return drift, None, None, (
+            f"eager's {DRIFT_STEPS} training steps moved the parameters by {moved:.2g}, under "
+            f"{checks.DRIFT_MIN_MOVE:g} of their {dtype} rounding units ({resolution:.2g} "
+            f"normwise): at the step's learning rate most updates are rounding in {dtype}, "
+            "so a drift would not say that compile is wrong"
+        )
+    return drift, checks.drift_bound(dtype), None if ok else why, None
 
 
 def cudagraph_state(run: RunState, v: Variant) -> str | None:
