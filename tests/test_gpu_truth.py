@@ -207,3 +207,44 @@ def test_a_low_precision_training_check_says_why_its_parameters_are_not_judged(d
     else:
         assert checks["params_drift"] is not None and checks["params_drift_not_judged"] is None
     assert done["eager"].checks["params_drift_not_judged"] is None
+
+
+# -- in-run compile time: one-off start-up outside it, whatever the order ---------------------
+
+
+@pytest.mark.parametrize("workload", ["inference", "training"])
+def test_an_in_run_compile_listed_first_does_not_pay_the_one_off_start_up(monkeypatch, workload):
+    """A library's start-up (cuBLAS on CUDA), stood in for by a hook on the first Linear call
+    after the variant is built: paid by an untimed eager call, not inside the timed first call."""
+    from compile_studio.engine.diagnostics import WhyCollector
+    from compile_studio.engine.memory import PeakMeter
+
+    log: list[str] = []
+    armed: list[bool] = []
+
+    @torch.compiler.disable
+    def start_up() -> None:
+        if armed and "start-up" not in log:
+            log.append("start-up")
+
+    linear_forward = torch.nn.Linear.forward
+
+    def forward(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        start_up()
+        return linear_forward(self, x)
+
+    monkeypatch.setattr(torch.nn.Linear, "forward", forward)
+    mark_built = PeakMeter.mark_built
+    monkeypatch.setattr(PeakMeter, "mark_built",
+                        lambda self, name: (armed.append(True), mark_built(self, name))[1])
+    starts = WhyCollector.first_call_starts
+    monkeypatch.setattr(WhyCollector, "first_call_starts",
+                        lambda self, name: (log.append(f"timed {name}"), starts(self, name))[1])
+    torch._dynamo.reset()
+    sink = ListSink()
+    config = _config(variants=["aot_eager", "eager"], workload=workload, iterations=3)
+    assert BenchmarkRunner(config, sink).run() == protocol.RunStatus.COMPLETE
+    assert log[:2] == ["start-up", "timed aot_eager"], log
+    done = {e.variant: e for e in sink.events if isinstance(e, protocol.VariantDoneEvent)}
+    assert done["aot_eager"].allclose is True and done["eager"].allclose is True
+
