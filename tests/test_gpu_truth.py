@@ -4,6 +4,9 @@ bf16 training check said not judged, in-run compile time without one-off start-u
 
 from __future__ import annotations
 
+import ctypes
+import sys
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -248,3 +251,73 @@ def test_an_in_run_compile_listed_first_does_not_pay_the_one_off_start_up(monkey
     done = {e.variant: e for e in sink.events if isinstance(e, protocol.VariantDoneEvent)}
     assert done["aot_eager"].allclose is True and done["eager"].allclose is True
 
+
+# -- NVML through ctypes in the app (no nvidia-ml-py), and throttling said --------------------
+
+
+def _fake_libnvml(uuids: dict[int, bytes], reasons: int) -> SimpleNamespace:
+    """libnvidia-ml's functions by name, in its C calling shape (ctypes arguments, int status)."""
+
+    def out(arg: Any, value: int) -> int:
+        arg._obj.value = value
+        return 0
+
+    def get_uuid(handle: Any, buf: Any, length: Any) -> int:
+        raw = uuids[handle.value] + b"\0"
+        ctypes.memmove(buf, raw, len(raw))
+        return 0
+
+    def by_uuid(uuid: Any, handle: Any) -> int:
+        found = [i for i, u in uuids.items() if u == uuid.value]
+        return out(handle, found[0]) if found else 13
+
+    return SimpleNamespace(
+        nvmlInit_v2=lambda: 0,
+        nvmlShutdown=lambda: 0,
+        nvmlErrorString=lambda code: b"Not Found",
+        nvmlDeviceGetHandleByUUID=by_uuid,
+        nvmlDeviceGetUUID=get_uuid,
+        nvmlDeviceGetClockInfo=lambda h, kind, v: out(v, 1755 if kind.value == 1 else 2619),
+        nvmlDeviceGetTemperature=lambda h, sensor, v: out(v, 71),
+        nvmlDeviceGetPowerUsage=lambda h, v: out(v, 699_000),
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h, v: out(v, reasons),
+        nvmlSystemGetDriverVersion=lambda buf, n: ctypes.memmove(buf, b"570.86.15\0", 10) and 0,
+    )
+
+
+def test_the_app_reads_nvml_through_ctypes_without_nvidia_ml_py_and_warns_on_throttling(monkeypatch):
+    from compile_studio.engine import environment, finish, gpu_monitor, nvml_ctypes
+    from compile_studio.engine.clocks import ClockProbe
+
+    lib = _fake_libnvml({7: b"GPU-aaaa-1111", 8: b"GPU-bbbb-2222"}, reasons=0x4 | 0x20)
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # nvidia-ml-py is not installed
+    monkeypatch.setattr(nvml_ctypes.CtypesNvml, "load", classmethod(lambda cls, name="": cls(lib)))
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda *_: SimpleNamespace(uuid="bbbb-2222", pci_bus_id=None))
+    device = torch.device("cuda", 0)
+    found = gpu_monitor.nvml_handle(device)
+    assert found is not None
+    binding, handle, uuid = found
+    assert isinstance(binding, nvml_ctypes.CtypesNvml) and uuid == "bbbb-2222"
+    probe = ClockProbe.for_device(device, handle, binding)
+    assert probe.source == "nvml_sm_clock"
+    reading = probe.read()
+    assert reading.mhz == 1755.0 and reading.reasons == ["sw_power_cap", "sw_thermal_slowdown"]
+    # the GPU state monitor reads it too, and the environment gets the driver version
+    _, _, _, clock, temp, power = gpu_monitor.GpuMonitor(handle, binding, ListSink(), 0)._read()
+    assert (clock, temp, power) == (1755, 71, 699.0)
+    assert environment._nvidia_driver() == "570.86.15"
+    # the throttle reasons recorded at a window's edges are said, not only stored
+    warned: list[str] = []
+    run = SimpleNamespace(clock=probe, _warn=lambda name, message: warned.append(message))
+    v = SimpleNamespace(name="default", clock_max_change=0.0,
+                        clock_start=reading.to_dict(), clock_end=reading.to_dict())
+    clock = finish.clock_report(run, v)
+    assert clock["start"]["reasons"] == ["sw_power_cap", "sw_thermal_slowdown"]
+    assert warned and "sw power cap" in warned[0] and "sw thermal slowdown" in warned[0], warned
+    # idle or a clock setting is no slowdown
+    idle = {"mhz": 1980.0, "reasons": ["gpu_idle", "applications_clocks_setting"]}
+    warned.clear()
+    finish.clock_report(run, SimpleNamespace(name="eager", clock_max_change=0.0,
+                                             clock_start=idle, clock_end=idle))
+    assert warned == []

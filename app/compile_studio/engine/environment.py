@@ -71,10 +71,12 @@ def _available_ram() -> int | None:
 
 
 def _nvidia_driver() -> str | None:
-    try:
-        import pynvml
+    from .gpu_monitor import open_nvml
 
-        pynvml.nvmlInit()
+    try:
+        pynvml = open_nvml()
+        if pynvml is None:
+            return None
         try:
             version = pynvml.nvmlSystemGetDriverVersion()
             return version.decode() if isinstance(version, bytes) else str(version)

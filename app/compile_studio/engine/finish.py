@@ -16,7 +16,7 @@ import torch
 
 from ..core import protocol
 from . import checks
-from .clocks import CLOCK_CHANGE_WARN
+from .clocks import CLOCK_CHANGE_WARN, slowdowns
 from .randomness import SEEDED, UNSEEDED
 from .run_errors import Stopped
 from .run_state import RunState
@@ -296,6 +296,14 @@ def clock_report(run: RunState, v: Variant) -> dict[str, Any]:
             v.name,
             f"{v.name}: the {run.clock.source.replace('_', ' ')} changed by "
             f"{change * 100:+.0f} % inside a timed window",
+        )
+    throttled = slowdowns(v.clock_start, v.clock_end)
+    if throttled:
+        run._warn(
+            v.name,
+            f"{v.name}: the GPU was slowed down at the edge of a timed window "
+            f"({', '.join(r.replace('_', ' ') for r in throttled)}: NVML's clock-event reasons); "
+            "its times are those of a throttled GPU",
         )
     return {
         "source": run.clock.source,
