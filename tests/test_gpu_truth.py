@@ -321,3 +321,52 @@ def test_the_app_reads_nvml_through_ctypes_without_nvidia_ml_py_and_warns_on_thr
     finish.clock_report(run, SimpleNamespace(name="eager", clock_max_change=0.0,
                                              clock_start=idle, clock_end=idle))
     assert warned == []
+
+
+# -- Triton: recorded, and compared with the version torch requires ---------------------------
+
+#: Requires-Dist lines as torch's CUDA wheels list them (a release, a nightly).
+RELEASE_REQUIRES = [
+    "filelock", "typing-extensions>=4.10.0", "nvidia-cublas-cu12==12.8.4.1; platform_system == \"Linux\"",
+    "triton==3.5.1; platform_system == \"Linux\"", "opt-einsum>=3.3; extra == \"opt-einsum\"",
+]
+NIGHTLY_REQUIRES = ["pytorch-triton==3.6.0+git5261b273; platform_system == \"Linux\"", "sympy>=1.13.3"]
+
+
+def test_the_triton_torch_requires_is_read_from_its_metadata_and_compared(monkeypatch):
+    from compile_studio.engine import environment as env
+
+    assert env.triton_required(RELEASE_REQUIRES) == ("triton", "3.5.1")
+    assert env.triton_required(NIGHTLY_REQUIRES) == ("pytorch-triton", "3.6.0+git5261b273")
+    assert env.triton_required(["numpy", "triton>=3.0; extra == \"x\""]) is None  # a CPU wheel
+    assert env.triton_required(['triton==9.9; platform_system == "NoSuchOS"']) is None
+    # the lent image: torch 2.11 with Triton 3.6
+    said = env.triton_mismatch(("triton", "3.6.0"), ("triton", "3.5.1"), "2.11.0+cu128")
+    assert said and "torch 2.11.0+cu128 was built for triton 3.5.1" in said and "triton 3.6.0" in said
+    assert env.triton_mismatch(("pytorch-triton", "3.6.0+git5261b273"),
+                               ("pytorch-triton", "3.6.0+git5261b273"), "2.13") is None
+    assert env.triton_mismatch(("triton", "3.5.1"), ("triton", "3.5.1"), "2.12") is None
+    assert "no Triton is installed" in env.triton_mismatch(None, ("triton", "3.5.1"), "2.12")
+    assert env.triton_mismatch(None, None, "2.13.0+cpu") is None
+    # this machine's torch, from its own metadata; both recorded in the environment
+    probe = env.probe()
+    assert "triton" in probe and "triton_required" in probe
+    assert probe["triton_required"] == env._version_text(env.triton_required())
+    # said before compiling, where Inductor compiles for a GPU
+    monkeypatch.setattr(env, "triton_installed", lambda: ("triton", "3.6.0"))
+    monkeypatch.setattr(env, "triton_required", lambda requires=None: ("triton", "3.5.1"))
+    assert env.triton_warning("cuda", ["eager", "default"]) is not None
+    assert env.triton_warning("cuda", ["eager", "aot_eager"]) is None  # no Inductor
+    assert env.triton_warning("cpu", ["eager", "default"]) is None  # Inductor's C++ on the CPU
+
+
+def test_a_run_says_the_triton_mismatch_before_its_first_compile(monkeypatch):
+    from compile_studio.engine import environment as env
+
+    monkeypatch.setattr(env, "triton_warning", lambda device, variants: "triton 3.6.0 is not 3.5.1")
+    sink = ListSink()
+    assert BenchmarkRunner(_config(variants=["eager"]), sink).run() == protocol.RunStatus.COMPLETE
+    kinds = [type(e).__name__ for e in sink.events]
+    said = next(i for i, e in enumerate(sink.events)
+                if isinstance(e, protocol.WarningEvent) and "3.6.0" in e.message)
+    assert said < kinds.index("PhaseEvent"), kinds

@@ -84,6 +84,11 @@ class BenchmarkRunner(RunState):
         cfg = self.config
         apply_precision(cfg.dtype)
         self.compile_threads = compile_threads()
+        from .environment import triton_warning
+
+        triton = triton_warning(self.device.type, list(cfg.variants))
+        if triton is not None:  # said before anything compiles
+            self.sink.event(protocol.WarningEvent(message=triton))
         try:
             self._prepare_inputs()
         except BaseException as exc:  # noqa: BLE001 - reported; nothing was measured yet
