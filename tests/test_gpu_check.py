@@ -44,6 +44,11 @@ MUST_PASS = [
     "app_training.params_drift",
     "app_training.params_judged_or_said",
     "imports.no_desktop_modules",
+    "fixed.cold_l2_order",
+    "fixed.lowp_training.params_judged_or_said",
+    "fixed.startup_outside_compile",
+    "fixed.sweep_order",
+    "fixed.triton_recorded",
 ] + [
     f"{run}.{check}"
     for run in APP_RUNS
@@ -63,6 +68,8 @@ CUDA_CHECKS = (
         "app_rounds.clock_warm_start",
         "app_rounds.clock_steady",
         "tf32_probe.not_incorrect",
+        "fixed.uncovered_reported",
+        "fixed.app_nvml",
     ]
     + [f"{run}.{check}" for run in APP_RUNS for check in ("device_time", "nvml_in_run")]
     + [f"{run}.cudagraph_memory" for run in INFERENCE_RUNS]
@@ -428,3 +435,32 @@ def test_the_cuda_judges_fail_on_their_defects(tmp_path):
     assert all(c.cuda_only for c in report.checks
                if not c.id.endswith(("params_drift", "params_judged_or_said")))
     report.log.close()
+
+
+def test_the_fixed_point_judges_fail_on_the_old_behaviour():
+    """Each judge of the fixed_points stage, on what the old app did."""
+    fixed = _package("fixed_points")
+    # cold L2: the device-timed call right after the wall-timed one found the cache warm
+    assert fixed.judge_cold_l2_order("fwdfwdfwd", cuda=True)[0] is False
+    assert fixed.judge_cold_l2_order("fwfdfwfdfwfd", cuda=True)[0] is True
+    assert fixed.judge_cold_l2_order("ftftft", cuda=False)[0] is True
+    assert fixed.judge_cold_l2_order("", cuda=False)[0] is False
+    # launch gaps: counted but never reported (no checks.device_time, no warning)
+    assert fixed.judge_uncovered({"device_time": None, "warned": []})[0] is False
+    assert fixed.judge_uncovered({"device_time": {"samples": 12, "uncovered": 3},
+                                  "warned": ["… launch gaps …"]})[0] is False
+    assert fixed.judge_uncovered({"device_time": {"samples": 12, "uncovered": 12},
+                                  "warned": ["… launch gaps …"]})[0] is True
+    # start-up inside the timed first call of the compiled variant listed first
+    assert fixed.judge_startup(["timed aot_eager", "start-up", "timed eager"], "aot_eager")[0] is False
+    assert fixed.judge_startup(["start-up", "timed aot_eager", "timed eager"], "aot_eager")[0] is True
+    # pinning: a compile on the timing thread's one core (before round 2), or timing unpinned
+    found = {"cpus": [0, 1, 2, 3], "timing_cpu": 3, "compile": [[0, 1, 2, 3]], "timed": [[3]]}
+    assert fixed.judge_pinning(found)[0] is True
+    assert fixed.judge_pinning({**found, "compile": [[3]]})[0] is False
+    assert fixed.judge_pinning({**found, "timed": [[3], [0, 1, 2, 3]]})[0] is False
+    # the shape sweep: eager always first, and no flush (the old order)
+    assert fixed.judge_sweep_order("EVEVEVEVEV")[0] is False
+    assert fixed.judge_sweep_order("EVfEfVfEfVfEfVfEfV")[0] is False  # flushed, eager first
+    assert fixed.judge_sweep_order("EVEVVEEVVE")[0] is False  # alternating, cold L2 ignored
+    assert fixed.judge_sweep_order("EVfEfVfVfEfEfVfVfE")[0] is True
