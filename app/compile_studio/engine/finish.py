@@ -16,7 +16,7 @@ import torch
 
 from ..core import protocol
 from . import checks
-from .clocks import CLOCK_CHANGE_WARN
+from .clocks import CLOCK_CHANGE_WARN, slowdowns
 from .randomness import SEEDED, UNSEEDED
 from .run_errors import Stopped
 from .run_state import RunState
@@ -86,6 +86,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
     grads_dev: checks.Deviation | None = None
     params_drift: float | None = None
     drift_bound: float | None = None
+    drift_unjudged: str | None = None
     if run.training and v.first_grads is not None and run.reference_grads is not None:
         grads_dev = checks.deviation(v.first_grads, run.reference_grads)
         if v.name == "eager":
@@ -96,9 +97,12 @@ def finish_variant(run: RunState, v: Variant) -> None:
         )
         if not g_ok:
             problems.append(f"gradients: {g_why}")
-        params_drift, drift_bound, drift_why = drift_verdict(run, v)
+        params_drift, drift_bound, drift_why, drift_unjudged = drift_verdict(run, v)
         if drift_why:
             problems.append(f"parameters: {drift_why}")
+        if drift_unjudged and run.random_kind is None:
+            run._warn(v.name, f"{v.name}: the training check's parameters are not judged: "
+                              f"{drift_unjudged} (the gradients are judged)")
     skipped: list[str] = []
     if run.random_kind == UNSEEDED or (run.random_kind == SEEDED and problems):
         parts = _checked_parts(problems) or (
@@ -125,6 +129,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
     elif problems:
         run._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
     cudagraph_report(run, v)
+    device_time = device_time_report(run, v)
     clock = clock_report(run, v)
     in_window = v.recompiles_in_window
     if v.compiled and in_window:
@@ -153,10 +158,12 @@ def finish_variant(run: RunState, v: Variant) -> None:
             "gradients": grads_dev.to_dict() if grads_dev else None,
             "params_drift": params_drift,
             "params_drift_bound": drift_bound,
+            "params_drift_not_judged": drift_unjudged,
             "replay_max_diff": replay_diff,
             "problems": problems,
             "not_compared": list(first.not_compared),
             "skipped": skipped,
+            "device_time": device_time,
         },
         cudagraphs=cudagraph_state(run, v),
         cudagraph_skips=list(v.cudagraph_skips),
@@ -244,28 +251,43 @@ def drift_steps(run: RunState, v: Variant) -> None:
     run.drift_params[v.name] = v.params_cpu()
 
 
-def drift_verdict(run: RunState, v: Variant) -> tuple[float | None, float | None, str | None]:
-    """(drift, its bound, why it is wrong) of the training check; Nones where not judged.
+def drift_verdict(
+    run: RunState, v: Variant
+) -> tuple[float | None, float | None, str | None, str | None]:
+    """(drift, its bound, why it is wrong, why it is not judged) of the training check.
 
     drift = ‖p − p_eager‖ / ‖p_eager − p₀‖ after the same DRIFT_STEPS steps from the
-    same p₀, judged by :func:`checks.judge_drift`. Eager is the yardstick (None);
-    a random model's steps draw other numbers per variant (None).
+    same p₀, judged by :func:`checks.judge_drift`. Eager is the yardstick (all None);
+    a random model's steps draw other numbers per variant (all None: said elsewhere).
+    Where a compiled variant's drift cannot be judged — no eager to compare with, or
+    eager's updates below what the parameters' dtype holds (bf16 and fp16 at the step's
+    learning rate) — the last item says why, in words.
     """
     params = run.drift_params.get(v.name)
     if v.name == "eager" or params is None or not v.initial_params:
-        return None, None, None
+        return None, None, None, None
     run.drift_params.pop(v.name, None)
     eager = run.drift_params.get("eager")
     if eager is None:
-        return None, None, None
+        return None, None, None, "no eager variant in this run to compare the parameters with"
+    dtype = run.check_dtype
     found = checks.params_drift(params, eager, v.initial_params, v.model.parameters())
     if found is None:
-        return None, None, None  # the updates are below the dtype's resolution
+        return None, None, None, (
+            f"eager's {DRIFT_STEPS} training steps left the parameters exactly where they were: "
+            f"every update was below half a rounding unit of the {dtype} parameters, so there "
+            "is no movement to compare"
+        )
     drift, moved, resolution = found
-    ok, why = checks.judge_drift(run.check_dtype, drift, moved, resolution)
-    if ok is None:
-        return drift, None, None
-    return drift, checks.drift_bound(run.check_dtype), None if ok else why
+    ok, why = checks.judge_drift(dtype, drift, moved, resolution)
+    if ok is None:  # finite, and the updates too small to judge
+        return drift, None, None, (
+            f"eager's {DRIFT_STEPS} training steps moved the parameters by {moved:.2g}, under "
+            f"{checks.DRIFT_MIN_MOVE:g} of their {dtype} rounding units ({resolution:.2g} "
+            f"normwise): at the step's learning rate most updates are rounding in {dtype}, "
+            "so a drift would not say that compile is wrong"
+        )
+    return drift, checks.drift_bound(dtype), None if ok else why, None
 
 
 def cudagraph_state(run: RunState, v: Variant) -> str | None:
@@ -288,6 +310,22 @@ def cudagraph_report(run: RunState, v: Variant) -> None:
         run._warn(v.name, f"{v.name}: CUDA graphs {state}; it ran without them")
 
 
+def device_time_report(run: RunState, v: Variant) -> dict[str, Any] | None:
+    """How many device samples the sleep covered; a warning where some include launch gaps."""
+    if not v.device_samples:
+        return None
+    if v.uncovered:
+        share = v.uncovered / v.device_samples
+        run._warn(
+            v.name,
+            f"{v.name}: {v.uncovered} of {v.device_samples} device-timed calls "
+            f"({share:.0%}) outlasted the sleep that keeps the stream busy: their device time "
+            "includes launch gaps (a host synchronisation inside the model, such as .item(), "
+            "or a launch longer than the sleep), so the device column is not kernel time alone",
+        )
+    return {"samples": v.device_samples, "uncovered": v.uncovered}
+
+
 def clock_report(run: RunState, v: Variant) -> dict[str, Any]:
     """The clock at the timed windows' edges, warning when it changed too much inside one."""
     change = v.clock_max_change
@@ -296,6 +334,14 @@ def clock_report(run: RunState, v: Variant) -> dict[str, Any]:
             v.name,
             f"{v.name}: the {run.clock.source.replace('_', ' ')} changed by "
             f"{change * 100:+.0f} % inside a timed window",
+        )
+    throttled = slowdowns(v.clock_start, v.clock_end)
+    if throttled:
+        run._warn(
+            v.name,
+            f"{v.name}: the GPU was slowed down at the edge of a timed window "
+            f"({', '.join(r.replace('_', ' ') for r in throttled)}: NVML's clock-event reasons); "
+            "its times are those of a throttled GPU",
         )
     return {
         "source": run.clock.source,

@@ -165,6 +165,8 @@ class RunState:
         self.pin = TimingThreadPin()
         #: Inductor's compile_threads, read before anything is pinned
         self.compile_threads: int | None = None
+        #: a first call (or an untimed eager call) has run: one-off start-up is paid
+        self.libraries_started = False
         self._info_sent = False
         #: times a variant's first call in a fresh process (the reported compile time)
         self.isolated_compile = isolated_compile

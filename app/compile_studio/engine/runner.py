@@ -86,6 +86,11 @@ class BenchmarkRunner(RunState):
         apply_precision(cfg.dtype)
         self.dynamo_flags_absent = apply_dynamo_config(cfg)
         self.compile_threads = compile_threads()
+        from .environment import triton_warning
+
+        triton = triton_warning(self.device.type, list(cfg.variants))
+        if triton is not None:  # said before anything compiles
+            self.sink.event(protocol.WarningEvent(message=triton))
         try:
             self._prepare_inputs()
         except BaseException as exc:  # noqa: BLE001 - reported; nothing was measured yet
@@ -126,8 +131,9 @@ class BenchmarkRunner(RunState):
             self._start_timing(later_compiles=i < last_compiled)
             if not self._warm_up_one(v):
                 continue
+            self.timer.recalibrate()  # the clocks are warm now
             try:
-                self._calls(v, protocol.Phase.MEASURE, cfg.iterations, measure=True)
+                self._measure(v, cfg.iterations)
             finally:
                 self.turns.end(v.name)
             finish_variant(self, v)
@@ -184,6 +190,8 @@ class BenchmarkRunner(RunState):
             del workload
         if cfg.cold_l2:
             self.flush = CacheFlush.for_device(self.device)
+            # the device-timed call after the wall-timed one finds the cache cold too
+            self.timer.between_calls = self.flush.evict
         self.timer.sync()
 
     def _fall_back_reference(self, exc: Exception, reseed: Callable[[], None] | None) -> None:
@@ -356,6 +364,16 @@ class BenchmarkRunner(RunState):
                 ):
                     v.clock_max_change = change
 
+    def _measure(self, v: Variant, count: int, round_index: int | None = None) -> None:
+        """``count`` timed calls of the window; the device samples they took are ``v``'s."""
+        samples, uncovered = self.timer.counts()
+        try:
+            self._calls(v, protocol.Phase.MEASURE, count, measure=True, round_index=round_index)
+        finally:
+            now = self.timer.counts()
+            v.device_samples += now[0] - samples
+            v.uncovered += now[1] - uncovered
+
     def _untimed(self, call: Callable[[], Any]) -> None:
         """The call that starts a block after a pause, untimed (see :mod:`.turns`)."""
         call()
@@ -405,13 +423,14 @@ class BenchmarkRunner(RunState):
         blocks = round_blocks(cfg.iterations, cfg.rounds)
         gc.collect()
         live = self._warm_up_together(live)
+        self.timer.recalibrate()  # the clocks are warm now
         for v in live:
             self._phase(v.name, protocol.Phase.MEASURE, cfg.iterations)
         try:
             for r, block in enumerate(blocks):
                 for v in list(live):
                     try:
-                        self._calls(v, protocol.Phase.MEASURE, block, measure=True, round_index=r)
+                        self._measure(v, block, r)
                     except Stopped:
                         raise
                     except BaseException as exc:  # noqa: BLE001

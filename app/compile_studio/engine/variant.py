@@ -74,6 +74,9 @@ class Variant:
     clock_end: dict[str, Any] | None = None
     clock_max_change: float | None = None
     pipelined_ms: float | None = None
+    #: device-timed calls in the timed window, and those whose launch outlasted the sleep
+    device_samples: int = 0
+    uncovered: int = 0
     failed: bool = False
 
     def params_cpu(self) -> list[torch.Tensor]:

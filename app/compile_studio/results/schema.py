@@ -382,7 +382,8 @@ RUN_DOCUMENT = _rules(
 ENVIRONMENT = _rules(
     "environment",
     {
-        **{k: str | None for k in ("torch", "cuda", "rocm", "driver", "device", "cpu", "python", "os")},
+        **{k: str | None for k in ("torch", "cuda", "rocm", "driver", "device", "cpu", "python", "os",
+                                             "triton", "triton_required")},
         "devices": list[str],
         "device_names": dict[str, str],
         "compile_modes": list[str],
