@@ -84,6 +84,20 @@ def _nvidia_driver() -> str | None:
         return None
 
 
+def triton_version() -> str | None:
+    """The installed Triton's version (read without importing it); None when it is not installed."""
+    from importlib import metadata
+
+    for name in ("triton", "pytorch-triton", "pytorch-triton-rocm", "triton-xpu"):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        except Exception:  # noqa: BLE001 - a broken install is not a version
+            return None
+    return None
+
+
 def probe() -> dict[str, Any]:
     """The environment block of the ``hello`` event."""
     devices = ["cpu"]
@@ -130,6 +144,7 @@ def probe() -> dict[str, Any]:
         "compile_modes": compile_modes(),
         "compile_backends": compile_backends(),
         "cxx": _cxx_compiler(),
+        "triton": triton_version(),
     }
 
 
