@@ -522,7 +522,7 @@ class ColdStartSettings:
 
     rounds: int = 3
     kinds: list[str] = field(default_factory=lambda: list(START_KINDS))
-    #: timed calls after the first in each process (compiled and eager in alternation)
+    #: timed calls after the first in each process (their median: its time per call)
     calls: int = 20
 
     def settings(self) -> dict[str, Any]:
@@ -600,9 +600,9 @@ class ColdStartPointEvent:
     returned, ``first_fast_s`` when the first call as fast as the steady ones
     (within 1.5× their median) returned — call ``fast_call`` (0: the first).
     ``first_call_s`` is the first call alone (the compile), ``load_s`` the
-    ``load_cache_artifacts`` call of a carried start. ``call_ms`` and
-    ``eager_ms`` are the medians of ``calls`` compiled and eager calls timed in
-    alternation after it, in that process. ``phases``: seconds of the first call
+    ``load_cache_artifacts`` call of a carried start. ``call_ms`` is the median
+    of ``calls`` calls timed after it in that process (eager's own process sets
+    ``eager_ms`` to it too). ``phases``: seconds of the first call
     per compile phase (torch's compile metrics), with ``other`` for the gap when
     they are more than 10 % short of it. ``cache``: FX-graph and AOT-autograd
     cache hits and misses; ``loaded``: artifacts ``load_cache_artifacts`` put

@@ -370,7 +370,7 @@ def _measure(point: protocol.ColdStartPointEvent, request: dict[str, Any], t0: f
     point.first_result_s = end - t0
     ends = [end]
     times = [end - t]
-    # the calls after it, until the steady state shows: then compiled and eager in alternation
+    # the calls after it, until the steady state shows
     with grad():
         for _ in range(min(3, request["calls"])):
             t = time.monotonic()
@@ -378,28 +378,18 @@ def _measure(point: protocol.ColdStartPointEvent, request: dict[str, Any], t0: f
             timer.sync()
             ends.append(time.monotonic())
             times.append(ends[-1] - t)
-    reference = None
-    if not eager:
-        ref_workload = build_workload(config, "eager").to(device, conversion_dtype(config.dtype))
-        reference = variant_of(config, "eager", ref_workload, device, modes)
-        with grad():
-            reference.step(ref_workload.inputs)  # its one-off start-up is not a call's time
+    # then the steady calls: this process's own variant only (eager's are its own process's: an
+    # eager call beside compiled kernels meets their thread pool and is not what an eager program sees)
     own: list[float] = []
-    theirs: list[float] = []
     with grad():
         for _ in range(int(request["calls"])):
             t = time.monotonic()
             v.step(x)
             timer.sync()
             own.append(time.monotonic() - t)
-            if reference is not None:
-                t = time.monotonic()
-                reference.step(ref_workload.inputs)
-                timer.sync()
-                theirs.append(time.monotonic() - t)
     steady = sorted(own)[len(own) // 2]
     point.call_ms = steady * 1000.0
-    point.eager_ms = (sorted(theirs)[len(theirs) // 2] * 1000.0) if theirs else point.call_ms
+    point.eager_ms = point.call_ms if eager else None
     point.calls = len(own)
     fast = next((i for i, d in enumerate(times) if d <= FAST_FACTOR * steady), None)
     if fast is None:
