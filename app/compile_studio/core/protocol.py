@@ -631,6 +631,8 @@ class ColdStartPointEvent:
     files_before_load: int | None = None
     graphs: int = 0
     error: str | None = None
+    #: the measuring process's id (each point is a process of its own)
+    pid: int | None = None
 
 
 @dataclass

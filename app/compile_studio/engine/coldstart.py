@@ -296,7 +296,7 @@ def child_main(out: IO[str], argv: list[str]) -> int:
         t0 = time.monotonic()
     request = json.loads(sys.stdin.readline())
     variant, kind = str(request["variant"]), str(request["kind"])
-    point = protocol.ColdStartPointEvent(variant=variant, start=kind, round=0)
+    point = protocol.ColdStartPointEvent(variant=variant, start=kind, round=0, pid=os.getpid())
     try:
         _measure(point, request, t0)
     except Exception as exc:  # noqa: BLE001 - reported as the point's error
