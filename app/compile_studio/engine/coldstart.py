@@ -171,6 +171,7 @@ class ColdStartRunner:
                     if source is None:
                         why = ("the cold start saved no artifacts" if cold_ok
                                else "the cold start before it failed: no artifacts to carry")
+                        why = _missing_api(art) or why
                         self._failed(variant, kind, r, why)
                         continue
                     carried_dir = self._fresh()
@@ -180,8 +181,9 @@ class ColdStartRunner:
                         shutil.rmtree(carried_dir, ignore_errors=True)
         finally:
             shutil.rmtree(cold_dir, ignore_errors=True)
-            if os.path.exists(art):
-                os.unlink(art)
+            for leftover in (art, art + ".json"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
         return done
 
     def _send_artifacts(self, variant: str, path: str) -> None:
@@ -272,6 +274,17 @@ class ColdStartRunner:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+
+
+def _missing_api(artifacts: str) -> str | None:
+    """What a cold start wrote when its torch has no Mega-Cache (None: it has)."""
+    try:
+        with open(artifacts + ".json", encoding="utf-8") as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    missing = meta.get("missing") if isinstance(meta, dict) else None
+    return str(missing)[:300] if missing else None
 
 
 # -- the measuring process ---------------------------------------------------------------------
@@ -408,7 +421,11 @@ def _measure(point: protocol.ColdStartPointEvent, request: dict[str, Any], t0: f
         point.phases = phases_with_other(phases, point.first_call_s)
         point.cache = cache_counts(new)
         point.graphs = sum(1 for m in new if getattr(m, "has_guarded_code", True))
-    if request.get("save"):
+    if request.get("save") and not hasattr(torch.compiler, "save_cache_artifacts"):
+        with open(request["save"] + ".json", "w", encoding="utf-8") as fh:
+            json.dump({"missing": f"torch {torch.__version__} has no torch.compiler.save_cache_artifacts "
+                       "(Mega-Cache): there is nothing to carry"}, fh)
+    elif request.get("save"):
         saved = torch.compiler.save_cache_artifacts()
         if saved is not None:
             blob, info = saved
