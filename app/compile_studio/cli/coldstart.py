@@ -29,6 +29,7 @@ from ..results.coldstart_record import (
     summarize,
 )
 from ..results.formatting import text_table
+from ..results.locations import default_data_dir
 from ..results.sweep_record import SweepDamaged
 from ..results.terminal import escape_controls
 from .common import (
@@ -41,7 +42,12 @@ from .common import (
 )
 from .config_flags import add_config_flags, config_from_args
 from .job_end import report_end, run_to_end
-from .sweep_show import default_sweep_root
+
+
+def default_coldstart_root() -> Path:
+    """Where cold-start folders go by default: beside the run store (as the window keeps them)."""
+    return default_data_dir() / "coldstart"
+
 
 HEADERS = ["variant", "start", "first result", "first fast call", "compile (1st call)", "per call",
            "eager per call", "break-even"]
@@ -71,7 +77,7 @@ def register(sub: Any) -> None:
     p.add_argument("--target", metavar="NAME", help="where the job runs (a target of `targets`)")
     p.add_argument("--config", type=Path, metavar="FILE.json", help="start from this config file")
     p.add_argument("--out", type=Path, metavar="DIR",
-                   help=f"folder the job's folder is made in (default: {default_sweep_root()})")
+                   help=f"folder the job's folder is made in (default: {default_coldstart_root()})")
     p.add_argument("--quiet", action="store_true", help="no per-process progress")
     add_trust_flag(p)
     add_config_flags(p)
@@ -187,12 +193,11 @@ def cmd_coldstart(args: argparse.Namespace) -> int:
         except CacheFileError as exc:
             print_problems([ConfigProblem("--load-cache", str(exc))])
             return EXIT_BAD_CONFIG
-    if args.save_cache is not None and "cold" not in request.kinds and not (
-        "warm" in request.kinds or "carried" in request.kinds
-    ):
-        print_problems([ConfigProblem("--save-cache", "needs a cold start")])
+    if args.save_cache is not None and request.kinds == ["carried"] and load is not None:
+        print_problems([ConfigProblem("--save-cache", "needs a cold start (--kinds cold,…): the carried "
+                                      "starts load the file of --load-cache instead")])
         return EXIT_BAD_CONFIG
-    root = args.out or default_sweep_root()
+    root = args.out or default_coldstart_root()
     try:
         folder = new_coldstart(request, root)
     except OSError as exc:
