@@ -150,3 +150,66 @@ def test_a_damaged_or_foreign_cache_file_is_refused_from_its_header(tmp_path):
         read_cache_file(cut)
     header = json.loads(good.read_bytes()[len(MAGIC):].split(b"\n", 1)[0])
     assert header["variants"][0]["size"] == 100
+
+
+def _measuring_processes(parent: int) -> list[int]:
+    """Pids of the cold-start measuring processes that ``parent`` started, still alive."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"--coldstart-child" in argv and ppid == parent:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_a_stop_during_a_cold_compile_keeps_what_was_measured_and_leaves_no_process(tmp_path):
+    import threading
+    import time
+
+    from compile_studio.jobs.coldstart_run import ColdStartRun, coldstart_request, new_coldstart
+
+    config = BenchmarkConfig.from_dict({"layers": "32,32,8", "batch_size": 4, "device": "cpu",
+                                        "variants": ["eager", "default"]})
+    folder = new_coldstart(coldstart_request(config, rounds=1, calls=3), tmp_path)
+    compiling = threading.Event()
+    run: ColdStartRun
+
+    def on_point(record) -> None:
+        if record.points and record.points[-1].start == "eager":
+            compiling.set()
+
+    run = ColdStartRun(folder, on_point=on_point)
+    ended = []
+    thread = threading.Thread(target=lambda: ended.append(run.run()))
+    thread.start()
+    assert compiling.wait(180), "eager's process never reported"
+    worker = run._worker
+    assert worker is not None
+    deadline = time.monotonic() + 60
+    while not _measuring_processes(worker.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = _measuring_processes(worker.pid)
+    assert started, "the cold start's process never started"
+    run.request_stop()
+    thread.join(60)
+    assert ended and ended[0].stop_requested
+    record = load_coldstart(folder.path)
+    assert record.status == "stopped" and [p.start for p in record.points] == ["eager"]
+    deadline = time.monotonic() + 15
+    while any(_alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in started)

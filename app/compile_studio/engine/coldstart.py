@@ -296,6 +296,25 @@ def _count_entries(folder: str) -> int:
     return n
 
 
+def _leave_with_parent() -> None:
+    """End this process (and, with its session, its compile workers) once its worker is gone.
+
+    It runs in a session of its own (so that a stop kills its compile workers with it):
+    a worker killed outright cannot reach it, so it watches for that itself.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        try:
+            os.killpg(0, signal.SIGKILL)
+        finally:
+            os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def child_main(out: IO[str], argv: list[str]) -> int:
     """``--coldstart-child T0``: one start measured in this process; one ``coldstart_point`` on ``out``.
 
@@ -307,6 +326,7 @@ def child_main(out: IO[str], argv: list[str]) -> int:
         t0 = float(argv[argv.index(protocol.COLDSTART_CHILD_FLAG) + 1])
     except (ValueError, IndexError):
         t0 = time.monotonic()
+    _leave_with_parent()
     request = json.loads(sys.stdin.readline())
     variant, kind = str(request["variant"]), str(request["kind"])
     point = protocol.ColdStartPointEvent(variant=variant, start=kind, round=0, pid=os.getpid())
