@@ -110,7 +110,8 @@ def print_coldstart(record: ColdStartRecord, out: TextIO) -> None:
             "–" if s.start == "eager" else break_even_text(s),
         ])
     out.write(escape_controls(text_table(HEADERS, rows, left=2)) + "\n")
-    out.write("times from the process's start (imports included): median (lowest–highest over rounds)\n")
+    out.write("times from the process's start (imports included): median (lowest–highest over rounds); "
+              "per call: the median over all the variant's processes\n")
     phased = [s for s in summary if s.phases]
     if phased:
         out.write("\nWhere the first call's time goes (median seconds):\n")

@@ -186,7 +186,7 @@ def cache_mismatches(cache: CacheFile, here: dict[str, Any], config: BenchmarkCo
     def differs(key: str, what: str, why: str) -> None:
         if made.get(key) != here.get(key):
             reasons.append(f"made with {what} {made.get(key) or 'none'}, this machine has "
-                           f"{here.get(key) or 'none'}: {why}")
+                           f"{what} {here.get(key) or 'none'}: {why}")
 
     differs("torch", "torch", "torch uses no cache entry made by another version")
     differs("device_type", "device type", "the compiled code is for another kind of device")

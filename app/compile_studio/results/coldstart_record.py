@@ -12,7 +12,9 @@ and the break-even against eager::
 
 eager's time to first result and per call being its own fresh processes'
 (an eager call in a process beside compiled kernels meets their thread pool),
-the variant's per call the median of the calls timed in its processes. No torch, no Qt.
+the variant's per call the median over all its processes, whatever their start
+(the same compiled code runs after each), so the start kinds differ in what
+they cost to start, not in the noise of their few calls. No torch, no Qt.
 """
 
 from __future__ import annotations
@@ -186,7 +188,9 @@ def summarize(record: ColdStartRecord) -> list[StartSummary]:
             values = [p.phases.get(name, 0.0) for p in ok if p.phases]
             if any(values):
                 phases[name] = statistics.median(values)
-        call = [p.call_ms for p in ok if p.call_ms is not None]
+        # the same compiled code runs after any start: its time per call is pooled over them all
+        call = [p.call_ms for p in record.points if p.variant == variant and p.error is None
+                and p.call_ms is not None and (p.start == EAGER_START) == (start == EAGER_START)]
         eager = [p.call_ms for p in eager_points if p.call_ms is not None]
         out.append(StartSummary(
             variant=variant, start=start,
