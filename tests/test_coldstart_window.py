@@ -65,3 +65,17 @@ def test_the_menu_item_runs_the_job_in_fresh_processes_and_shows_the_result(qtbo
     assert {(r[0], r[1]) for r in cells(view)} == {("eager", "eager"), ("aot_eager", "cold")}
     assert (view.last_outcome.folder / "coldstart.json").is_file()
     assert view.bars and view.bars[0][0] == "aot_eager cold"
+
+
+def test_closing_the_window_stops_a_running_start_up_job_and_keeps_it(qtbot, tmp_path, monkeypatch):
+    window = open_window(qtbot)
+    view = window.coldstart_view
+    view.root = tmp_path
+    view.base = lambda: BenchmarkConfig.from_dict({"layers": "32,32,8", "batch_size": 4, "device": "cpu",
+                                                    "variants": ["eager", "aot_eager"]})
+    assert view.start(1, ["cold"], 3)
+    qtbot.waitUntil(lambda: view.thread.runner.hello is not None, timeout=120_000)
+    window.close()
+    assert not view.is_running()
+    record = view.thread.folder.snapshot()
+    assert record.status == "stopped" and "window was closed" in record.message

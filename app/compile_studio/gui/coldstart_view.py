@@ -220,6 +220,12 @@ class ColdStartView(QWidget):
         if self.thread is not None and self.thread.isRunning():
             self.thread.request_stop()
 
+    def close_job(self, wait_ms: int) -> None:
+        """The window closes: stop a running job (what it measured is kept) and wait for its thread."""
+        if self.thread is not None and self.thread.isRunning():
+            self.thread.request_stop("the window was closed during the start-up job")
+            self.thread.wait(wait_ms)
+
     def wait_done(self, timeout_ms: int) -> bool:
         return self.thread is None or self.thread.wait(timeout_ms)
 
