@@ -103,11 +103,13 @@ def _more_commands() -> list:
     """Subcommands kept in their own modules: each ``register(sub)`` adds a parser
     whose defaults carry ``handler`` (a function of the parsed arguments)."""
     from . import advise as cli_advise
+    from . import coldstart as cli_coldstart
     from . import sweep as cli_sweep
     from . import targets as cli_targets
     from . import why as cli_why
 
-    return [cli_advise.register, cli_sweep.register, cli_targets.register, cli_why.register]
+    return [cli_advise.register, cli_sweep.register, cli_targets.register, cli_why.register,
+            cli_coldstart.register]
 
 
 class ProgressBar:
@@ -332,8 +334,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from . import coldstart as cli_coldstart
     from . import sweep_show as cli_sweep_show
 
+    if cli_coldstart.is_coldstart_ref(args.run):
+        return cli_coldstart.show_coldstart(args.run)
     if cli_sweep_show.is_sweep_ref(args.run):
         return cli_sweep_show.show_sweep(args.run)
     paths = resolve_all([args.run], args.out)

@@ -177,6 +177,11 @@ def triton_warning(device_type: str, variants: list[str]) -> str | None:
     return triton_mismatch(triton_installed(), triton_required(), torch.__version__)
 
 
+def triton_version() -> str | None:
+    """The installed Triton as the environment records it (``triton 3.6.0``); None without one."""
+    return _version_text(triton_installed())
+
+
 def probe() -> dict[str, Any]:
     """The environment block of the ``hello`` event."""
     devices = ["cpu"]

@@ -617,6 +617,7 @@ class MainWindow(QMainWindow):
         # not the user's Stop: the run folder is left "incomplete", with its samples
         self.live.close(CLOSED_DURING_RUN, CLOSE_WAIT_MS)
         self.sweep_view.close_sweep(CLOSE_WAIT_MS)
+        self.coldstart_view.close_job(CLOSE_WAIT_MS)
         self.why_view.stop_trial(CLOSE_WAIT_MS, "the window was closed during the comparison")
         if self._probe is not None:
             self._probe.cancel()
