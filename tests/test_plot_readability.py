@@ -300,9 +300,22 @@ def test_spikes_400x_the_median_do_not_flatten_the_calls(panel, share, tmp_path)
     assert f"{spikes} calls above" in _svg_texts(out)
 
 
-def test_calls_in_two_levels_say_the_log_scale_shows_them_all(panel):
+def test_calls_in_two_levels_turn_the_axis_logarithmic_unless_the_user_chose(panel):
     run = _spiky_run(0.3, 400.0)  # 30 % slow: no linear range shows both levels
     panel.load_run(run, key_prefix="s/")
-    assert "Log scale shows every call" in panel.latency.note_text()
-    panel.set_log_scale(True)
-    assert "Log scale shows every call" not in panel.latency.note_text()
+    tab = panel.latency
+    assert tab.log_scale() and tab.log_scale_checkbox.isChecked()
+    assert "log scale: the calls lie in levels too far apart for a linear axis" in tab.note_text()
+    (_, _), (y0, y1) = panel.latency_plot.getPlotItem().getViewBox().viewRange()
+    assert y0 < math.log10(0.036) < y1 and math.log10(0.036 * 400) < y1 + 0.1
+    tab.log_scale_checkbox.setChecked(False)  # the user's choice is kept, and the note says why
+    assert not tab.log_scale()
+    assert "Log scale shows every call" in tab.note_text()
+    panel.clear()
+    panel.load_run(_spiky_run(0.3, 400.0), key_prefix="t/")
+    assert not tab.log_scale(), "chosen by the user: kept for the next run shown"
+    tab.set_log_scale(None)
+    assert tab.log_scale()
+    panel.clear()
+    panel.load_run(_spiky_run(0.01, 400.0), key_prefix="u/")
+    assert not tab.log_scale(), "chosen by the calls: linear again for calls a linear range shows"

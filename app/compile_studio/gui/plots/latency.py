@@ -91,6 +91,10 @@ class LatencyTab(PlotTab):
         self._beyond_exact = True
         #: a series' calls spread too wide for the linear range (see robust_range)
         self._too_wide = False
+        #: the user's choice of a log axis (None: chosen by the calls' spread)
+        self._log_chosen: bool | None = None
+        #: the axis is logarithmic because of the calls' spread (not chosen)
+        self._auto_log = False
         self.plot = pg.PlotWidget(background="w", axisItems={"left": PlainLogAxis("left")})
         item = self.plot.getPlotItem()
         style_plot_item(item, "latency (ms)", "iteration")
@@ -236,6 +240,9 @@ class LatencyTab(PlotTab):
         self._warm_legend_shown = False
         self._fit = True
         self.beyond = (0, 0)
+        self._too_wide = self._auto_log = False
+        if self._log_chosen is None and self._log_y:
+            self._apply_log(False)  # chosen by the calls that were shown
         self._set_note()
         self.hide_crosshair()
         self.sync_legend()
@@ -376,14 +383,19 @@ class LatencyTab(PlotTab):
         if span <= 0:
             span = 0.1 if self._log_y else (abs(hi) * 0.1 or 1.0)
         y0, y1 = lo - RANGE_PAD * span, hi + RANGE_PAD * span
-        self._too_wide = False
-        if not self._log_y:
-            choice = linear_range(
-                [q for c in self.curves.values() if (q := c.calls_quantiles(self.folded(c.series)))],
-                RANGE_PAD,
-            )
-            if choice is not None:
-                y0, y1, self._too_wide = choice.bottom, choice.top, choice.too_wide
+        choice = linear_range(
+            [q for c in self.curves.values() if (q := c.calls_quantiles(self.folded(c.series)))],
+            RANGE_PAD,
+        )
+        self._too_wide = choice is not None and choice.too_wide
+        # the measured calls decide (a slow warm-up shown beside them is a known level of its own)
+        measured = linear_range([q for c in self.curves.values() if (q := c.calls_quantiles(True))], RANGE_PAD)
+        self._auto_log = measured is not None and measured.wants_log and self._log_chosen is None
+        if self._auto_log and not self._log_y:
+            self._apply_log(True)  # calls in levels far apart: the log axis shows them (refits)
+            return
+        if not self._log_y and choice is not None:
+            y0, y1 = choice.bottom, choice.top
         x_range, y_range = (x0, x1 + 0.01 * (x1 - x0)), (y0, y1)
         if self._steady:
             x_range, y_range = self._steady_range(x_range, y_range)
@@ -428,6 +440,8 @@ class LatencyTab(PlotTab):
             parts.append(f"▼ {some}{plural(below, 'call')} below {plain_number(self._ms(y0))} ms")
         if self._too_wide and not self._log_y:
             parts.append("calls spread too wide for a linear axis: Log scale shows every call")
+        elif self._auto_log and self._log_y:
+            parts.append("log scale: the calls lie in levels too far apart for a linear axis")
         text = " · ".join(parts)
         self.note.setText(text)
         self.note.setVisible(bool(text))
@@ -443,12 +457,24 @@ class LatencyTab(PlotTab):
         self.note.setPos(2.0, vb.height() - 2.0)
 
     # -- log scale -----------------------------------------------------------------------
-    def set_log_scale(self, on: bool) -> None:
-        """Switch the latency axis between linear and logarithmic."""
-        on = bool(on)
-        if self.log_scale_checkbox.isChecked() != on:
-            self.log_scale_checkbox.setChecked(on)  # re-enters through toggled
+    def set_log_scale(self, on: bool | None) -> None:
+        """Switch the latency axis between linear and logarithmic, as the user chose; None: chosen
+        by the calls (logarithmic where no linear range shows them, see robust_range)."""
+        self._log_chosen = None if on is None else bool(on)
+        if on is None:
+            self._refit()
             return
+        self._apply_log(bool(on))
+
+    def log_scale(self) -> bool:
+        """Whether the latency axis is logarithmic now (chosen, or by the calls)."""
+        return self._log_y
+
+    def _apply_log(self, on: bool) -> None:
+        if self.log_scale_checkbox.isChecked() != on:
+            self.log_scale_checkbox.blockSignals(True)
+            self.log_scale_checkbox.setChecked(on)
+            self.log_scale_checkbox.blockSignals(False)
         if on == self._log_y:
             return
         self._log_y = on

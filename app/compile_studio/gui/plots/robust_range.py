@@ -8,7 +8,8 @@ a flat line under a 16 ms axis; the spikes beyond the top are marked ▲ and
 counted. A series whose p90 is already more than five times its p5 (two
 levels of calls, or more than 10 % of spikes) cannot be drawn that way on a
 linear axis: the range then goes up to its p90 and the choice says the log
-scale shows every call.
+scale shows every call; where p90 is 20 times the median or more (calls in levels
+far apart), the latency tab turns the axis logarithmic by itself.
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ TOP_QUANTILES = (99.0, 98.0, 97.0, 96.0, 95.0, 93.0, 90.0)
 FLOOR_QUANTILE = 5.0
 #: The bottom share of the plot the calls above the floor quantile stay out of.
 BOTTOM_SHARE = 0.2
+#: A series whose p90 is this many times its median or more has calls in levels far apart:
+#: the latency tab turns its axis logarithmic by itself (unless the user chose).
+LOG_SPREAD = 20.0
 #: Every quantile a series' calls are summarised by, for :func:`linear_range`.
-QUANTILES = (FLOOR_QUANTILE, *TOP_QUANTILES)
+QUANTILES = (FLOOR_QUANTILE, 50.0, *TOP_QUANTILES)
 
 
 def call_quantiles(values: np.ndarray) -> dict[float, float] | None:
@@ -46,6 +50,13 @@ class RangeChoice:
     quantile: float
     #: a series' calls spread too wide for a linear axis (the log scale shows them all)
     too_wide: bool
+    #: the widest p90 / median of the series (inf where a median is 0)
+    spread: float = 1.0
+
+    @property
+    def wants_log(self) -> bool:
+        """Whether the calls lie in levels so far apart that only a log axis shows them."""
+        return self.spread >= LOG_SPREAD
 
 
 def linear_range(series: list[dict[float, float]], pad: float) -> RangeChoice | None:
@@ -55,8 +66,11 @@ def linear_range(series: list[dict[float, float]], pad: float) -> RangeChoice | 
         return None
     tops: list[tuple[float, float]] = []
     too_wide = False
+    spread = 1.0
     for q in series:
         floor = q[FLOOR_QUANTILE]
+        mid = q[50.0]
+        spread = max(spread, q[TOP_QUANTILES[-1]] / mid if mid > 0 else float("inf"))
         chosen = next(
             (p for p in TOP_QUANTILES if q[p] * (1.0 + pad) * BOTTOM_SHARE <= floor), None
         )
@@ -67,4 +81,4 @@ def linear_range(series: list[dict[float, float]], pad: float) -> RangeChoice | 
     top, quantile = max(tops)
     if top <= 0:
         top = 1.0
-    return RangeChoice(bottom=0.0, top=top, quantile=quantile, too_wide=too_wide)
+    return RangeChoice(bottom=0.0, top=top, quantile=quantile, too_wide=too_wide, spread=spread)
