@@ -69,13 +69,17 @@ def creation_time(created: str, name: str = "") -> float:
     return 0.0
 
 
-def _created_of(folder: Path) -> str:
-    """run.json's ``created``, read from the file's first bytes (no whole parse); "" if none."""
-    try:
-        with open(folder / "run.json", "rb") as fh:
-            head = fh.read(64 * 1024)
-    except OSError:
-        return ""
+def _created_of(folder: Path, names: tuple[str, ...] = ("run.json",)) -> str:
+    """The ``created`` of the folder's record (run.json; a sweep's sweep.json), read from the
+    file's first bytes (no whole parse); "" if none."""
+    head = b""
+    for name in names:
+        try:
+            with open(folder / name, "rb") as fh:
+                head = fh.read(64 * 1024)
+            break
+        except OSError:
+            continue
     found = _CREATED.search(head)
     return found.group(1).decode("ascii", "replace") if found else ""
 
@@ -153,13 +157,15 @@ class RunStore:
         return out
 
     def sweep_folders(self) -> list[Path]:
-        """The sweep and shape-sweep folders in the store's folder, newest first (not runs:
-        :meth:`list_runs` leaves them out)."""
+        """The sweep and shape-sweep folders in the store's folder, newest first by their
+        records' UTC creation time, as runs are (not runs: :meth:`list_runs` leaves them out)."""
         try:
-            entries = sorted(self.root.iterdir(), reverse=True) if self.root.is_dir() else []
+            entries = list(self.root.iterdir()) if self.root.is_dir() else []
         except OSError:
             return []
-        return [f for f in entries if not f.name.startswith(".") and is_sweep_like(f)]
+        found = [f for f in entries if not f.name.startswith(".") and is_sweep_like(f)]
+        found.sort(key=lambda f: (creation_time(_created_of(f, SWEEP_RECORDS), f.name), f.name), reverse=True)
+        return found
 
     def delete(self, folder: str | Path) -> None:
         folder = Path(folder)
