@@ -103,6 +103,8 @@ def test_timings_that_are_not_timings_are_refused_and_the_run_says_so(tmp_path):
     assert refused["events"] == len(bad)
     assert any("wall_ms" in why for why in refused["first"])
     assert "refused a 'samples' event" in p.stderr + p.stdout
+    shown = subprocess.run([*CLI, "show", str(folder)], capture_output=True, text=True, timeout=60)
+    assert f"note: {len(bad)} events from the worker were refused" in shown.stdout
 
 
 def test_every_field_of_every_event_type_with_bad_values_never_raises(tmp_path):
