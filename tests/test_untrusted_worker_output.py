@@ -13,6 +13,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from compile_studio.core import protocol
 from compile_studio.results import load_run
 
@@ -100,6 +103,8 @@ def test_timings_that_are_not_timings_are_refused_and_the_run_says_so(tmp_path):
     assert refused["events"] == len(bad)
     assert any("wall_ms" in why for why in refused["first"])
     assert "refused a 'samples' event" in p.stderr + p.stdout
+    shown = subprocess.run([*CLI, "show", str(folder)], capture_output=True, text=True, timeout=60)
+    assert f"note: {len(bad)} events from the worker were refused" in shown.stdout
 
 
 def test_every_field_of_every_event_type_with_bad_values_never_raises(tmp_path):
@@ -187,3 +192,53 @@ def test_a_worker_that_keeps_sending_garbage_is_ended(tmp_path):
     assert "so Compile Studio stopped it" in p.stdout + p.stderr
     (folder,) = (tmp_path / "runs").iterdir()
     assert load_run(folder).status == "failed"
+
+
+def _any_json():
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+                        st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20))
+    return st.recursive(scalars, lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)), max_leaves=10)
+
+
+@st.composite
+def _event_docs(draw):
+    import dataclasses
+
+    cls = draw(st.sampled_from(list(dict.fromkeys(protocol.EVENT_CLASSES.values()))))
+    doc = {"type": cls.TYPE}
+    for f in dataclasses.fields(cls):
+        if draw(st.booleans()):
+            doc[f.name] = draw(_any_json())
+    if draw(st.booleans()):  # a valid samples body with some bad numbers in it
+        doc.update(type="samples", variant="eager", phase="measure", first_iteration=0,
+                   wall_ms=draw(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=5)))
+    return doc
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(_event_docs(), min_size=1, max_size=8))
+def test_fuzz_a_workers_event_stream_is_kept_or_refused_never_raises(docs):
+    """Every event type with any values in any field: checked at the boundary, then recorded and
+    summarised, and nothing but a refusal comes of it."""
+    from compile_studio.launchers.event_checks import Refused, check_event
+    from compile_studio.results.export import markdown_report
+    from compile_studio.results.recorder import RunRecorder
+    from compile_studio.results.summary import summarize
+
+    rec = RunRecorder({"layers": "8,8", "device": "cpu", "variants": ["eager"]}, None)
+    for doc in docs:
+        event = protocol.from_dict(json.loads(json.dumps(doc, allow_nan=True)))
+        if event is None:
+            continue
+        try:
+            event = check_event(event)
+        except Refused as exc:
+            assert str(exc)
+            continue
+        rec.handle(event)
+        for v in rec.run.variants.values():
+            assert all(0 <= w <= 1e9 for w in v.samples.wall_ms)
+    rec.finish()
+    summarize(rec.run)
+    markdown_report(rec.run)

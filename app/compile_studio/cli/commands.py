@@ -32,6 +32,7 @@ from ..results.formatting import (
     summary_cells,
     text_table,
     verdict_lines,
+    worker_notes,
 )
 from ..results.locations import default_run_store
 from ..results.summary import flop_rate_line
@@ -246,6 +247,8 @@ def print_run(run: RunResult, out: TextIO) -> None:
         out.write(f"{turns}\n")
     if run.message:
         out.write(f"note: {run.message}\n")
+    for note in worker_notes(run):
+        out.write(f"note: {note}\n")
 
 
 def run_where(run: RunResult) -> str:

@@ -62,12 +62,9 @@ _INDEX = re.compile(r"^#?(\d{1,7})$")
 
 
 def store_folders(store: RunStore) -> list[Path]:
-    """The run folders of ``store`` in the order ``list`` prints them (newest first)."""
-    if not store.root.is_dir():
-        return []
-    return [
-        f for f in sorted(store.root.iterdir(), reverse=True) if f.is_dir() and not f.name.startswith(".")
-    ]
+    """The run folders of ``store`` in the order ``list`` prints them (newest first): the store's
+    own listing (:meth:`RunStore.run_folders`), so a row number, ``latest`` and ``list`` agree."""
+    return store.run_folders()
 
 
 

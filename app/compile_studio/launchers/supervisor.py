@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -39,6 +40,8 @@ MAX_LOG_LINE = 4096
 MAX_GARBAGE_LINES = 1000
 MAX_GARBAGE_BYTES = 64 * 1024 * 1024
 _PIECE = 64 * 1024
+#: What ends a log line: a newline, or a carriage return (a progress bar redrawing its line).
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 #: Refused events said as a warning each (the rest are counted in :attr:`WorkerProcess.refused`).
 SHOWN_REFUSALS = 5
@@ -274,26 +277,42 @@ class WorkerProcess:
         return self.proc.returncode
 
     def _read_stderr(self) -> None:
+        """The worker's log, line by line (``\\n``, ``\\r\\n`` or a progress bar's ``\\r`` ends
+        one); a line is shown up to MAX_LOG_LINE bytes, the rest read, dropped and counted."""
         stream = self._stderr
         assert stream is not None
+        pending = b""  # the start of the line being read (at most MAX_LOG_LINE bytes)
+        cut = 0  # bytes of it dropped
+        after_cr = False
         while True:
             try:
-                head = stream.readline(MAX_LOG_LINE + 1)
+                chunk = stream.read1(_PIECE)
             except (OSError, ValueError):
+                chunk = b""
+            if not chunk:
+                if pending or cut:
+                    self._log_line(pending, cut)
                 return
-            if not head:
-                return
-            cut = 0
-            if len(head) > MAX_LOG_LINE and not head.endswith(b"\n"):
-                cut = len(head) - MAX_LOG_LINE + _drop_rest_of_line(stream)
-                head = head[:MAX_LOG_LINE]
-            line = _shown(head, cut)
-            if cut:
-                self.cut_log_lines += 1
-                self.cut_log_bytes += cut
-            self.stderr_tail.append(line)
-            del self.stderr_tail[:-200]
-            self._log(line)
+            if after_cr and chunk.startswith(b"\n"):
+                chunk = chunk[1:]  # the \n of a \r\n split between two reads
+            after_cr = chunk.endswith(b"\r")
+            parts = _LINE_END.split(chunk)
+            for k, part in enumerate(parts):
+                room = MAX_LOG_LINE - len(pending)
+                pending += part[:room]
+                cut += max(0, len(part) - room)
+                if k < len(parts) - 1:  # a line end followed this part
+                    self._log_line(pending, cut)
+                    pending, cut = b"", 0
+
+    def _log_line(self, head: bytes, cut: int) -> None:
+        if cut:
+            self.cut_log_lines += 1
+            self.cut_log_bytes += cut
+        line = _shown(head, cut)
+        self.stderr_tail.append(line)
+        del self.stderr_tail[:-200]
+        self._log(line)
 
     def _log(self, line: str) -> None:
         if self.on_log is not None:
