@@ -278,6 +278,22 @@ _TOP: dict[str, Any] = {
 }
 
 
+def point_from_dict(item: Any, problems: list[str]) -> ColdStartPoint | None:
+    """A point from a saved record or a worker's event, every value checked (None: not a point)."""
+    values = _POINT.read(item, problems)
+    if not isinstance(values.get("variant"), str) or values.get("start") not in (EAGER_START, *START_KINDS) \
+            or not isinstance(values.get("round"), int):
+        problems.append("no variant, start kind or round: left out")
+        return None
+    for name in ("phases", "cache", "loaded"):
+        raw = values.get(name)
+        values[name] = {str(a)[:60]: b for a, b in list(raw.items() if isinstance(raw, dict) else [])[:20]
+                        if isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)}
+    if isinstance(values.get("error"), str):
+        values["error"] = values["error"][:1000]
+    return ColdStartPoint(**values)
+
+
 def load_coldstart(path: str | Path) -> ColdStartRecord:
     """Read a cold-start folder (or its coldstart.json); SweepDamaged saying why it cannot."""
     record: ColdStartRecord = load_record(path, COLDSTART_JSON, _read, SweepDamaged, MAX_SWEEP_JSON_BYTES)
@@ -297,17 +313,10 @@ def _read(folder: Path, doc: Any) -> ColdStartRecord:
     points = []
     for k, item in enumerate(doc["points"]):
         own: list[str] = []
-        values = _POINT.read(item, own)
-        if not isinstance(values.get("variant"), str) or values.get("start") not in (EAGER_START, *START_KINDS) \
-                or not isinstance(values.get("round"), int):
-            problems.append(f"point {k} has no variant, start kind or round: left out")
-            continue
-        for name in ("phases", "cache", "loaded"):
-            raw = values.get(name)
-            values[name] = {str(a)[:60]: b for a, b in (raw.items() if isinstance(raw, dict) else [])
-                            if isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)}
+        point = point_from_dict(item, own)
         problems.extend(f"point {k}: {p}" for p in own)
-        points.append(ColdStartPoint(**values))
+        if point is not None:
+            points.append(point)
     kinds = [k for k in doc.get("kinds", []) if k in START_KINDS] if isinstance(doc.get("kinds"), list) else []
 
     def text(key: str) -> str | None:
@@ -335,4 +344,4 @@ def _read(folder: Path, doc: Any) -> ColdStartRecord:
     return record
 
 
-__all__ += ["COMPLETE", "PHASES", "Spread"]
+__all__ += ["COMPLETE", "PHASES", "Spread", "point_from_dict"]
