@@ -142,19 +142,29 @@ class StartSummary:
     loaded: int = 0
     cache_hits: int = 0
 
-    @property
-    def break_even(self) -> float | None:
-        """Calls after which this start has paid for itself against eager (0: at once; None: never)."""
-        if self.first_fast is None or self.eager_first_result is None or self.call_ms is None \
-                or self.eager_ms is None:
+    def _calls_after(self, first_fast_s: float) -> float | None:
+        if self.eager_first_result is None or self.call_ms is None or self.eager_ms is None:
             return None
         saved_s = (self.eager_ms - self.call_ms) / 1000.0
-        extra_s = self.first_fast.median - self.eager_first_result
+        extra_s = first_fast_s - self.eager_first_result
         if extra_s <= 0:
             return 0.0
         if saved_s <= 0:
             return None
         return float(math.ceil(extra_s / saved_s))
+
+    @property
+    def break_even(self) -> float | None:
+        """Calls after which this start has paid for itself against eager (0: at once; None: never)."""
+        return None if self.first_fast is None else self._calls_after(self.first_fast.median)
+
+    @property
+    def break_even_range(self) -> tuple[float, float] | None:
+        """The break-even of the fastest and the slowest round's start (None: one round, or none)."""
+        if self.first_fast is None or self.first_fast.n < 2:
+            return None
+        lo, hi = self._calls_after(self.first_fast.low), self._calls_after(self.first_fast.high)
+        return None if lo is None or hi is None else (lo, hi)
 
 
 def break_even_text(s: StartSummary) -> str:
@@ -166,7 +176,11 @@ def break_even_text(s: StartSummary) -> str:
         if s.call_ms is not None and s.eager_ms is not None and s.eager_ms <= s.call_ms:
             return "never (not faster than eager per call)"
         return "–"
-    return "at once" if be == 0 else f"{be:,.0f} calls"
+    text = "at once" if be == 0 else f"{be:,.0f} calls"
+    spread = s.break_even_range
+    if spread is not None and spread[0] != spread[1]:
+        text += f" ({spread[0]:,.0f}–{spread[1]:,.0f})"
+    return text
 
 
 def summarize(record: ColdStartRecord) -> list[StartSummary]:
