@@ -213,3 +213,26 @@ def test_a_stop_during_a_cold_compile_keeps_what_was_measured_and_leaves_no_proc
     while any(_alive(p) for p in started) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in started)
+
+
+def test_a_gpu_cache_file_is_checked_against_the_gpu_triton_and_cuda_it_would_run_on():
+    from compile_studio.results.cache_file import (
+        CachedVariant,
+        CacheFile,
+        cache_mismatches,
+        environment_of,
+    )
+
+    config = BenchmarkConfig.from_dict({"layers": "32,32,8", "device": "cuda", "variants": ["eager", "default"]})
+    made = {"torch": "2.13.0", "triton": "3.5.0", "python": "3.11.7", "device_type": "cuda",
+            "device_name": "NVIDIA H100 80GB HBM3", "cuda": "12.8"}
+    cache = CacheFile(made, config.to_dict(), [CachedVariant("default", 0, 1, "0" * 64)])
+    hello = {"torch": "2.13.0", "triton": "3.5.0", "python": "3.11.7", "cuda": "12.8",
+             "devices": ["cpu", "cuda:0"], "device_names": {"cpu": "x", "cuda:0": "NVIDIA H100 80GB HBM3"}}
+    assert cache_mismatches(cache, environment_of(hello, "cuda"), config) == []
+    assert cache_mismatches(cache, environment_of(hello, "auto"), config) == []
+    other = {**hello, "triton": "3.4.0", "device_names": {"cuda:0": "NVIDIA H200"}}
+    reasons = cache_mismatches(cache, environment_of(other, "cuda"), config)
+    assert any("NVIDIA H200" in r for r in reasons) and any("Triton 3.4.0" in r for r in reasons)
+    bigger = BenchmarkConfig.from_dict({**config.to_dict(), "layers": "64,64,8"})
+    assert any("another configuration (layers" in r for r in cache_mismatches(cache, environment_of(hello, "cuda"), bigger))

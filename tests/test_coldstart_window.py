@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtWidgets import QDialog
 
 from compile_studio.core.config import BenchmarkConfig
@@ -79,3 +81,32 @@ def test_closing_the_window_stops_a_running_start_up_job_and_keeps_it(qtbot, tmp
     assert not view.is_running()
     record = view.thread.folder.snapshot()
     assert record.status == "stopped" and "window was closed" in record.message
+
+
+def test_a_cache_file_from_the_window_is_asked_about_checked_and_refused_with_its_reason(qtbot, tmp_path):
+    from compile_studio.results.cache_file import write_cache_file
+
+    window = open_window(qtbot)
+    view = window.coldstart_view
+    view.root = tmp_path / "jobs"
+    config = BenchmarkConfig.from_dict({"layers": "32,32,8", "batch_size": 4, "device": "cpu",
+                                        "variants": ["eager", "default"]})
+    view.base = lambda: config
+    said: list[str] = []
+    view.message.connect(said.append)
+    made = tmp_path / "elsewhere.cache"
+    write_cache_file(made, {"torch": "1.0.0", "device_type": "cpu"}, config.to_dict(),
+                     {"default": (b"never unpickled", {"inductor": 1})})
+    asked: list[Path] = []
+    view.agree_cache = lambda path: asked.append(path) or False
+    assert not view.start(1, ["carried"], 3, load_cache=made)
+    assert asked == [made] and "not agreed" in said[-1] and not view.root.exists()
+    damaged = tmp_path / "damaged.cache"
+    damaged.write_bytes(made.read_bytes()[:-3])
+    assert not view.start(1, ["carried"], 3, load_cache=damaged)
+    assert "Cannot load the cache" in said[-1] and asked == [made]
+    view.agree_cache = lambda path: True
+    assert view.start(1, ["carried"], 3, load_cache=made)
+    qtbot.waitUntil(lambda: view.last_outcome is not None and not view.is_running(), timeout=120_000)
+    assert "elsewhere.cache will not help: made with torch 1.0.0" in said[-1]
+    assert view.last_outcome.record.points == []

@@ -26,6 +26,8 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QLabel,
+    QLineEdit,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -38,6 +40,7 @@ from PySide6.QtWidgets import (
 from ..core.config import BenchmarkConfig, ConfigError
 from ..core.protocol import START_KINDS
 from ..jobs.coldstart_run import ColdStartOutcome, ColdStartRun, coldstart_request, new_coldstart
+from ..results.cache_file import CacheFile, CacheFileError, read_cache_file
 from ..results.coldstart_record import (
     PHASES,
     ColdStartFolder,
@@ -62,10 +65,12 @@ class ColdStartThread(JobThread):
     what = "the cold-start job"
     point_changed = Signal(object)
 
-    def __init__(self, folder: ColdStartFolder, parent: QObject | None = None):
+    def __init__(self, folder: ColdStartFolder, parent: QObject | None = None,
+                 load_cache: tuple[Path, CacheFile] | None = None, save_cache: Path | None = None):
         super().__init__(parent=parent)
         self.folder = folder
-        self.runner = ColdStartRun(folder, on_point=self.point_changed.emit, on_log=self.log.emit)
+        self.runner = ColdStartRun(folder, on_point=self.point_changed.emit, on_log=self.log.emit,
+                                   load_cache=load_cache, save_cache=save_cache)
 
 
 class ColdStartDialog(QDialog):
@@ -86,6 +91,10 @@ class ColdStartDialog(QDialog):
         self.kinds = {k: QCheckBox(k, checked=True) for k in START_KINDS}
         for box in self.kinds.values():
             form.addRow("", box)
+        self.save_path = QLineEdit(placeholderText="keep the cold start's cache artifacts in this file")
+        self.load_path = QLineEdit(placeholderText="carry the artifacts of this cache file (only one you trust)")
+        form.addRow("Save cache to", self.save_path)
+        form.addRow("Load cache from", self.load_path)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -93,6 +102,11 @@ class ColdStartDialog(QDialog):
 
     def settings(self) -> tuple[int, list[str], int]:
         return self.rounds.value(), [k for k, b in self.kinds.items() if b.isChecked()], self.calls.value()
+
+    def cache_paths(self) -> tuple[Path | None, Path | None]:
+        """(save to, load from); None where left empty."""
+        save, load = self.save_path.text().strip(), self.load_path.text().strip()
+        return (Path(save).expanduser() if save else None, Path(load).expanduser() if load else None)
 
 
 def summary_rows(record: ColdStartRecord) -> list[list[str]]:
@@ -127,6 +141,8 @@ class ColdStartView(QWidget):
         self.last_outcome: ColdStartOutcome | None = None
         #: asks the user whether the code the configuration names may run (set by the window)
         self.agree_base: Callable[[BenchmarkConfig], bool] = lambda _config: True
+        #: asks the user whether a cache file's artifacts may be loaded (torch unpickles them)
+        self.agree_cache: Callable[[Path], bool] = self._ask_cache
         layout = QVBoxLayout(self)
         self.title = QLabel("No start-up job yet: Run ▸ Start-up cost…")
         self.title.setWordWrap(True)
@@ -161,10 +177,17 @@ class ColdStartView(QWidget):
         dialog = ColdStartDialog(self)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return
-        self.start(*dialog.settings())
+        save, load = dialog.cache_paths()
+        self.start(*dialog.settings(), save_cache=save, load_cache=load)
 
-    def start(self, rounds: int, kinds: list[str], calls: int) -> bool:
-        """Run a cold-start job of the form's configuration; returns whether it started."""
+    def start(self, rounds: int, kinds: list[str], calls: int,
+              save_cache: Path | None = None, load_cache: Path | None = None) -> bool:
+        """Run a cold-start job of the form's configuration; returns whether it started.
+
+        ``load_cache``: a cache file whose header is checked first (a damaged or foreign
+        file is refused with the reason); loading it is asked about (torch unpickles what
+        the artifacts hold) through :attr:`agree_cache`.
+        """
         if self.is_running():
             self.message.emit("A start-up job is running: stop it first")
             return False
@@ -174,6 +197,19 @@ class ColdStartView(QWidget):
         except ConfigError as exc:
             self.message.emit("Cannot measure the start-up: " + "; ".join(str(p) for p in exc.problems))
             return False
+        load = None
+        if load_cache is not None:
+            if "carried" not in request.kinds:
+                self.message.emit("A cache file to load goes with the carried start")
+                return False
+            try:
+                load = (load_cache, read_cache_file(load_cache))
+            except CacheFileError as exc:
+                self.message.emit(f"Cannot load the cache: {exc}")
+                return False
+            if not self.agree_cache(load_cache):
+                self.message.emit("Not run: loading the cache file was not agreed to")
+                return False
         if not self.agree_base(config):
             self.message.emit("Not run: the code the configuration names was not agreed to")
             return False
@@ -182,7 +218,7 @@ class ColdStartView(QWidget):
         except OSError as exc:
             self.message.emit(f"Cannot create the start-up job's folder in {self.root}: {exc.strerror or exc}")
             return False
-        thread = ColdStartThread(folder, parent=self)
+        thread = ColdStartThread(folder, parent=self, load_cache=load, save_cache=save_cache)
         thread.point_changed.connect(self.show_record)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
@@ -197,6 +233,15 @@ class ColdStartView(QWidget):
         self.show_record(folder.snapshot())
         self.running_changed.emit(True)
         return True
+
+    def _ask_cache(self, path: Path) -> bool:
+        answer = QMessageBox.question(
+            self, "Load a cache file?",
+            f"The carried starts will load the artifacts of {path.name} into a fresh cache. They are "
+            "compiler output that torch unpickles, which can run code: load only a file you trust.\n\n"
+            "Load it?",
+        )
+        return answer == QMessageBox.StandardButton.Yes
 
     def _tick(self) -> None:
         if self.thread is not None:

@@ -33,7 +33,12 @@ from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from ..core.protocol import RunStatus
 from ..launchers.supervisor import HelloTimer, WorkerLauncher, WorkerProcess
 from ..results.cache_file import CacheFile, cache_mismatches, environment_of, write_cache_file
-from ..results.coldstart_record import ColdStartFolder, ColdStartPoint, ColdStartRecord
+from ..results.coldstart_record import (
+    ColdStartFolder,
+    ColdStartPoint,
+    ColdStartRecord,
+    point_from_dict,
+)
 from ..results.owner_lock import RecordBusy, this_owner
 from ..results.sweep_record import COMPLETE, FAILED, RUNNING, STOPPED
 from .job import StopSwitch
@@ -233,7 +238,14 @@ class ColdStartRun:
                         sent = dataclasses.replace(request, config=self.launcher.worker_config(request.config))
                         worker.send_config(sent.to_json())
                 elif isinstance(event, protocol.ColdStartPointEvent):
-                    snapshot = self.folder.update(functools.partial(_add, point=ColdStartPoint.from_event(event)))
+                    # a worker's output is input: checked with the loader's rules
+                    problems: list[str] = []
+                    point = point_from_dict(protocol.to_dict(event), problems)
+                    for problem in problems:
+                        self._log(f"[compile studio] a cold-start point from the worker: {problem}")
+                    if point is None:
+                        continue
+                    snapshot = self.folder.update(functools.partial(_add, point=point))
                     if self.on_point is not None:
                         self.on_point(snapshot)
                 elif isinstance(event, protocol.CacheArtifactsEvent):

@@ -169,6 +169,8 @@ def environment_of(hello_env: dict[str, Any], device: str) -> dict[str, Any]:
     if device == "auto":
         devices = hello_env.get("devices") if isinstance(hello_env.get("devices"), list) else ["cpu"]
         device = next((d for d in devices if isinstance(d, str) and d != "cpu"), "cpu")
+    elif device == "cuda":
+        device = "cuda:0"  # what torch.device("cuda") runs on in a fresh process
     return {
         "torch": hello_env.get("torch"), "triton": hello_env.get("triton"),
         "python": hello_env.get("python"), "device_type": device.split(":")[0],

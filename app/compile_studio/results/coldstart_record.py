@@ -142,19 +142,29 @@ class StartSummary:
     loaded: int = 0
     cache_hits: int = 0
 
-    @property
-    def break_even(self) -> float | None:
-        """Calls after which this start has paid for itself against eager (0: at once; None: never)."""
-        if self.first_fast is None or self.eager_first_result is None or self.call_ms is None \
-                or self.eager_ms is None:
+    def _calls_after(self, first_fast_s: float) -> float | None:
+        if self.eager_first_result is None or self.call_ms is None or self.eager_ms is None:
             return None
         saved_s = (self.eager_ms - self.call_ms) / 1000.0
-        extra_s = self.first_fast.median - self.eager_first_result
+        extra_s = first_fast_s - self.eager_first_result
         if extra_s <= 0:
             return 0.0
         if saved_s <= 0:
             return None
         return float(math.ceil(extra_s / saved_s))
+
+    @property
+    def break_even(self) -> float | None:
+        """Calls after which this start has paid for itself against eager (0: at once; None: never)."""
+        return None if self.first_fast is None else self._calls_after(self.first_fast.median)
+
+    @property
+    def break_even_range(self) -> tuple[float, float] | None:
+        """The break-even of the fastest and the slowest round's start (None: one round, or none)."""
+        if self.first_fast is None or self.first_fast.n < 2:
+            return None
+        lo, hi = self._calls_after(self.first_fast.low), self._calls_after(self.first_fast.high)
+        return None if lo is None or hi is None else (lo, hi)
 
 
 def break_even_text(s: StartSummary) -> str:
@@ -166,7 +176,11 @@ def break_even_text(s: StartSummary) -> str:
         if s.call_ms is not None and s.eager_ms is not None and s.eager_ms <= s.call_ms:
             return "never (not faster than eager per call)"
         return "–"
-    return "at once" if be == 0 else f"{be:,.0f} calls"
+    text = "at once" if be == 0 else f"{be:,.0f} calls"
+    spread = s.break_even_range
+    if spread is not None and spread[0] != spread[1]:
+        text += f" ({spread[0]:,.0f}–{spread[1]:,.0f})"
+    return text
 
 
 def summarize(record: ColdStartRecord) -> list[StartSummary]:
@@ -278,6 +292,22 @@ _TOP: dict[str, Any] = {
 }
 
 
+def point_from_dict(item: Any, problems: list[str]) -> ColdStartPoint | None:
+    """A point from a saved record or a worker's event, every value checked (None: not a point)."""
+    values = _POINT.read(item, problems)
+    if not isinstance(values.get("variant"), str) or values.get("start") not in (EAGER_START, *START_KINDS) \
+            or not isinstance(values.get("round"), int):
+        problems.append("no variant, start kind or round: left out")
+        return None
+    for name in ("phases", "cache", "loaded"):
+        raw = values.get(name)
+        values[name] = {str(a)[:60]: b for a, b in list(raw.items() if isinstance(raw, dict) else [])[:20]
+                        if isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)}
+    if isinstance(values.get("error"), str):
+        values["error"] = values["error"][:1000]
+    return ColdStartPoint(**values)
+
+
 def load_coldstart(path: str | Path) -> ColdStartRecord:
     """Read a cold-start folder (or its coldstart.json); SweepDamaged saying why it cannot."""
     record: ColdStartRecord = load_record(path, COLDSTART_JSON, _read, SweepDamaged, MAX_SWEEP_JSON_BYTES)
@@ -297,17 +327,10 @@ def _read(folder: Path, doc: Any) -> ColdStartRecord:
     points = []
     for k, item in enumerate(doc["points"]):
         own: list[str] = []
-        values = _POINT.read(item, own)
-        if not isinstance(values.get("variant"), str) or values.get("start") not in (EAGER_START, *START_KINDS) \
-                or not isinstance(values.get("round"), int):
-            problems.append(f"point {k} has no variant, start kind or round: left out")
-            continue
-        for name in ("phases", "cache", "loaded"):
-            raw = values.get(name)
-            values[name] = {str(a)[:60]: b for a, b in (raw.items() if isinstance(raw, dict) else [])
-                            if isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)}
+        point = point_from_dict(item, own)
         problems.extend(f"point {k}: {p}" for p in own)
-        points.append(ColdStartPoint(**values))
+        if point is not None:
+            points.append(point)
     kinds = [k for k in doc.get("kinds", []) if k in START_KINDS] if isinstance(doc.get("kinds"), list) else []
 
     def text(key: str) -> str | None:
@@ -335,4 +358,4 @@ def _read(folder: Path, doc: Any) -> ColdStartRecord:
     return record
 
 
-__all__ += ["COMPLETE", "PHASES", "Spread"]
+__all__ += ["COMPLETE", "PHASES", "Spread", "point_from_dict"]
