@@ -23,7 +23,8 @@ from .. import __version__
 from ..core import protocol
 from ..core.config import ConfigError
 from ..core.protocol import RunStatus, VariantStatus
-from ..jobs.session import Progress, RunSession
+from ..jobs.progress import Progress
+from ..jobs.session import RunSession
 from ..jobs.workers import ProbeFailed, probe_environment
 from ..results import RunDamaged, RunResult, RunStore, summarize
 from ..results.formatting import (

@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ..core.config import BenchmarkConfig
 from ..core.protocol import CompiledEvent, ErrorKind, Phase, RunStatus, VariantStatus
-from ..jobs.session import Progress
+from ..jobs.progress import Progress
 from ..jobs.workers import WorkerLauncher
 from ..results import RunResult, RunStore, SummaryRow
 from .benchmark_thread import BenchmarkThread, has_finished

@@ -52,6 +52,7 @@ from .plots.panel import run_hint
 from .settings import AppSettings
 from .standby import AFTER_RUN_DELAY_MS
 from .summary_table import SummaryTableModel, SummaryTableView
+from .coldstart_view import ColdStartView
 from .sweep_view import SweepView
 from .targets_dialog import TargetChooser
 from .trust_dialog import NOT_AGREED, CodeConsent, code_fields, code_from_loaded
@@ -122,6 +123,7 @@ class MainWindow(QMainWindow):
     log_scale_action: QAction
     refresh_history_action: QAction
     sweep_view: SweepView
+    coldstart_view: ColdStartView
     target_chooser: TargetChooser
     help_menu: HelpMenu
     shortcut_guard: WindowShortcutGuard

@@ -291,7 +291,7 @@ class SweepView(QWidget):
         if not any(p.missing for p in folder.record.points):
             self.message.emit("Nothing to resume: every point of this sweep has run")
             return False
-        agreement = self._agreements.get(os.path.abspath(folder.path), Agreement())
+        agreement: Agreement | None = self._agreements.get(os.path.abspath(folder.path), Agreement())
         if os.path.abspath(folder.path) not in self._own_folders:
             refs = code_of_configs(sweep_configs(folder.record))
             agreement = self.code_consent.agreed(refs, f"The sweep {folder.path}")

@@ -120,7 +120,7 @@ def _same_length(event_type: str, columns: dict[str, Any], names: tuple[str, ...
 def check_event(event: protocol.Event) -> protocol.Event:
     """``event`` with every field checked (figures that are not finite kept as none);
     :class:`Refused` when a field does not fit."""
-    cls = type(event)
+    cls: type = type(event)
     event_type = str(getattr(cls, "TYPE", cls.__name__))
     hints = _hints(cls)
     kept: dict[str, Any] = {}

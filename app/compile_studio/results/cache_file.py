@@ -150,13 +150,17 @@ def _header(doc: Any, path: Path, room: int) -> CacheFile:
         if not isinstance(item, dict):
             raise CacheFileError(f"{path}: an artifact entry is not an object")
         name, offset, size, digest = item.get("variant"), item.get("offset"), item.get("size"), item.get("sha256")
-        if _text(name, 100) is None or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
-                                                for n in (offset, size)) \
-                or not isinstance(digest, str) or len(digest) != 64:
+        if (
+            not isinstance(name, str) or _text(name, 100) is None
+            or not isinstance(offset, int) or isinstance(offset, bool) or offset < 0
+            or not isinstance(size, int) or isinstance(size, bool) or size < 0
+            or not isinstance(digest, str) or len(digest) != 64
+        ):
             raise CacheFileError(f"{path}: an artifact entry is malformed")
         if offset + size > room:
             raise CacheFileError(f"{path}: {name}'s artifacts lie beyond the end of the file (cut short)")
-        counts = item.get("artifacts") if isinstance(item.get("artifacts"), dict) else {}
+        found = item.get("artifacts")
+        counts: dict[Any, Any] = found if isinstance(found, dict) else {}
         out.append(CachedVariant(name, offset, size, digest,
                                  {str(k)[:50]: int(n) for k, n in list(counts.items())[:20]
                                   if isinstance(n, int) and not isinstance(n, bool)}))
@@ -165,9 +169,11 @@ def _header(doc: Any, path: Path, room: int) -> CacheFile:
 
 def environment_of(hello_env: dict[str, Any], device: str) -> dict[str, Any]:
     """What a worker's ``hello`` environment says a cache must be valid for, on ``device``."""
-    names = hello_env.get("device_names") if isinstance(hello_env.get("device_names"), dict) else {}
+    found_names = hello_env.get("device_names")
+    names: dict[Any, Any] = found_names if isinstance(found_names, dict) else {}
     if device == "auto":
-        devices = hello_env.get("devices") if isinstance(hello_env.get("devices"), list) else ["cpu"]
+        found_devices = hello_env.get("devices")
+        devices: list[Any] = found_devices if isinstance(found_devices, list) else ["cpu"]
         device = next((d for d in devices if isinstance(d, str) and d != "cpu"), "cpu")
     elif device == "cuda":
         device = "cuda:0"  # what torch.device("cuda") runs on in a fresh process
