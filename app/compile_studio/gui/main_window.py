@@ -38,6 +38,7 @@ from ..jobs.trust import Agreement
 from ..results import RunResult, RunStore, SummaryRow, summarize
 from ..results.turns_text import turns_line
 from .benchmark_thread import EnvironmentProbe
+from .coldstart_view import ColdStartView
 from .config_panel import ConfigPanel
 from .draw_turns import DrawTurns
 from .export_actions import ExportActions
@@ -52,7 +53,6 @@ from .plots.panel import run_hint
 from .settings import AppSettings
 from .standby import AFTER_RUN_DELAY_MS
 from .summary_table import SummaryTableModel, SummaryTableView
-from .coldstart_view import ColdStartView
 from .sweep_view import SweepView
 from .targets_dialog import TargetChooser
 from .trust_dialog import NOT_AGREED, CodeConsent, code_fields, code_from_loaded
