@@ -241,13 +241,23 @@ def read_samples_csv(path: Path, run: RunResult) -> int:
     return skipped
 
 
+def _whole(text: str) -> int | None:
+    """A whole reading ('' is None) written either way: ``1980`` or ``1980.0``."""
+    value = cell_float(text, optional=True)
+    if value is None:
+        return None
+    if value != int(value):
+        raise ValueError(f"{text[:20]!r} is not a whole number")
+    return int(value)
+
+
 _GPU_CELLS: dict[str, Any] = {
     "t_s": lambda t: cell_float(t, optional=True),
     "gpu": lambda t: cell_int(t, optional=True),
     "variant": lambda t: cell_name(read_cell(t)) if t else None,
     "iteration": lambda t: cell_int(t, optional=True),
-    "sm_clock_mhz": lambda t: cell_int(t, optional=True),
-    "temperature_c": lambda t: cell_int(t, optional=True),
+    "sm_clock_mhz": _whole,
+    "temperature_c": _whole,
     "power_w": lambda t: cell_float(t, optional=True),
 }
 
