@@ -206,3 +206,62 @@ def test_keyword_inputs_are_checked_and_what_is_accepted_is_said():
         factory_inputs([ids])
     with pytest.raises(FactoryError, match="keyword input past is a list"):
         factory_inputs({"input_ids": ids, "past": [ids]})
+
+
+# -- 5. advice that works and can be tried ----------------------------------------------------------
+def suggestions(tmp_path: Path, spec: str, **overrides):
+    from compile_studio.results.what_to_try import what_to_try
+
+    outcome, _, _ = run(tmp_path, spec, diagnostics=True, **overrides)
+    assert outcome.run.status == "complete", outcome.run.message
+    return outcome, what_to_try(outcome.run, outcome.folder).suggestions
+
+
+def test_advise_names_every_graph_break_line(tmp_path):
+    _, found = suggestions(tmp_path, "data_branch.py:make_two_breaks")
+    full = next(s for s in found if s.rule == "fullgraph")
+    assert "data_branch.py:18" in full.evidence and "data_branch.py:21" in full.evidence, full.evidence
+    branch = next(s for s in found if s.rule == "data-branch")
+    assert "torch.where" in branch.code.after and "torch.cond" in branch.code.after
+
+
+def test_an_item_branch_gets_torch_where_not_a_line_that_still_breaks(tmp_path):
+    _, found = suggestions(tmp_path, "item_branch.py")
+    item = next(s for s in found if s.rule == "item-break")
+    assert item.code.before == "if h.mean().item() > 0.0:"
+    assert "if h.mean() > 0.0:" not in item.code.after
+    assert "torch.where" in item.code.after and "capture_scalar_outputs" not in item.code.after
+    assert not any(s.rule == "item-flag" for s in found)
+
+
+def test_an_item_read_gets_capture_scalar_outputs_as_a_triable_change(tmp_path):
+    from compile_studio.jobs.trial import not_tried_reason
+
+    _, found = suggestions(tmp_path, "item_scale.py")
+    flag = next(s for s in found if s.rule == "item-flag")
+    assert flag.delta == {"dynamo_config": ["capture_scalar_outputs=true"]}
+    assert not_tried_reason(flag) is None
+
+
+def test_a_recompiling_counter_gets_a_config_change_whose_try_gives_a_verdict(tmp_path, capsys):
+    import argparse
+
+    from compile_studio.cli import advise as cli_advise
+    from compile_studio.results.trial_load import trials_of
+
+    outcome, found = suggestions(tmp_path, "call_counter.py", iterations=12)
+    numbers = {s.rule: k for k, s in enumerate(found, 1)}
+    assert "python-value-guard" in numbers and "python-value-flag" in numbers, numbers
+    flag = found[numbers["python-value-flag"] - 1]
+    assert flag.delta == {"dynamo_config": ["allow_unspec_int_on_nn_module=true"]}
+    args = argparse.Namespace(
+        run=str(outcome.folder), out=None, try_=str(numbers["python-value-flag"]), rounds=3,
+        trust_code=True,
+    )
+    assert cli_advise.main(args) == 0, capsys.readouterr().err[-2000:]
+    (listing,) = trials_of(outcome.folder)
+    (s,) = listing.record.suggestions
+    assert s.rule == "python-value-flag"
+    # judged with the verdict words of a run, on rounds with the A/A control beside them
+    assert s.verdict in ("faster", "slower", "cannot tell"), s.verdict
+    assert len(s.rounds) == 3
