@@ -265,3 +265,24 @@ def test_a_recompiling_counter_gets_a_config_change_whose_try_gives_a_verdict(tm
     # judged with the verdict words of a run, on rounds with the A/A control beside them
     assert s.verdict in ("faster", "slower", "cannot tell"), s.verdict
     assert len(s.rounds) == 3
+
+
+# -- 6. smaller items ------------------------------------------------------------------------------------
+def test_what_the_model_prints_shows_on_the_clis_stderr_capped(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run(
+        [sys.executable, "-m", "compile_studio.cli", "run", "--factory",
+         f"{MODELS / 'printing.py'}:make_model", "--device", "cpu", "--iterations", "60", "--warmup", "1",
+         "--warmup-min-ms", "0", "--rounds", "1", "--compile-timing", "in_run",
+         "--variants", "eager,aot_eager", "--no-diagnostics", "--quiet", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=root,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "building the printing model" in p.stderr
+    assert "forward sees (2, 4)" in p.stderr
+    assert "forward sees" not in p.stdout
+    # a print on every call is cut short, and the cut is said
+    assert p.stderr.count("forward sees") <= 40 and "more lines, not shown" in p.stderr
