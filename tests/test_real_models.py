@@ -286,3 +286,34 @@ def test_what_the_model_prints_shows_on_the_clis_stderr_capped(tmp_path):
     assert "forward sees" not in p.stdout
     # a print on every call is cut short, and the cut is said
     assert p.stderr.count("forward sees") <= 40 and "more lines, not shown" in p.stderr
+
+
+def test_a_run_where_every_variant_failed_is_failed_not_complete(tmp_path):
+    outcome, _, _ = run(tmp_path, "breaks_later.py", variants=["eager", "aot_eager"], iterations=20)
+    r = outcome.run
+    assert all(v.status == "failed" for v in r.variants.values()), {
+        n: (v.status, v.error) for n, v in r.variants.items()
+    }
+    assert r.status == "failed" and "every variant failed" in r.message
+    saved = json.loads(next((tmp_path / "runs").glob("*/run.json")).read_text())
+    assert saved["status"] == "failed"
+
+
+def test_an_interval_below_one_never_prints_its_bound_as_1_00():
+    from compile_studio.results.formatting import fmt_interval
+    from compile_studio.results.stats import SpeedupInterval
+    from compile_studio.results.verdict import interval_text
+
+    assert fmt_interval("default", 0.82, 0.64, 0.998) == "0.820× [0.640–0.998]"
+    assert fmt_interval("default", 1.3, 1.0004, 1.9) == "1.3000× [1.0004–1.9000]"
+    assert fmt_interval("default", 0.82, 0.64, 0.97) == "0.82× [0.64–0.97]"  # two digits where they do
+    text = interval_text(SpeedupInterval(0.82, 0.64, 0.998, "rounds", 5, None))
+    assert "[0.640–0.998]" in text
+
+
+def test_a_cpu_variant_whose_resident_size_did_not_grow_says_so_not_0_b():
+    from compile_studio.results.formatting import fmt_memory
+
+    assert fmt_memory(0, "rss_peak") == "RSS did not grow"
+    assert fmt_memory(0, "cuda_allocator_peak") == "0 B"
+    assert fmt_memory(3 << 20, "rss_peak") == "3.0 MiB"

@@ -52,7 +52,8 @@ HEADER_HELP = {
     "correct": "Whether the output matches the fp64 reference within the dtype's tolerance.",
     "graph breaks": "Places where torch.compile fell back to Python; each costs speed.",
     "recompiles": "How often the compiled code was rebuilt (new shapes or guards failing).",
-    "peak mem": "Peak memory this variant needed above what was in use before it.",
+    "peak mem": "Peak memory this variant needed above what was in use before it. On the CPU the "
+    "process's resident size: 'RSS did not grow' where its calls reused memory already held.",
 }
 
 
@@ -74,10 +75,11 @@ def fmt_interval(name: str, point: float | None, lo: float | None, hi: float | N
     """``1.85× [1.79–1.91]`` (eager, the baseline, without an interval); ``–`` without a point."""
     if point is None:
         return "–"
-    text = f"{point:.2f}×"
     if name != "eager" and lo is not None and hi is not None:
-        text += f" [{lo:.2f}–{hi:.2f}]"
-    return text
+        from .verdict import fmt_bounds
+
+        return fmt_bounds(point, lo, hi)
+    return f"{point:.2f}×"
 
 
 def fmt_speedup(row: SummaryRow) -> str:
@@ -175,7 +177,10 @@ def fmt_count(v: int | None) -> str:
     return "–" if v is None else str(v)
 
 
-def fmt_memory(v: int | None) -> str:
+def fmt_memory(v: int | None, kind: str = "") -> str:
+    """Bytes; on the CPU a zero growth of the resident size says so (not ``0 B``)."""
+    if v == 0 and kind.startswith("rss"):
+        return "RSS did not grow"
     return "–" if v is None else format_bytes(v)
 
 
@@ -203,7 +208,7 @@ def summary_cells(row: SummaryRow) -> list[str]:
         fmt_correct(row),
         fmt_count(row.graph_breaks),
         fmt_count(row.recompiles),
-        fmt_memory(row.peak_memory_bytes),
+        fmt_memory(row.peak_memory_bytes, row.memory_kind),
     ]
 
 
