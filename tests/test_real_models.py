@@ -317,3 +317,72 @@ def test_a_cpu_variant_whose_resident_size_did_not_grow_says_so_not_0_b():
     assert fmt_memory(0, "rss_peak") == "RSS did not grow"
     assert fmt_memory(0, "cuda_allocator_peak") == "0 B"
     assert fmt_memory(3 << 20, "rss_peak") == "3.0 MiB"
+
+
+def test_a_shape_sweep_of_keyword_inputs_keeps_each_points_input_shapes_and_dtypes(tmp_path):
+    import subprocess
+    import sys
+
+    from compile_studio.results.sweep_load import load_shape_sweep
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run(
+        [sys.executable, "-m", "compile_studio.cli", "sweep", "--shape", "--values", "1,3", "--repeats", "3",
+         "--modes", "false", "--factory", f"{MODELS / 'keyword_inputs.py'}:make_model", "--device", "cpu",
+         "--variants", "eager,aot_eager", "--warmup", "2", "--warmup-min-ms", "0", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=root,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    (folder,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    record = load_shape_sweep(folder)
+    points = {(pt.variant, pt.batch): pt for pt in record.points}
+    assert points[("aot_eager", 3)].inputs == [
+        {"name": "input_ids", "shape": [3, 32], "dtype": "int64"},
+        {"name": "attention_mask", "shape": [3, 32], "dtype": "int64"},
+    ]
+    assert points[("eager", 1)].inputs[0]["shape"] == [1, 32]
+    assert all(pt.correct for pt in record.points), [(pt.variant, pt.batch, pt.error) for pt in record.points]
+
+
+def test_sweeping_seq_len_on_a_factory_says_what_the_factory_gets_and_what_to_sweep(capsys):
+    from compile_studio.cli import main
+
+    code = main(["sweep", "--param", "seq_len", "--values", "16,32", "--factory",
+                 str(Path(__file__).resolve().parents[1] / "examples" / "hf_gpt2.py") + ":make_model",
+                 "--device", "cpu", "--variants", "eager,aot_eager"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "seq_len is the transformer's sequence length" in err
+    assert "--param batch_size with def make_model(batch_size=…)" in err
+    assert "sweep a keyword parameter of the factory, such as" not in err
+
+
+def test_a_speedup_that_the_medians_contradict_says_both():
+    from compile_studio.results.formatting import medians_note
+    from compile_studio.results.summary import SummaryRow
+
+    fields = {f: None for f in SummaryRow.__dataclass_fields__}
+    eager = SummaryRow(**{**fields, "name": "eager", "median_ms": 149.0, "speedup": 1.0})
+    row = SummaryRow(**{**fields, "name": "default", "median_ms": 133.0, "speedup": 1.27})
+    note = medians_note(eager, row)
+    assert note is not None and "1.12×" in note and "geometric mean" in note
+    close = SummaryRow(**{**fields, "name": "default", "median_ms": 133.0, "speedup": 1.13})
+    assert medians_note(eager, close) is None
+
+
+def test_a_quiet_run_near_the_70_percent_line_is_mixed_a_loaded_one_too_noisy():
+    from dataclasses import replace
+
+    from compile_studio.results.why_rules import Evidence, machine_quiet
+
+    quiet_load = {"load_average": [0.4, 0.4, 0.4], "cpu_count": 2, "cpu_percent": 20.0,
+                  "busiest": [{"pid": 1, "name": "Xorg", "cpu_percent": 3.0}]}
+    busy_load = {**quiet_load, "busiest": [{"pid": 2, "name": "python", "cpu_percent": 97.0}]}
+    assert machine_quiet({"load_before": quiet_load, "load_after": quiet_load})
+    assert not machine_quiet({"load_before": quiet_load, "load_after": busy_load})
+    assert not machine_quiet({})
+    e = Evidence("eager", "cpu", ms=1.0, kernels=10, busy=0.9, flops_per_call=1e9, elements_per_call=1e7,
+                 ops=10, op_gemm_calls=(0.64, 0.66, 0.67, 0.65, 0.66), op_ms_calls=(1.0, 1.01, 1.0, 1.02, 1.0),
+                 op_spread=1.02, op_gemm_share=0.66)
+    assert e.bound() == "noisy"  # load unknown: as before
+    assert replace(e, machine_quiet=True).bound() == "mixed"

@@ -502,6 +502,8 @@ class ShapePointEvent:
     eager_max_ms: float | None = None
     speedup_lo: float | None = None
     speedup_hi: float | None = None
+    #: the inputs of this point as called: [{"shape": [8, 32], "dtype": "int64", "name": "input_ids"}]
+    inputs: list[dict[str, Any]] = field(default_factory=list)
 
 
 Event = (

@@ -59,6 +59,7 @@ from .models import (
     build_workload,
     call_model,
     conversion_dtype,
+    describe_inputs,
     kwargs_of,
     model_dtype,
     move_inputs,
@@ -357,6 +358,7 @@ class ShapeSweepRunner:
                     eager_min_ms=_lowest(shape.eager_wall), eager_max_ms=_highest(shape.eager_wall),
                     correct=None if dev is None else checks.judge(self.check_dtype, dev, None)[0],
                     max_error=None if dev is None else _finite(dev.error),
+                    inputs=describe_inputs(shape.inputs),
                 )
             )
 
@@ -426,6 +428,7 @@ class ShapeSweepRunner:
                         min_ms=_lowest(timed.wall), max_ms=_highest(timed.wall),
                         eager_min_ms=_lowest(timed.eager_wall), eager_max_ms=_highest(timed.eager_wall),
                         speedup_lo=speedup_lo, speedup_hi=speedup_hi,
+                        inputs=describe_inputs(shape.inputs),
                         correct=correct, max_error=None if dev is None else _finite(dev.error),
                     )
                 )

@@ -229,13 +229,21 @@ class SweepSpec:
         """
         if base.model != "custom" or self.field() not in FACTORY_MODEL_FIELDS:
             return None
+        sig = factory_signature(base.factory, base.model_path)
         if self.param != self.field():
+            what = DERIVED_PARAMS.get(self.param, "a part of --layers")
+            own = (
+                f"; your factory's own {self.param} parameter gets no value from the app"
+                if not isinstance(sig, str) and sig.takes(self.param) else ""
+            )
             return ConfigProblem(
                 "--param",
-                f"{self.param} changes a built-in model's sizes; a custom model's factory makes its "
-                f"own model (sweep a keyword parameter of the factory, such as batch_size)",
+                f"{self.param} is {what}, a size of a built-in model; a custom model's factory makes "
+                f"its own model and gets only the configuration fields it names as parameters "
+                f"(batch_size, seed, dtype, …){own}: sweep one of those the factory takes "
+                f"(--param batch_size with def {sig.function if not isinstance(sig, str) else 'make_model'}"
+                f"(batch_size=…)), or write one factory function per {self.param}",
             )
-        sig = factory_signature(base.factory, base.model_path)
         if isinstance(sig, str):
             return ConfigProblem(
                 "--param", f"cannot tell whether the factory takes {self.param}: {sig}"

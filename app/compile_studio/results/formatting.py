@@ -289,10 +289,39 @@ def verdict_lines(run: RunResult, rows: list[SummaryRow] | None = None) -> list[
     from .run_result import summarize
 
     out = []
-    for r in rows if rows is not None else summarize(run):
+    rows = rows if rows is not None else summarize(run)
+    eager = next((r for r in rows if r.name == "eager"), None)
+    for r in rows:
         if is_judged(r):
-            out.append(verdict_line(r, why_sentence(run, r.name)))
+            line = verdict_line(r, why_sentence(run, r.name))
+            note = medians_note(eager, r)
+            out.append(line + (f" ({note})" if note else ""))
     return out
+
+
+#: How far (as a ratio) the medians' ratio may lie from the speedup before the line says both.
+MEDIANS_APART = 1.05
+
+
+def medians_note(eager: SummaryRow | None, row: SummaryRow) -> str | None:
+    """Where the table's medians give another ratio than the speedup: both, and why they differ.
+
+    The speedup is the geometric mean of each round's ratio of medians; the table's medians
+    pool every round. A round slowed by load moves the pooled medians apart without moving
+    the other rounds' ratios, so the two can differ (149 vs 133 ms is 1.12×, the rounds 1.27×).
+    """
+    if eager is None or row.speedup is None or not eager.median_ms or not row.median_ms:
+        return None
+    pooled = eager.median_ms / row.median_ms
+    if not math.isfinite(pooled) or pooled <= 0:
+        return None
+    if abs(math.log(pooled / row.speedup)) <= math.log(MEDIANS_APART):
+        return None
+    return (
+        f"the table's medians, {fmt_ms(eager.median_ms)} vs {fmt_ms(row.median_ms)} ms, give "
+        f"{pooled:.2f}×: they pool every round, while the speedup is the geometric mean of each "
+        "round's own ratio, which a round slowed by load moves less"
+    )
 
 
 def is_judged(row: SummaryRow) -> bool:
