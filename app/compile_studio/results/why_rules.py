@@ -320,8 +320,8 @@ def machine_quiet(measurement: Any) -> bool:
     """Whether the run's machine load readings (before and after) say the machine was quiet."""
     if not isinstance(measurement, dict):
         return False
-    readings = [measurement.get(k) for k in ("load_before", "load_after")]
-    if not all(isinstance(r, dict) for r in readings):
+    readings = [r for k in ("load_before", "load_after") if isinstance(r := measurement.get(k), dict)]
+    if len(readings) != 2:
         return False
     for r in readings:
         for p in r.get("busiest") or []:
