@@ -386,3 +386,45 @@ def test_a_quiet_run_near_the_70_percent_line_is_mixed_a_loaded_one_too_noisy():
                  op_spread=1.02, op_gemm_share=0.66)
     assert e.bound() == "noisy"  # load unknown: as before
     assert replace(e, machine_quiet=True).bound() == "mixed"
+
+
+def test_a_shape_sweep_along_a_named_input_axis_resizes_it_and_its_mask(tmp_path):
+    import subprocess
+    import sys
+
+    from compile_studio.results.sweep_load import load_shape_sweep
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run(
+        [sys.executable, "-m", "compile_studio.cli", "sweep", "--shape", "--axis", "input_ids:1",
+         "--values", "8,16", "--repeats", "3", "--modes", "false", "--batch-size", "2",
+         "--factory", f"{MODELS / 'keyword_inputs.py'}:make_model", "--device", "cpu",
+         "--variants", "eager,aot_eager", "--warmup", "2", "--warmup-min-ms", "0", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=root,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "shape sweep over input input_ids axis 1 8,16" in p.stdout and "input_ids axis 1" in p.stdout
+    (folder,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    record = load_shape_sweep(folder)
+    assert record.axis == "input_ids:1"
+    point = next(pt for pt in record.points if pt.variant == "aot_eager" and pt.batch == 16)
+    assert point.inputs == [
+        {"name": "input_ids", "shape": [2, 16], "dtype": "int64"},
+        {"name": "attention_mask", "shape": [2, 16], "dtype": "int64"},
+    ]
+    assert all(pt.correct for pt in record.points)
+
+
+def test_a_named_axis_that_is_not_there_says_which_inputs_there_are():
+    import pytest
+    import torch
+
+    from compile_studio.engine.models import CallInputs
+    from compile_studio.engine.shape_sweep import resize_axis
+
+    inputs = CallInputs((), {"input_ids": torch.zeros(2, 4, dtype=torch.int64)})
+    assert resize_axis(inputs, "input_ids:1", 6).kwargs["input_ids"].shape == (2, 6)
+    with pytest.raises(ValueError, match="the inputs: input_ids"):
+        resize_axis(inputs, "pixels:1", 6)
+    with pytest.raises(ValueError, match="no axis 2"):
+        resize_axis(inputs, "input_ids:2", 6)
