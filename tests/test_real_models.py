@@ -347,14 +347,59 @@ def test_a_shape_sweep_of_keyword_inputs_keeps_each_points_input_shapes_and_dtyp
 def test_sweeping_seq_len_on_a_factory_says_what_the_factory_gets_and_what_to_sweep(capsys):
     from compile_studio.cli import main
 
-    code = main(["sweep", "--param", "seq_len", "--values", "16,32", "--factory",
-                 str(Path(__file__).resolve().parents[1] / "examples" / "hf_gpt2.py") + ":make_model",
-                 "--device", "cpu", "--variants", "eager,aot_eager"])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "seq_len is the transformer's sequence length" in err
+    def refusal(factory: str) -> str:
+        code = main(["sweep", "--param", "seq_len", "--values", "16,32", "--factory", factory,
+                     "--device", "cpu", "--variants", "eager,aot_eager"])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        return err
+
+    # a factory with its own seq_len parameter: sweep that one
+    err = refusal(str(Path(__file__).resolve().parents[1] / "examples" / "hf_gpt2.py") + ":make_model")
+    assert "seq_len is the transformer's sequence length" in err and "--param arg:seq_len" in err
+    # one without: what a factory gets, and what to sweep instead
+    err = refusal(f"{MODELS / 'keyword_inputs.py'}:make_model")
     assert "--param batch_size with def make_model(batch_size=…)" in err
     assert "sweep a keyword parameter of the factory, such as" not in err
+
+
+def test_a_sweep_over_a_factory_argument_rebuilds_the_model_at_each_value(tmp_path):
+    pytest = __import__("pytest")
+    pytest.importorskip("transformers")
+    import subprocess
+    import sys
+
+    from compile_studio.results import load_run
+    from compile_studio.results.sweep_load import load_sweep
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run(
+        [sys.executable, "-m", "compile_studio.cli", "sweep", "--param", "arg:seq_len", "--values", "8,16",
+         "--factory", "examples/hf_gpt2.py:make_model", "--batch-size", "2", "--device", "cpu",
+         "--iterations", "4", "--warmup", "1", "--warmup-min-ms", "0", "--rounds", "2",
+         "--compile-timing", "in_run", "--variants", "eager,aot_eager", "--no-diagnostics",
+         "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, cwd=root,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    (folder,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    record = load_sweep(folder)
+    assert [pt.status for pt in record.points] == ["complete", "complete"]
+    shapes = [load_run(folder / pt.run).measurement["inputs"][0]["shape"] for pt in record.points]
+    assert shapes == [[2, 8], [2, 16]]
+
+
+def test_factory_arguments_are_checked_against_the_factory():
+    from compile_studio.core.config import parse_factory_args
+
+    assert parse_factory_args(["seq_len=64", "scale=0.5", "causal=true", "name=x"]) == {
+        "seq_len": 64, "scale": 0.5, "causal": True, "name": "x"
+    }
+    base = {"model": "custom", "factory": f"{MODELS / 'keyword_inputs.py'}:make_model", "device": "cpu"}
+    bad = BenchmarkConfig.from_dict({**base, "factory_args": ["seq_len=64"]})
+    assert any("does not take seq_len" in p.message for p in bad.problems())
+    field = BenchmarkConfig.from_dict({**base, "factory_args": ["batch_size=3"]})
+    assert any("set it with --batch-size" in p.message for p in field.problems())
 
 
 def test_a_speedup_that_the_medians_contradict_says_both():
