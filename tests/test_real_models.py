@@ -90,6 +90,7 @@ def test_a_gru_is_compile_captured_nothing_with_allow_rnn_to_try(tmp_path):
     assert v.graphs == 0 and v.graph_breaks == 0
     assert v.frames_skipped == 1
     assert any("allow_rnn" in s for s in v.skip_reasons), v.skip_reasons
+    assert any("compile captured nothing" in w for w in v.warnings), v.warnings
     why = why_sentence(r, "aot_eager") or ""
     assert "compile captured nothing" in why and "one graph" not in why
     # the fix is a configuration change the trial can run: advise offers it with its delta

@@ -176,6 +176,13 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
         not_ok = (after["frames"] - after["frames_ok"]) - (before["frames"] - before["frames_ok"])
         skipped = max(len(heard.skipped), not_ok)
         skip_reasons = list(dict.fromkeys(b["reason"] for b in heard.skipped))
+        if skipped and after["graphs"] == before["graphs"]:
+            run._warn(
+                name,
+                f"{name}: compile captured nothing: Dynamo gave up on the model"
+                + (f" ({skip_reasons[0].split(' (hint:')[0]})" if skip_reasons else "")
+                + " and its calls ran eager",
+            )
         run.sink.event(
             protocol.CompiledEvent(
                 variant=name,
