@@ -7,6 +7,12 @@ is a ``ModelOutput`` whose floating leaves (the logits) are checked:
 
     compile-studio-cli run --factory examples/hf_gpt2.py:make_model --variants eager,default
 
+``batch_size`` comes from the configuration (``--batch-size``); ``seq_len`` is a factory
+argument of its own (``--factory-args seq_len=64``), which a sweep can vary:
+
+    compile-studio-cli sweep --param arg:seq_len --values 16,32,64 \
+        --factory examples/hf_gpt2.py:make_model --variants eager,default
+
 Needs ``pip install transformers``.
 """
 
@@ -14,14 +20,14 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 
-def make_model(batch_size: int = 4, seed: int = 0):
+def make_model(batch_size: int = 4, seed: int = 0, seq_len: int = 32):
     config = GPT2Config(
         vocab_size=512, n_positions=64, n_embd=64, n_layer=2, n_head=4,
         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False,
     )
     model = GPT2LMHeadModel(config)
     generator = torch.Generator().manual_seed(seed)
-    seq = 32
+    seq = seq_len
     input_ids = torch.randint(0, config.vocab_size, (batch_size, seq), generator=generator)
     attention_mask = torch.ones(batch_size, seq, dtype=torch.int64)
     attention_mask[:, -4:] = 0  # a padded tail, as a batch of unequal texts has

@@ -144,7 +144,9 @@ def test_graph_breaks_suggest_fullgraph_to_find_every_one(tmp_path):
 
 def test_a_break_at_item_is_a_code_change_at_its_line(tmp_path):
     found = advise(facts_of(tmp_path, variants={"default": compiled_why(graph_breaks=[ITEM_BREAK])}))
-    assert rules_of(found) == ["item-break", "fullgraph"]  # same effect: the table's order
+    # same effect: the table's order; the flag beside the code change is a change --try can run
+    assert rules_of(found) == ["item-break", "item-flag", "fullgraph"]
+    assert found[1].delta == {"dynamo_config": ["capture_scalar_outputs=true"]}
     code = found[0].code
     assert code is not None and code.place == "model.py:18" and found[0].delta == {}
     assert code.before == "scale = h.abs().max().item()"
@@ -193,7 +195,9 @@ def test_a_python_value_changed_every_call_is_a_code_change_at_its_line(tmp_path
     recompiles = [{"reason": VALUE_REASON.format(k=k), "frame": "forward (/home/u/counter.py:11)",
                    "in_window": False} for k in range(3)]
     found = advise(facts_of(tmp_path, variants={"default": compiled_why(recompiles=recompiles)}))
-    assert rules_of(found) == ["python-value-guard"]  # not a size guard: no dynamic=True
+    # not a size guard: no dynamic=True; the flag that expresses the change can be tried
+    assert rules_of(found) == ["python-value-guard", "python-value-flag"]
+    assert found[1].delta == {"dynamo_config": ["allow_unspec_int_on_nn_module=true"]}
     s = found[0]
     assert s.delta == {} and s.tier == TIER_GRAPH and s.effect == pytest.approx(3 / 4)
     assert "self.calls == 2" in s.evidence and "self.calls" in s.title
@@ -202,7 +206,7 @@ def test_a_python_value_changed_every_call_is_a_code_change_at_its_line(tmp_path
     # the limit hit on it: the whole compiled call is at stake
     limited = advise(facts_of(tmp_path, variants={"default": compiled_why(recompiles=recompiles,
                                                                           recompile_limit=VALUE_LIMIT)}))
-    assert rules_of(limited) == ["python-value-guard"] and limited[0].effect == 1.0
+    assert rules_of(limited) == ["python-value-guard", "python-value-flag"] and limited[0].effect == 1.0
     assert "recompile limit was hit" in limited[0].evidence and "self.calls == 7" in limited[0].evidence
 
 
@@ -328,7 +332,7 @@ def test_every_source_is_a_named_pytorch_page(tmp_path):
     variants = {"default": compiled_why(graph_breaks=[ITEM_BREAK], recompiles=[SIZE_RECOMPILE])}
     found = advise(facts_of(tmp_path, eager=CPU_TINY, flops=FLOPS["cpu_tiny"], rows=rows, variants=variants,
                             compile_cache="cold"))
-    assert len(found) == 7
+    assert len(found) == 8
     for s in found:
         assert s.source_title and s.source_url.startswith("https://docs.pytorch.org/"), s
 

@@ -19,7 +19,7 @@ OWN_FIELDS = {
     "mlp_ln_residual": {"layers", "activation"},
     "transformer": {"transformer"},
     "cnn": {"cnn", "activation"},
-    "custom": {"factory", "model_path"},
+    "custom": {"factory", "factory_args", "model_path"},
 }
 SPECIFIC = set().union(*OWN_FIELDS.values())
 

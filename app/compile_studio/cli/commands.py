@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
@@ -38,7 +38,7 @@ from ..results.formatting import (
 from ..results.locations import default_run_store
 from ..results.summary import flop_rate_line
 from ..results.summary_cache import summary_of
-from ..results.terminal import guarded
+from ..results.terminal import escape_controls, guarded
 from ..results.turns_text import turns_line
 from .common import (  # noqa: F401 - shared with the other command modules, re-exported
     EXIT_BAD_CONFIG,
@@ -112,6 +112,35 @@ def _more_commands() -> list:
 
     return [cli_advise.register, cli_sweep.register, cli_targets.register, cli_why.register,
             cli_coldstart.register]
+
+
+#: Lines of the worker's own output the CLI shows: what the factory and the model print on
+#: their build and first calls, torch's warnings; a model printing on every call is cut short
+WORKER_LINES_SHOWN = 40
+
+
+class WorkerLog:
+    """The worker's stderr (where what the model prints goes) on the CLI's stderr, capped."""
+
+    def __init__(self) -> None:
+        self.write: Callable[[str], None] = self._to_stderr
+        self.shown = 0
+        self.left_out = 0
+
+    @staticmethod
+    def _to_stderr(text: str) -> None:
+        sys.stderr.write(text + "\n")
+
+    def line(self, text: str) -> None:
+        if self.shown < WORKER_LINES_SHOWN:
+            self.shown += 1
+            self.write(escape_controls(text.rstrip("\n")))
+        else:
+            self.left_out += 1
+
+    def close(self) -> None:
+        if self.left_out:
+            self.write(f"(the worker wrote {self.left_out} more lines, not shown)")
 
 
 class ProgressBar:
@@ -297,13 +326,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         except (TargetsFileError, KeyError, ValueError) as exc:
             sys.stderr.write(f"error: --target: {exc.args[0] if exc.args else exc}\n")
             return EXIT_BAD_CONFIG
+    worker_log = WorkerLog()
     try:
-        session = RunSession(config, store, launcher=launcher, on_event=on_event)
+        session = RunSession(
+            config, store, launcher=launcher, on_event=on_event, on_log=worker_log.line
+        )
     except OSError as exc:
         sys.stderr.write(f"error: cannot create a run folder in {store.root}: {exc.strerror}\n")
         return EXIT_FAILED
     progress = ProgressBar(session.progress, sys.stderr, enabled=not args.quiet)
     bar = progress
+    worker_log.write = progress.message
 
     def on_sigint() -> None:
         bar.message("interrupted: stopping the worker, keeping what was measured…")
@@ -314,10 +347,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             outcome = session.run()
     finally:
         progress.close()
+        worker_log.close()
     if outcome.config_problems is not None:
         print_problems(outcome.config_problems)
         return EXIT_BAD_CONFIG
-    if outcome.status == RunStatus.FAILED and outcome.stderr_tail and not outcome.stop_requested:
+    if (
+        outcome.status == RunStatus.FAILED and outcome.stderr_tail and not outcome.stop_requested
+        and worker_log.left_out
+    ):
         sys.stderr.write("\n".join(outcome.stderr_tail) + "\n")
     if outcome.folder is None:
         if outcome.run.message not in progress.said:

@@ -120,6 +120,11 @@ def register(sub: Any) -> None:
         help="with --shape: Dynamo's recompile limit in the worker (default: torch's own)",
     )
     shape.add_argument(
+        "--axis", default=None, metavar="NAME:DIM",
+        help="with --shape: the sizes are of axis DIM of input NAME (a keyword input such as "
+        "input_ids:1, the sequence; or a positional input's index, 0:1), not the batch",
+    )
+    shape.add_argument(
         "--repeats", type=int, default=None, metavar="N",
         help="with --shape: timed calls per point, their median reported (default 5)",
     )
@@ -176,7 +181,7 @@ class PointPrinter:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     shape_only = [f for f, v in (("--modes", args.modes), ("--recompile-limit", args.recompile_limit),
-                                 ("--repeats", args.repeats)) if v is not None]
+                                 ("--repeats", args.repeats), ("--axis", args.axis)) if v is not None]
     resumes_shape = args.resume is not None and is_shape_sweep_folder(args.resume)
     if args.shape or resumes_shape:
         return cmd_shape_sweep(args)
@@ -318,7 +323,7 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
     if args.resume is not None:
         given = _config_flags_given(args)
         given += [f for f, v in (("--modes", args.modes), ("--recompile-limit", args.recompile_limit),
-                                 ("--repeats", args.repeats)) if v is not None]
+                                 ("--repeats", args.repeats), ("--axis", args.axis)) if v is not None]
         if given:
             _print_problems(
                 [ConfigProblem(", ".join(given), "--resume runs the shape sweep as it was made; leave these out")]
@@ -334,7 +339,10 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
         if agreement is None:
             return EXIT_BAD_CONFIG
         try:
-            shape_request(record.config, record.batches, record.modes, record.recompile_limit, record.repeats)
+            shape_request(
+                record.config, record.batches, record.modes, record.recompile_limit, record.repeats,
+                record.axis,
+            )
         except ConfigError as exc:
             _print_problems(exc.problems)
             return EXIT_BAD_CONFIG
@@ -347,6 +355,7 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
                 config, batches, modes,
                 recompile_limit=args.recompile_limit if args.recompile_limit is not None else 0,
                 repeats=args.repeats if args.repeats is not None else SHAPE_REPEATS,
+                axis=args.axis or "",
             )
         except ConfigError as exc:
             _print_problems(exc.problems)

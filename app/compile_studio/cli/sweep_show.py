@@ -295,7 +295,11 @@ SHAPE_HEADERS = ["batch", "first call ms", "recompiles", "eager?", "median ms", 
 
 def shape_headers(record: ShapeSweepRecord) -> list[str]:
     """The columns of a series' table; the speedup's says it is rough and from how many calls."""
-    return [rough_speedup_header(record.repeats) if h == "speedup" else h for h in SHAPE_HEADERS]
+    size = f"{record.axis.split(':')[0]} axis {record.axis.split(':')[1]}" if record.axis else "batch"
+    return [
+        rough_speedup_header(record.repeats) if h == "speedup" else size if h == "batch" else h
+        for h in SHAPE_HEADERS
+    ]
 
 
 def shape_rows(record: ShapeSweepRecord, variant: str, mode: str) -> list[list[str]]:
@@ -330,7 +334,7 @@ def print_shape_sweep(record: ShapeSweepRecord, out: TextIO) -> None:
     for variant, mode in record.series():
         points = record.points_of(variant, mode)
         total = sum(p.recompiles for p in points)
-        out.write(f"\n{variant} · dynamic={mode} · {plural(total, 'recompile')} over {plural(len(points), 'batch size')}\n")
+        out.write(f"\n{variant} · dynamic={mode} · {plural(total, 'recompile')} over {plural(len(points), 'size' if record.axis else 'batch size')}\n")
         out.write(text_table(shape_headers(record), shape_rows(record, variant, mode), left=1) + "\n")
     if not record.series():
         out.write("\nno compiled point has run yet\n")

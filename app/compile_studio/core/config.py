@@ -161,6 +161,41 @@ def parse_dynamo_config(items: list[str]) -> dict[str, bool]:
     return out
 
 
+def parse_factory_args(items: list[str]) -> dict[str, int | float | bool | str]:
+    """``["seq_len=64"]`` → ``{"seq_len": 64}`` (whole numbers, decimals, true/false, else text).
+
+    ValueError naming what is wrong: not NAME=VALUE, a name given twice, or a configuration
+    field's name (those are set by their own flag).
+    """
+    fields = {s.name for s in config_fields()}
+    out: dict[str, int | float | bool | str] = {}
+    for item in items:
+        name, sep, text = (part.strip() for part in item.partition("="))
+        if not sep or not name.isidentifier() or not text:
+            raise ValueError(f"{item[:40]!r} is not NAME=VALUE")
+        if name in fields:
+            raise ValueError(f"{name} is a configuration field: set it with --{name.replace('_', '-')}")
+        if name in out:
+            raise ValueError(f"{name} is given twice")
+        value: int | float | bool | str = text
+        if re.fullmatch(r"[+-]?\d{1,18}", text):
+            value = int(text)
+        elif re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?", text):
+            value = float(text)
+        elif text.lower() in ("true", "false"):
+            value = text.lower() == "true"
+        out[name] = value
+    return out
+
+
+def _factory_args_problem(value: list[str]) -> str | None:
+    try:
+        parse_factory_args(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _dynamo_config_problem(value: list[str]) -> str | None:
     try:
         parse_dynamo_config(value)
@@ -290,6 +325,12 @@ class BenchmarkConfig:
         help="model custom: a function returning (model, inputs[, loss]); its arguments named like "
         "a configuration field (batch_size, seed, ...) get this configuration's values; the file's "
         "code runs in the worker, and a copy is kept in the run folder",
+    )
+    factory_args: list[str] = setting(
+        [], label="Factory arguments", metavar="NAME=VALUE,...", check=_factory_args_problem,
+        model_kinds=("custom",), placeholder="seq_len=64",
+        help="model custom: keyword arguments the factory gets besides the configuration fields "
+        "it names (seq_len=64: make_model(seq_len=64)); each must be a parameter of the factory",
     )
     model_path: str = setting(
         "", label="Model path", placeholder="folder to import package.module from", model_kinds=("custom",),
@@ -445,6 +486,27 @@ class BenchmarkConfig:
         sig = factory_signature(self.factory, self.model_path)
         return not isinstance(sig, str) and sig.takes(name)
 
+    def _factory_args_problems(self) -> list[ConfigProblem]:
+        """Each factory argument the factory does not take (its source read, not run)."""
+        from .model_specs import factory_signature
+
+        sig = factory_signature(self.factory, self.model_path)
+        try:
+            names = parse_factory_args(self.factory_args)
+        except ValueError:
+            return []  # said by the field's own check
+        if isinstance(sig, str):
+            return []  # the factory's own problem is said where it is loaded
+        return [
+            ConfigProblem(
+                "factory_args",
+                f"the factory {sig.function}() does not take {name}: give it a keyword parameter "
+                f"named {name} (def {sig.function}({name}=…))",
+            )
+            for name in names
+            if not sig.takes(name) and not sig.var_keyword
+        ]
+
     def _sizes_or_empty(self) -> list[int]:
         try:
             return self.layer_sizes()
@@ -488,6 +550,8 @@ class BenchmarkConfig:
             out.append(
                 ConfigProblem("factory", "a custom model needs its factory: path/to/model.py:make_model")
             )
+        elif self.model == "custom" and self.factory_args:
+            out.extend(self._factory_args_problems())
         if self.rounds > self.iterations:
             out.append(
                 ConfigProblem("rounds", f"at most one round per iteration ({self.iterations:,})")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
@@ -377,6 +378,10 @@ SHAPE_MODES = ("false", "auto", "true")
 MAX_SHAPE_BATCHES = 64
 
 
+#: A shape sweep's axis: ``input_ids:1`` (a keyword input), ``0:1`` (positional input 0).
+SHAPE_AXIS = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,63}|[0-9]{1,2}):([0-9]{1,2})")
+
+
 @dataclass
 class ShapeSweepSettings:
     """How a shape sweep runs its config: batch sizes, dynamic modes, recompile limit, repeats.
@@ -391,6 +396,9 @@ class ShapeSweepSettings:
     modes: list[str] = field(default_factory=lambda: list(SHAPE_MODES))
     recompile_limit: int = 0
     repeats: int = 5
+    #: "" (the batch: axis 0 of every input), or ``NAME:DIM``: the sizes are of axis DIM of the
+    #: input NAME (a keyword input's name, or a positional input's index), see SHAPE_AXIS
+    axis: str = ""
 
     def settings(self) -> dict[str, Any]:
         """These fields by name (lists copied): a request from a record, or a record from a request."""
@@ -424,6 +432,9 @@ class ShapeSweepRequest(ShapeSweepSettings):
             out.append(("recompile_limit", "must be 0 (torch's own) to 10,000"))
         if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or not 1 <= self.repeats <= 10_000:
             out.append(("repeats", "must be 1–10,000"))
+        if not isinstance(self.axis, str) or (self.axis and not SHAPE_AXIS.fullmatch(self.axis)):
+            out.append(("axis", "NAME:DIM: a keyword input's name (or a positional input's index) and "
+                                "an axis, e.g. input_ids:1"))
         return out
 
     @classmethod
@@ -502,6 +513,8 @@ class ShapePointEvent:
     eager_max_ms: float | None = None
     speedup_lo: float | None = None
     speedup_hi: float | None = None
+    #: the inputs of this point as called: [{"shape": [8, 32], "dtype": "int64", "name": "input_ids"}]
+    inputs: list[dict[str, Any]] = field(default_factory=list)
 
 
 #: The worker flag of a cold-start job (its request line is a :class:`ColdStartRequest`).

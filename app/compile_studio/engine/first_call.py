@@ -207,11 +207,23 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
             if n - reasons_before.get(k, 0) > 0
         ]
         reasons += [b["reason"] for b in heard.breaks if b["reason"] not in reasons]
-        # the counter (older torch) or the log (every torch, 2.13's data-dependent branches)
-        breaks = max(after["breaks"] - before["breaks"], len(heard.breaks))
+        # three records, whichever saw most: the graph_break counter (an unsupported call, every
+        # torch); the graph_breaks log (also a data-dependent branch from about 2.6 on: 2.13
+        # counts it only under "unimplemented"); the frames compiled whole beyond the model's
+        # own (each break resumes in a frame of its own: torch 2.4/2.5 log and count a
+        # data-dependent branch nowhere else)
+        resumed = (after["frames_ok"] - before["frames_ok"]) - 1
+        breaks = max(after["breaks"] - before["breaks"], len(heard.breaks), resumed)
         not_ok = (after["frames"] - after["frames_ok"]) - (before["frames"] - before["frames_ok"])
         skipped = max(len(heard.skipped), not_ok)
         skip_reasons = list(dict.fromkeys(b["reason"] for b in heard.skipped))
+        if skipped and after["graphs"] == before["graphs"]:
+            run._warn(
+                name,
+                f"{name}: compile captured nothing: Dynamo gave up on the model"
+                + (f" ({skip_reasons[0].split(' (hint:')[0]})" if skip_reasons else "")
+                + " and its calls ran eager",
+            )
         run.sink.event(
             protocol.CompiledEvent(
                 variant=name,

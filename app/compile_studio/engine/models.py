@@ -39,7 +39,7 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
-from ..core.config import AS_GIVEN, BenchmarkConfig, config_fields
+from ..core.config import AS_GIVEN, BenchmarkConfig, config_fields, parse_factory_args
 from ..core.model_specs import factory_file, parse_cnn_spec, parse_transformer_spec
 from .backends import import_file
 from .model import _ACTIVATIONS, MLP, TORCH_DTYPES
@@ -454,13 +454,16 @@ def factory_arguments(factory: Callable[..., Any], config: BenchmarkConfig) -> d
             kwargs[p.name] = getattr(config, p.name)
         elif p.default is p.empty:
             missing.append(p.name)
+    extra = parse_factory_args(config.factory_args)
+    missing = [m for m in missing if m not in extra]
     if missing:
         raise FactoryError(
             f"the factory {config.factory} needs {', '.join(missing)}: the app passes only "
             "arguments named like a configuration field (batch_size, seed, dtype, device, "
-            "workload, ...); give the others a default"
+            "workload, ...) and the factory arguments (--factory-args NAME=VALUE); give the "
+            "others a default"
         )
-    return kwargs
+    return {**kwargs, **extra}
 
 
 def load_factory(config: BenchmarkConfig) -> Workload:

@@ -63,6 +63,7 @@ from .models import (
     build_workload,
     call_model,
     conversion_dtype,
+    describe_inputs,
     kwargs_of,
     model_dtype,
     move_inputs,
@@ -157,6 +158,37 @@ def resize_inputs(inputs: tuple[Any, ...], batch: int) -> tuple[Any, ...]:
     out = tuple(resized(x) for x in inputs)
     if isinstance(inputs, CallInputs):
         return CallInputs(out, {k: resized(v) for k, v in kwargs_of(inputs).items()})
+    return out
+
+
+def resize_axis(inputs: tuple[Any, ...], axis: str, size: int) -> tuple[Any, ...]:
+    """The inputs with axis DIM of input NAME (``axis`` is ``NAME:DIM``) at ``size``.
+
+    Its elements along that axis are repeated or cut, as a batch is; every other tensor
+    input of the same length on the same axis (an ``attention_mask`` beside ``input_ids``)
+    follows. ValueError naming the inputs there are when NAME or DIM is not one of them.
+    """
+    name, _, dim_text = axis.rpartition(":")
+    dim = int(dim_text)
+    kwargs = kwargs_of(inputs)
+    named = kwargs.get(name) if name in kwargs else (
+        inputs[int(name)] if name.isdigit() and int(name) < len(inputs) else None
+    )
+    if not isinstance(named, torch.Tensor):
+        names = [str(i) for i in range(len(inputs))] + list(kwargs)
+        raise ValueError(f"no tensor input {name} to sweep (the inputs: {', '.join(names) or 'none'})")
+    if dim >= named.dim():
+        raise ValueError(f"input {name} has {named.dim()} axes: no axis {dim} to sweep")
+    length = int(named.shape[dim])
+
+    def resized(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.dim() > dim and x.shape[dim] == length and length != size:
+            return x.index_select(dim, torch.arange(size, device=x.device) % length)
+        return x
+
+    out = tuple(resized(x) for x in inputs)
+    if isinstance(inputs, CallInputs) or kwargs:
+        return CallInputs(out, {k: resized(v) for k, v in kwargs.items()})
     return out
 
 
@@ -319,11 +351,18 @@ class ShapeSweepRunner:
 
     def _shapes(self) -> list[_Shape]:
         out = []
+        axis = self.request.axis
         for batch in self.request.batches:
-            workload = self._workload(batch)
+            # along a named axis the model and its inputs are the configuration's, resized there
+            workload = build_workload(self.config) if axis else self._workload(batch)
             if self.dtype is None:
                 self.check_dtype = checks.tolerance_key(model_dtype(workload.model))
-            inputs = resize_inputs(workload.inputs, batch) if self.config.model == "custom" else workload.inputs
+            if axis:
+                inputs = resize_axis(workload.inputs, axis, batch)
+            elif self.config.model == "custom":
+                inputs = resize_inputs(workload.inputs, batch)
+            else:
+                inputs = workload.inputs
             reference = None
             if not self.training:
                 ref = workload.to(torch.device("cpu"), torch.float64)
@@ -380,6 +419,7 @@ class ShapeSweepRunner:
                     eager_min_ms=_lowest(shape.eager_wall), eager_max_ms=_highest(shape.eager_wall),
                     correct=None if dev is None else checks.judge(self.check_dtype, dev, None)[0],
                     max_error=None if dev is None else _finite(dev.error),
+                    inputs=describe_inputs(shape.inputs),
                 )
             )
 
@@ -449,6 +489,7 @@ class ShapeSweepRunner:
                         min_ms=_lowest(timed.wall), max_ms=_highest(timed.wall),
                         eager_min_ms=_lowest(timed.eager_wall), eager_max_ms=_highest(timed.eager_wall),
                         speedup_lo=speedup_lo, speedup_hi=speedup_hi,
+                        inputs=describe_inputs(shape.inputs),
                         correct=correct, max_error=None if dev is None else _finite(dev.error),
                     )
                 )

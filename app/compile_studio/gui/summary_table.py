@@ -193,8 +193,9 @@ class SummaryTableModel(QAbstractTableModel):
             )
         if row.allclose is False:
             notes.append(
-                f"Output differs from the fp64 reference beyond tolerance "
-                f"(max abs {row.max_abs_error}, max rel {row.max_rel_error})."
+                "Incorrect: the output, gradients or parameters differ from the reference beyond "
+                f"tolerance (the verdict names which; output max abs {row.max_abs_error}, "
+                f"max rel {row.max_rel_error})."
             )
         if column == "speedup [95% CI]" and row.speedup is not None:
             notes.append(

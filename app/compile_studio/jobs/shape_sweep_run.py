@@ -61,11 +61,12 @@ def shape_request(
     modes: Sequence[str] = protocol.SHAPE_MODES,
     recompile_limit: int = 0,
     repeats: int = SHAPE_REPEATS,
+    axis: str = "",
 ) -> protocol.ShapeSweepRequest:
     """The worker's request for a shape sweep; ConfigError listing every problem (config included)."""
     request = protocol.ShapeSweepRequest(
         config=config.to_dict(), batches=list(batches), modes=list(modes),
-        recompile_limit=recompile_limit, repeats=repeats,
+        recompile_limit=recompile_limit, repeats=repeats, axis=axis,
     )
     problems = [ConfigProblem(f"--{f.replace('_', '-')}", m) for f, m in request.problems()]
     problems += [p for p in config.problems() if p.field != "batch_size"]

@@ -28,10 +28,13 @@ from ..results.sweep_record import MAX_POINTS, PointValue, SweepRecord
 HIDDEN_WIDTH = "hidden_width"
 SEQ_LEN = "seq_len"
 _LAYER = re.compile(r"^layer:(\d{1,3})$")
+#: ``arg:NAME``: a keyword parameter of a custom model's factory (its value in factory_args)
+_FACTORY_ARG = re.compile(r"^arg:([A-Za-z_][A-Za-z0-9_]{0,63})$")
 DERIVED_PARAMS = {
     HIDDEN_WIDTH: "every hidden width of the MLP (model mlp / mlp_ln_residual)",
     "layer:K": "the K-th number of --layers (0 = input width)",
     SEQ_LEN: "the transformer's sequence length",
+    "arg:NAME": "a keyword parameter NAME of a custom model's factory (make_model(NAME=…))",
 }
 #: Fields a sweep does not vary (names, lists, where files come from).
 _NOT_SWEPT = {"label", "variants", "backend_modules", "factory", "model_path"}
@@ -56,6 +59,8 @@ def _param_kind(param: str) -> str:
     """int, bool, choice or text: how the values of ``param`` are read."""
     if param in (HIDDEN_WIDTH, SEQ_LEN) or _LAYER.match(param):
         return "int"
+    if _FACTORY_ARG.match(param):
+        return "arg"
     spec = swept_fields().get(param)
     if spec is None:
         raise ConfigError(
@@ -76,6 +81,9 @@ _FALSE = {"false", "no", "off", "0"}
 
 def _read_value(param: str, kind: str, text: str) -> PointValue:
     text = text.strip()
+    if kind == "arg":
+        # a factory argument: a whole number where it is one (a numeric axis), else its text
+        return int(text) if re.fullmatch(r"[+-]?\d{1,18}", text) else _read_value(param, "text", text)
     if kind == "int":
         if not re.fullmatch(r"[+]?\d{1,18}", text):
             raise ValueError(f"{text[:30]!r} is not a whole number")
@@ -123,7 +131,7 @@ _RANGE = re.compile(r"^\s*(\d{1,18})\s*:\s*(\d{1,18})\s*(?::\s*([x*+]?)\s*(\d{1,
 def parse_range(param: str, text: str) -> list[PointValue]:
     """The values of ``--range START:STOP[:STEP]``: ``1:1024:x2`` doubles from 1 up to 1024,
     ``64:512:+64`` (or ``64:512:64``) adds 64 each time; both ends included when reached."""
-    if _param_kind(param) != "int":
+    if _param_kind(param) not in ("int", "arg"):
         raise ConfigError([ConfigProblem("--range", f"{param} takes --values, not a range of numbers")])
     m = _RANGE.match(text[:200])
     if not m:
@@ -228,15 +236,29 @@ class SweepSpec:
         keyword parameter of the same name (``def make_model(batch_size=8)``),
         read from the file's source without running it.
         """
+        arg = _FACTORY_ARG.match(self.param)
+        if arg is not None:
+            return self._factory_arg_problem(base, arg.group(1))
         if base.model != "custom" or self.field() not in FACTORY_MODEL_FIELDS:
             return None
+        sig = factory_signature(base.factory, base.model_path)
         if self.param != self.field():
+            what = DERIVED_PARAMS.get(self.param, "a part of --layers")
+            if not isinstance(sig, str) and sig.takes(self.param):
+                return ConfigProblem(
+                    "--param",
+                    f"{self.param} is {what}, a size of a built-in model; to sweep your factory's own "
+                    f"{self.param} parameter: --param arg:{self.param}",
+                )
+            own = ""
             return ConfigProblem(
                 "--param",
-                f"{self.param} changes a built-in model's sizes; a custom model's factory makes its "
-                f"own model (sweep a keyword parameter of the factory, such as batch_size)",
+                f"{self.param} is {what}, a size of a built-in model; a custom model's factory makes "
+                f"its own model and gets only the configuration fields it names as parameters "
+                f"(batch_size, seed, dtype, …){own}: sweep one of those the factory takes "
+                f"(--param batch_size with def {sig.function if not isinstance(sig, str) else 'make_model'}"
+                f"(batch_size=…)), or write one factory function per {self.param}",
             )
-        sig = factory_signature(base.factory, base.model_path)
         if isinstance(sig, str):
             return ConfigProblem(
                 "--param", f"cannot tell whether the factory takes {self.param}: {sig}"
@@ -250,8 +272,24 @@ class SweepSpec:
             )
         return None
 
+    def _factory_arg_problem(self, base: BenchmarkConfig, name: str) -> ConfigProblem | None:
+        if base.model != "custom":
+            return ConfigProblem("--param", f"{self.param}: a factory argument needs a custom model (--factory)")
+        sig = factory_signature(base.factory, base.model_path)
+        if isinstance(sig, str):
+            return ConfigProblem("--param", f"cannot tell whether the factory takes {name}: {sig}")
+        if not sig.takes(name) and not sig.var_keyword:
+            return ConfigProblem(
+                "--param",
+                f"the factory {sig.function}() does not take {name}, so every point would run the "
+                f"same model; give it a keyword parameter named {name} (def {sig.function}({name}=…))",
+            )
+        return None
+
     def field(self) -> str:
         """The configuration field the parameter changes (``layers`` for ``hidden_width``)."""
+        if _FACTORY_ARG.match(self.param):
+            return "factory_args"
         if self.param == HIDDEN_WIDTH or _LAYER.match(self.param):
             return "layers"
         if self.param == SEQ_LEN:
@@ -267,6 +305,10 @@ class SweepSpec:
             changes["layers"] = _replace_layers(base, self.param, value)
         elif self.param == SEQ_LEN:
             changes["transformer"] = _replace_seq_len(base, value)
+        elif (arg := _FACTORY_ARG.match(self.param)) is not None:
+            name = arg.group(1)
+            kept = [a for a in base.factory_args if a.partition("=")[0].strip() != name]
+            changes["factory_args"] = [*kept, f"{name}={value}"]
         else:
             changes[self.param] = value
         return dataclasses.replace(base, **changes)  # type: ignore[arg-type]

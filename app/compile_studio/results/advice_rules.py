@@ -213,10 +213,28 @@ def rule_python_value(facts: RunEvidence) -> Iterator[Suggestion]:
                     f"self.register_buffer(\"{attr}\", torch.zeros((), dtype=torch.long))  # in __init__: "
                     "a tensor's value is not guarded\n"
                     "# or count outside the compiled model; for an integer attribute of an nn.Module:\n"
-                    "# torch._dynamo.config.allow_unspec_int_on_nn_module = True"
+                    "# torch._dynamo.config.allow_unspec_int_on_nn_module = True (triable: --try)"
                 ),
             ),
         )
+        flag = dynamo_flag_delta(facts, "allow_unspec_int_on_nn_module")
+        if flag is not None and "." in name:
+            # an attribute of the module (self.calls): the config expresses the same change
+            yield Suggestion(
+                rule="python-value-flag",
+                title=f"set torch._dynamo.config.allow_unspec_int_on_nn_module = True: an integer "
+                f"attribute of an nn.Module ({name}) is then not guarded on its value",
+                evidence=(
+                    f"{'the recompile limit was hit' if limit else plural_recompiles(len(found))} on "
+                    f"{guard.group(0).strip()}"
+                ),
+                tier=TIER_GRAPH, effect=effect,
+                effect_basis="the compiled calls: they ran eager" if limit else (
+                    f"{v.name}'s compiles ({len(found)} of {len(found) + graphs} were recompiles for {name})"
+                ),
+                source_title=TROUBLESHOOTING[0], source_url=TROUBLESHOOTING[1],
+                variant=v.name, delta=flag,
+            )
 
 
 def plural_recompiles(n: int) -> str:
@@ -229,26 +247,95 @@ def _item_breaks(v: VariantFacts) -> list[GraphBreak]:
     return [b for b in v.why.graph_breaks if _ITEM.search(b.reason) or ".item()" in b.source]
 
 
+#: A line that branches on its value: ``if``/``elif``/``while``/``assert`` or a conditional expression.
+_BRANCH = re.compile(r"^\s*(?:if|elif|while|assert)\b|\bif\b.+\belse\b")
+_DATA_BRANCH = re.compile(r"data-dependent branch|jump with TensorVariable|generic_jump", re.IGNORECASE)
+
+#: The code change for a branch on a tensor's value (``.item()`` or not): no config removes that break.
+BRANCH_AFTER = (
+    "# a branch on a tensor's value breaks the graph, with or without .item():\n"
+    "y = torch.where(condition, y_if_true, y_if_false)  # both sides computed, one kept per element\n"
+    "# or, for whole different computations: torch.cond(pred, true_fn, false_fn, (h,))"
+)
+
+
+def _is_branch(b: GraphBreak) -> bool:
+    return bool(_BRANCH.search(b.source)) or bool(_DATA_BRANCH.search(b.reason))
+
+
 def rule_item(facts: RunEvidence) -> Iterator[Suggestion]:
-    """A graph break at ``.item()``: keep the value a tensor (or capture scalar outputs)."""
+    """A graph break at ``.item()``: keep the value a tensor (or capture scalar outputs).
+
+    Where the line branches on the value (``if h.mean().item() > 0:``), dropping ``.item()``
+    leaves a data-dependent branch, which breaks the graph too: the change shown is
+    ``torch.where`` / ``torch.cond``. Elsewhere ``capture_scalar_outputs`` keeps ``.item()`` in
+    the graph, a configuration change ``--try`` can measure.
+    """
     for v in _compiled(facts):
         total = _breaks(v)
         for b in _item_breaks(v):
             source = b.source.strip()
-            after = source.replace(".item()", "") if ".item()" in source else ""
-            after += ("\n" if after else "") + (
-                "# or, to keep .item() in the graph: torch._dynamo.config.capture_scalar_outputs = True"
-            )
+            branch = _is_branch(b)
+            if branch:
+                after = BRANCH_AFTER
+            else:
+                after = source.replace(".item()", "") if ".item()" in source else ""
+                after += ("\n" if after else "") + (
+                    "# or, to keep .item() in the graph: torch._dynamo.config.capture_scalar_outputs = True"
+                    " (triable: --try)"
+                )
+            place = CodeChange(b.file, b.line).place or "an unnamed line"
+            first = user_names(b.reason, v.name).splitlines()[0] if b.reason else "Tensor.item()"
+            basis = f"{v.name}'s graphs ({total} break{'s' if total != 1 else ''}: {total + 1} graphs)"
             yield Suggestion(
                 rule="item-break",
-                title="keep the value a tensor: .item() copies it to Python and breaks the graph",
-                evidence=f"graph break at {CodeChange(b.file, b.line).place or 'an unnamed line'}: "
-                f"{user_names(b.reason, v.name).splitlines()[0] if b.reason else 'Tensor.item()'}",
+                title=(
+                    "branch without Python: torch.where or torch.cond instead of an if on a tensor's value"
+                    if branch else
+                    "keep the value a tensor: .item() copies it to Python and breaks the graph"
+                ),
+                evidence=f"graph break at {place}: {first}"
+                + (" (a branch on the value: capture_scalar_outputs does not remove it)" if branch else ""),
+                tier=TIER_GRAPH, effect=max(b.count, 1) / (total + 1),
+                effect_basis=basis,
+                source_title=TROUBLESHOOTING[0], source_url=TROUBLESHOOTING[1],
+                variant=v.name,
+                code=CodeChange(file=b.file, line=b.line, before=source, after=after),
+            )
+            flag = None if branch else dynamo_flag_delta(facts, "capture_scalar_outputs")
+            if flag is not None:
+                yield Suggestion(
+                    rule="item-flag",
+                    title="set torch._dynamo.config.capture_scalar_outputs = True: .item() stays in the graph",
+                    evidence=f"graph break at {place}: {first}",
+                    tier=TIER_GRAPH, effect=max(b.count, 1) / (total + 1), effect_basis=basis,
+                    source_title=TROUBLESHOOTING[0], source_url=TROUBLESHOOTING[1],
+                    variant=v.name, delta=flag,
+                )
+
+
+def rule_data_branch(facts: RunEvidence) -> Iterator[Suggestion]:
+    """A graph break at a branch on a tensor's value (no ``.item()``): torch.where or torch.cond."""
+    for v in _compiled(facts):
+        if v.why is None:
+            continue
+        total = _breaks(v)
+        item = _item_breaks(v)
+        for b in v.why.graph_breaks:
+            if b in item or not _DATA_BRANCH.search(b.reason):
+                continue
+            place = CodeChange(b.file, b.line).place or "an unnamed line"
+            yield Suggestion(
+                rule="data-branch",
+                title="branch without Python: torch.where or torch.cond instead of an if on a tensor's value",
+                evidence=f"graph break at {place}"
+                + (f" ({b.source.strip()})" if b.source.strip() else "")
+                + ": a data-dependent branch; no configuration removes it",
                 tier=TIER_GRAPH, effect=max(b.count, 1) / (total + 1),
                 effect_basis=f"{v.name}'s graphs ({total} break{'s' if total != 1 else ''}: {total + 1} graphs)",
                 source_title=TROUBLESHOOTING[0], source_url=TROUBLESHOOTING[1],
                 variant=v.name,
-                code=CodeChange(file=b.file, line=b.line, before=source, after=after),
+                code=CodeChange(file=b.file, line=b.line, before=b.source.strip(), after=BRANCH_AFTER),
             )
 
 
@@ -260,14 +347,18 @@ def rule_fullgraph(facts: RunEvidence) -> Iterator[Suggestion]:
         n = _breaks(v)
         if n == 0 or v.why is None:
             continue
-        b = v.why.graph_breaks[0]
-        place = CodeChange(b.file, b.line).place
-        first = user_names(b.reason, v.name).splitlines()[0] if b.reason else ""
+        places = []
+        for b in v.why.graph_breaks:
+            place = CodeChange(b.file, b.line).place or "an unnamed line"
+            first = user_names(b.reason, v.name).splitlines()[0].split(" — ")[0] if b.reason else ""
+            places.append(
+                place + (f" ({b.source.strip()})" if b.source.strip() else "")
+                + (f": {first}" if first else "")
+            )
         yield Suggestion(
             rule="fullgraph",
             title="compile with fullgraph=True to find every graph break (each one becomes an error)",
-            evidence=f"{n} graph break{'s' if n != 1 else ''}" + (f", the first at {place}" if place else "")
-            + (f" ({b.source.strip()})" if b.source.strip() else "") + (f": {first}" if first else ""),
+            evidence=f"{n} graph break{'s' if n != 1 else ''}, at " + "; ".join(places),
             tier=TIER_GRAPH, effect=n / (n + 1),
             effect_basis=f"{v.name}'s graphs ({n} break{'s' if n != 1 else ''}: {n + 1} graphs)",
             source_title=COMPILE_API[0], source_url=COMPILE_API[1],
@@ -375,7 +466,8 @@ def rule_batch(facts: RunEvidence) -> Iterator[Suggestion]:
         "so more samples per call share it" + ("" if delta else " (your factory makes the batch)"),
         evidence=f"eager is dispatch-bound: {ops}{each}",
         tier=TIER_CALL, effect=(1.0 - e.busy) if e.busy is not None else None,
-        effect_basis="eager's call: the time outside the operators",
+        effect_basis="eager's call: the time outside the operators, the part a larger batch shares "
+        "(a bound on that part alone: per sample, larger operators often run faster too)",
         source_title=TUNING_GUIDE[0], source_url=TUNING_GUIDE[1],
         variant="eager", delta=delta,
     )
@@ -505,6 +597,7 @@ RULES = (
     rule_mark_dynamic,
     rule_python_value,
     rule_item,
+    rule_data_branch,
     rule_fullgraph,
     rule_reduce_overhead,
     rule_batch,

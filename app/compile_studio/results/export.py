@@ -227,7 +227,13 @@ def markdown_report(run: RunResult, plot_png: str | None = None, folder: str | P
             if r.checks:
                 lines.append(f"- {name}: {md_text(r.checks)}")
             if r.allclose is False:
-                lines.append(f"- {name}: output differs from the fp64 reference beyond tolerance")
+                from .verdict import incorrect_text
+
+                checks = run.variants[r.name].checks or {}
+                said = incorrect_text(
+                    [str(p) for p in checks.get("problems") or []], str(checks.get("reference") or "fp64")
+                )
+                lines.append(f"- {name}: {md_text(said)}")
             if r.graph_breaks:
                 reasons = run.variants[r.name].break_reasons
                 lines.append(

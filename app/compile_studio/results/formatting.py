@@ -52,7 +52,8 @@ HEADER_HELP = {
     "correct": "Whether the output matches the fp64 reference within the dtype's tolerance.",
     "graph breaks": "Places where torch.compile fell back to Python; each costs speed.",
     "recompiles": "How often the compiled code was rebuilt (new shapes or guards failing).",
-    "peak mem": "Peak memory this variant needed above what was in use before it.",
+    "peak mem": "Peak memory this variant needed above what was in use before it. On the CPU the "
+    "process's resident size: 'RSS did not grow' where its calls reused memory already held.",
 }
 
 
@@ -107,10 +108,11 @@ def fmt_interval(name: str, point: float | None, lo: float | None, hi: float | N
     """``1.85× [1.79–1.91]`` (eager, the baseline, without an interval); ``–`` without a point."""
     if point is None:
         return "–"
-    text = f"{point:.2f}×"
     if name != "eager" and lo is not None and hi is not None:
-        text += f" [{lo:.2f}–{hi:.2f}]"
-    return text
+        from .verdict import fmt_bounds
+
+        return fmt_bounds(point, lo, hi)
+    return f"{point:.2f}×"
 
 
 def fmt_speedup(row: SummaryRow) -> str:
@@ -208,7 +210,10 @@ def fmt_count(v: int | None) -> str:
     return "–" if v is None else str(v)
 
 
-def fmt_memory(v: int | None) -> str:
+def fmt_memory(v: int | None, kind: str = "") -> str:
+    """Bytes; on the CPU a zero growth of the resident size says so (not ``0 B``)."""
+    if v == 0 and kind.startswith("rss"):
+        return "RSS did not grow"
     return "–" if v is None else format_bytes(v)
 
 
@@ -236,7 +241,7 @@ def summary_cells(row: SummaryRow) -> list[str]:
         fmt_correct(row),
         fmt_count(row.graph_breaks),
         fmt_count(row.recompiles),
-        fmt_memory(row.peak_memory_bytes),
+        fmt_memory(row.peak_memory_bytes, row.memory_kind),
     ]
 
 
@@ -317,10 +322,39 @@ def verdict_lines(run: RunResult, rows: list[SummaryRow] | None = None) -> list[
     from .run_result import summarize
 
     out = []
-    for r in rows if rows is not None else summarize(run):
+    rows = rows if rows is not None else summarize(run)
+    eager = next((r for r in rows if r.name == "eager"), None)
+    for r in rows:
         if is_judged(r):
-            out.append(verdict_line(r, why_sentence(run, r.name)))
+            line = verdict_line(r, why_sentence(run, r.name))
+            note = medians_note(eager, r)
+            out.append(line + (f" ({note})" if note else ""))
     return out
+
+
+#: How far (as a ratio) the medians' ratio may lie from the speedup before the line says both.
+MEDIANS_APART = 1.05
+
+
+def medians_note(eager: SummaryRow | None, row: SummaryRow) -> str | None:
+    """Where the table's medians give another ratio than the speedup: both, and why they differ.
+
+    The speedup is the geometric mean of each round's ratio of medians; the table's medians
+    pool every round. A round slowed by load moves the pooled medians apart without moving
+    the other rounds' ratios, so the two can differ (149 vs 133 ms is 1.12×, the rounds 1.27×).
+    """
+    if eager is None or row.speedup is None or not eager.median_ms or not row.median_ms:
+        return None
+    pooled = eager.median_ms / row.median_ms
+    if not math.isfinite(pooled) or pooled <= 0:
+        return None
+    if abs(math.log(pooled / row.speedup)) <= math.log(MEDIANS_APART):
+        return None
+    return (
+        f"the table's medians, {fmt_ms(eager.median_ms)} vs {fmt_ms(row.median_ms)} ms, give "
+        f"{pooled:.2f}×: they pool every round, while the speedup is the geometric mean of each "
+        "round's own ratio, which a round slowed by load moves less"
+    )
 
 
 def is_judged(row: SummaryRow) -> bool:

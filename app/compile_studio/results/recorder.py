@@ -180,6 +180,12 @@ class RunRecorder:
                 run.status = (
                     RunStatus.STOPPED if event.status == RunStatus.STOPPED else RunStatus.COMPLETE
                 )
+            if run.status == RunStatus.COMPLETE and run.variants and all(
+                v.status == VariantStatus.FAILED for v in run.variants.values()
+            ):
+                # nothing was measured: not a complete run whatever the worker's own word
+                run.status = RunStatus.FAILED
+                run.message = run.message or "every variant failed: nothing was measured"
             self.finish()
 
     def _end(self, status: RunStatus, message: str, variant_status: VariantStatus) -> None:

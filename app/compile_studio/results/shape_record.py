@@ -118,7 +118,8 @@ class ShapeSweepRecord(ShapeSweepSettings):
     def title(self) -> str:
         c = self.config
         batches = ",".join(str(b) for b in self.batches)
-        return f"shape sweep over batch {batches} · {c.model_text()} · {c.dtype} · {c.device}"
+        over = f"input {self.axis.replace(':', ' axis ')}" if self.axis else "batch"
+        return f"shape sweep over {over} {batches} · {c.model_text()} · {c.dtype} · {c.device}"
 
     def series(self) -> list[tuple[str, str]]:
         """(variant, mode) of each compiled series, in the order they ran."""
@@ -186,6 +187,7 @@ def shape_record_to_json(record: ShapeSweepRecord) -> str:
         "modes": record.modes,
         "recompile_limit": record.recompile_limit,
         "repeats": record.repeats,
+        "axis": record.axis,
         "status": record.status,
         "message": record.message,
         "owner_pid": record.owner_pid,

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 #: Version of the summary stored in run.json (its rows' fields and how they are computed).
 #: A stored summary of another version, or whose rows do not have exactly the
 #: fields of :class:`SummaryRow`, is computed again from the samples when read.
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 #: 2: ``floor_speedup``; a verdict names the harness floor where it is a sizeable share of a median.
 #: 3: a verdict's sentence leads with the cause that decided it (the interval before the checks).
 
@@ -102,6 +102,8 @@ class SummaryRow:
     verdict: str = ""
     verdict_reason: str = ""
     floor_speedup: float | None = None
+    #: how peak_memory_bytes was measured (rss_peak, cuda_allocator_peak, …; "" unknown)
+    memory_kind: str = ""
 
     @classmethod
     def fields(cls) -> list[str]:
@@ -400,6 +402,7 @@ def _compute_summary(run: RunResult) -> list[SummaryRow]:
                 recompiles=v.recompiles,
                 recompiles_in_window=v.recompiles_in_window,
                 peak_memory_bytes=v.peak_memory_bytes,
+                memory_kind=v.memory_kind or "",
                 noisy=bool(st.noisy) if st else False,
                 error=v.error,
                 pipelined_ms=v.pipelined_ms,

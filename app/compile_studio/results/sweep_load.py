@@ -14,6 +14,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from ..core.protocol import SHAPE_AXIS
 from .owner_lock import held_by_a_process, owner_alive
 from .record_load import (
     bounded_list,
@@ -231,6 +232,7 @@ _SHAPE_POINT = Schema.of_dataclass("shape point", ShapePoint)
 _SHAPE_TOP: dict[str, Any] = {
     "app_version": str, "sweep_id": str, "created": str, "status": str, "message": str,
     "owner_pid": int, "owner_host": str, "recompile_limit": int, "repeats": int, "schema_version": int,
+    "axis": str,
 }
 
 
@@ -252,6 +254,10 @@ def _read_shape_sweep(folder: Path, doc: Any) -> ShapeSweepRecord:
         if isinstance(doc.get("batches"), list) else []
     modes = [m for m in doc.get("modes", []) if isinstance(m, str) and len(m) <= MAX_NAME] \
         if isinstance(doc.get("modes"), list) else []
+    found_axis = top.get("axis") or ""
+    axis = found_axis if SHAPE_AXIS.fullmatch(found_axis) else ""
+    if found_axis and not axis:
+        problems.append("the swept axis is not NAME:DIM: read as the batch")
     raw = doc["points"]
     if len(raw) > MAX_SHAPE_POINTS:
         raise SweepDamaged(f"{SHAPE_JSON}: more than {MAX_SHAPE_POINTS:,} points")
@@ -276,6 +282,7 @@ def _read_shape_sweep(folder: Path, doc: Any) -> ShapeSweepRecord:
         modes=modes,
         recompile_limit=top.get("recompile_limit") or 0,
         repeats=top.get("repeats") or 5,
+        axis=axis,
         points=points,
         environment=environment,
         status=top.get("status") or "incomplete",

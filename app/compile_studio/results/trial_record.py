@@ -169,7 +169,9 @@ class TrialSuggestion:
         """``1.85× [1.79–1.91]``; "–" without an interval."""
         if self.interval_point is None or self.interval_lo is None or self.interval_hi is None:
             return "–"
-        return f"{self.interval_point:.2f}× [{self.interval_lo:.2f}–{self.interval_hi:.2f}]"
+        from .verdict import fmt_bounds
+
+        return fmt_bounds(self.interval_point, self.interval_lo, self.interval_hi)
 
     def measured_rounds(self) -> list[RoundFigure]:
         """The rounds with both figures (those the interval rests on)."""

@@ -135,9 +135,28 @@ HARNESS_SHARE = 0.10
 TWO_LEVEL_MEDIAN_SHARE = 0.25
 
 
+def ratio_digits(lo: float, hi: float) -> int:
+    """Decimals that keep an interval clear of 1.00 printed so (0.998 is ``0.998``, not ``1.00``).
+
+    Two, or more (at most six) where a bound below 1 would print as 1.00 or one above it would.
+    """
+    digits = 2
+    while digits < 6 and (
+        (hi < 1.0 and float(f"{hi:.{digits}f}") >= 1.0) or (lo > 1.0 and float(f"{lo:.{digits}f}") <= 1.0)
+    ):
+        digits += 1
+    return digits
+
+
+def fmt_bounds(point: float, lo: float, hi: float) -> str:
+    """``1.85× [1.79–1.91]``, with the digits that keep a bound on its side of 1.00."""
+    d = ratio_digits(lo, hi)
+    return f"{point:.{d}f}× [{lo:.{d}f}–{hi:.{d}f}]"
+
+
 def interval_text(interval: SpeedupInterval) -> str:
-    """``1.85× [1.79–1.91]``."""
-    return f"{interval.point:.2f}× [{interval.lo:.2f}–{interval.hi:.2f}]"
+    """``1.85× [1.79–1.91]`` (``0.990× [0.640–0.998]`` where 2 digits would print 1.00)."""
+    return fmt_bounds(interval.point, interval.lo, interval.hi)
 
 
 def noise_floor(aa: SpeedupInterval | None) -> float | None:

@@ -30,7 +30,10 @@ time divides between them far less:
    share class when that median lies within :data:`MARGIN` (10 points) of
    either line (or, in the idle-share fallback, of the launch line): load
    does not stretch every kind of operator alike, and a share that close
-   to a line can cross it on a busier machine; or when those fastest calls
+   to a line can cross it on a busier machine — unless the run's own load
+   readings say the machine was quiet (:func:`machine_quiet`) and the calls
+   agree, where such a share is **mixed** (GEMMs and the other operators
+   both count: that is not noise); or when those fastest calls
    disagree: one of their own shares falls in another class (the sentence
    gives their range and how much the calls' operator time varied, largest
    over smallest). The slower calls, where a preemption landed, are not
@@ -66,6 +69,12 @@ MIXED_FROM = 0.35
 #: one kind of operator more than another (a busy neighbour slowed elementwise operators
 #: 2-2.5x and left GEMMs as they were), and 10 points either side of a line absorb that.
 MARGIN = 0.10
+#: A quiet run's profiled calls vary less than this in operator time (largest over smallest).
+QUIET_SPREAD = 1.2
+#: Machine load readings under which a run counts as quiet: no other process using this much
+#: of a core, and a 1-minute load average per CPU below this.
+QUIET_PROCESS_PCT = 25.0
+QUIET_LOAD_PER_CPU = 1.0
 #: CUDA, when no work figure is known: share of the call with no kernel running from which
 #: the call is launch-bound.
 LAUNCH_BOUND_IDLE = 0.5
@@ -157,6 +166,9 @@ class Evidence:
     frames_skipped: int = 0
     skip_reason: str = ""
     graphs: int | None = None
+    #: the machine was quiet before and after the run (its load readings): a share near a line
+    #: is then mixed, not noise (:meth:`judge`)
+    machine_quiet: bool = False
     #: FLOPs per call of the achieved rate (:attr:`tflops`) when not ``flops_per_call``: the
     #: MLP's analytic count for a run without a counted one (the rule reads only the count)
     rate_flops_per_call: float | None = None
@@ -215,6 +227,10 @@ class Evidence:
             return "unknown", ""
         for line, below, above in ((MIXED_FROM, "other", "mixed"), (GEMM_BOUND, "mixed", "gemm")):
             if abs(share - line) < MARGIN:
+                if self.machine_quiet and all(abs(x - line) < MARGIN or _share_class(x) in (below, above)
+                                              for x in picked) and (self.op_spread or 1.0) < QUIET_SPREAD:
+                    # a quiet machine, calls that agree: GEMMs and the other operators both count
+                    return "mixed", ""
                 return "noisy", (
                     f"GEMMs hold {_pct(share)} of the operators' time, within {MARGIN * 100:.0f} points "
                     f"of the {_pct(line)} line ({_SHARE_NAMES[below]} below, {_SHARE_NAMES[above]} above)"
@@ -302,6 +318,25 @@ def evidence_of(
     )
 
 
+def machine_quiet(measurement: Any) -> bool:
+    """Whether the run's machine load readings (before and after) say the machine was quiet."""
+    if not isinstance(measurement, dict):
+        return False
+    readings = [r for k in ("load_before", "load_after") if isinstance(r := measurement.get(k), dict)]
+    if len(readings) != 2:
+        return False
+    for r in readings:
+        for p in r.get("busiest") or []:
+            used = _num(p.get("cpu_percent")) if isinstance(p, dict) else None
+            if used is not None and used >= QUIET_PROCESS_PCT:
+                return False
+        la, n = r.get("load_average"), r.get("cpu_count")
+        first = _num(la[0]) if isinstance(la, list) and la else None
+        if first is not None and isinstance(n, int) and n > 0 and first / n >= QUIET_LOAD_PER_CPU:
+            return False
+    return True
+
+
 def evidence(run: Any, name: str) -> Evidence | None:
     """The sentence's evidence for variant ``name`` of a run (from run.json's compact copy)."""
     table = run.measurement.get("why") if isinstance(run.measurement, dict) else None
@@ -320,7 +355,10 @@ def evidence(run: Any, name: str) -> Evidence | None:
     # the achieved rate is the summary's (summary.FLOP_RATE_DEFINITION): its FLOPs and the
     # variant's median time per call, never the profiled calls' time
     flops, _ = run_flops_per_call(run)
-    return replace(found, ms=_median_ms(run, name), rate_flops_per_call=flops)
+    return replace(
+        found, ms=_median_ms(run, name), rate_flops_per_call=flops,
+        machine_quiet=machine_quiet(run.measurement),
+    )
 
 
 def summary_row(run: Any, name: str) -> Any | None:

@@ -20,7 +20,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor
 
 from ...jobs.sweep_spec import value_text, x_positions
-from ...results.formatting import plural
+from ...results.formatting import fmt_interval, plural
 from ...results.sweep_record import PointVariant, SweepPoint, SweepRecord
 from .hover import hover_label, track_mouse
 from .shape_sweep_plot import ShapeSweepPlot as ShapeSweepPlot  # where it was first
@@ -57,11 +57,11 @@ def point_text(param: str, point: SweepPoint, v: PointVariant) -> str:
     if _finite(v.median_ms):
         lines.append(f"median {v.median_ms:.4g} ms (p5–p95 {_fmt(v.p5_ms, 4)}–{_fmt(v.p95_ms, 4)})")
     if v.variant != "eager" and _finite(v.speedup):
-        interval = (
-            f" [{v.speedup_lo:.2f}–{v.speedup_hi:.2f}]"
-            if _finite(v.speedup_lo) and _finite(v.speedup_hi) else ""
+        shown = (
+            fmt_interval(v.variant, v.speedup, v.speedup_lo, v.speedup_hi)
+            if _finite(v.speedup_lo) and _finite(v.speedup_hi) else f"{v.speedup:.2f}×"
         )
-        lines.append(f"speedup {v.speedup:.2f}×{interval}" + (f" · {v.verdict}" if v.verdict else ""))
+        lines.append(f"speedup {shown}" + (f" · {v.verdict}" if v.verdict else ""))
     if _finite(v.compile_s):
         lines.append(f"compile {v.compile_s:.2f} s")
     if v.variant != "eager" and v.compile_s is not None:
