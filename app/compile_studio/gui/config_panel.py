@@ -107,6 +107,9 @@ class ConfigPanel(QWidget):
         self.presets, self.preset_problem = load_presets(config_cls)
 
         self.preset_combo = QComboBox()
+        # a long preset name is cut in the box (the list shows it whole): it sets no least width
+        self.preset_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.preset_combo.setMinimumContentsLength(16)
         self.preset_combo.addItem(CUSTOM_PRESET)
         for preset in self.presets:
             self.preset_combo.addItem(preset["name"])
