@@ -25,6 +25,7 @@ from .history_panel import HistoryPanel
 from .log_panel import LogPanel
 from .plots import PlotPanel
 from .summary_table import SummaryTableModel, SummaryTableView
+from .trial_status import follow_trials
 from .verdict_lines import VerdictLines
 from .why_view import WhyView
 
@@ -184,6 +185,7 @@ def build_panes(window: MainWindow) -> None:
     bar.addPermanentWidget(window.phase_label)
     bar.addPermanentWidget(window.progress_bar)
     bar.addPermanentWidget(window.env_label)
+    follow_trials(window)
     window.resize(1500, 900)
 
 
