@@ -99,9 +99,10 @@ def _plain_label(text: str = "", path: bool = False) -> QLabel:
     return label
 
 
-def _set_path_text(label: QLabel, text: str) -> None:
+def _set_path_text(label: QLabel, text: str, whole: str | None = None) -> None:
+    """``text`` in ``label``; ``whole`` (the text with the full path) in its tooltip."""
     label.setText(text)
-    label.setToolTip(text)
+    label.setToolTip(whole if whole is not None else text)
 
 
 def _ms(value: float | None) -> str:
@@ -361,11 +362,15 @@ class WhyView(QWidget):
             measured += [f"  {note}" for note in self.run.model_notes()]
         self.details.setPlainText("\n".join(measured + lines[1:]))
         self._fill_code(v)
-        _set_path_text(
-            self.trace_label,
-            f"Trace: {self.folder / v.trace} — {PERFETTO_NOTE}" if v.trace and self.folder
-            else "Trace: none kept for this variant",
-        )
+        if v.trace and self.folder:
+            # by its name in the run folder (Open run folder shows it); the full path in the tooltip
+            _set_path_text(
+                self.trace_label,
+                f"Trace: {v.trace} in the run folder — {PERFETTO_NOTE}",
+                f"Trace: {self.folder / v.trace} — {PERFETTO_NOTE}",
+            )
+        else:
+            _set_path_text(self.trace_label, "Trace: none kept for this variant")
         notes = []
         for n, w in self.report.variants.items():
             share = w.compile.named_share() if w.compile is not None else None
@@ -419,7 +424,9 @@ class WhyView(QWidget):
         if not 0 <= index < len(files):
             return
         c = files[index]
-        _set_path_text(self.code_path, f"Written by Inductor to {c.path}")
+        _set_path_text(
+            self.code_path, f"Written by Inductor as {Path(str(c.path)).name}", f"Written by Inductor to {c.path}"
+        )
         if c.file is None or self.folder is None:
             self.code.setPlainText("(this graph's code was not kept in the run folder)")
             return
