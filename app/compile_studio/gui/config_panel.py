@@ -166,7 +166,9 @@ class ConfigPanel(QWidget):
         #: the Batch field while a custom model's factory decides the batch (None: no such fields)
         self.factory_batch: FactoryBatch | None = None
         if grouped and "batch_size" in self._editors:
-            self.factory_batch = FactoryBatch(self._editors["batch_size"].widget, self._rows["batch_size"][1])
+            spin = self._editors["batch_size"].widget
+            assert isinstance(spin, QSpinBox)  # an int field's editor
+            self.factory_batch = FactoryBatch(spin, self._rows["batch_size"][1])
 
         self.preset_combo.currentIndexChanged.connect(self._preset_chosen)
         self.set_config(config_cls())
