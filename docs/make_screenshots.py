@@ -61,6 +61,7 @@ def _offscreen_screen(scratch: str) -> None:
 def shown_texts(root: Any) -> list[str]:
     """The texts ``root`` (a window or panel) shows now: labels, buttons, fields, boxes, the
     status bar's message, table and tree cells in view, the first lines of text views."""
+    from PySide6.QtCore import QPoint
     from PySide6.QtWidgets import (
         QAbstractButton,
         QComboBox,
@@ -89,8 +90,11 @@ def shown_texts(root: Any) -> list[str]:
         if w.isVisible():
             out.append(w.currentText())
     for w in root.findChildren(QPlainTextEdit):
-        if w.isVisible():
-            out.extend(w.toPlainText().splitlines()[:20])
+        if w.isVisible() and not w.visibleRegion().isEmpty():
+            # the lines in view
+            first = w.cursorForPosition(QPoint(0, 0)).blockNumber()
+            last = w.cursorForPosition(QPoint(0, max(0, w.viewport().height() - 1))).blockNumber()
+            out.extend(w.toPlainText().splitlines()[first : last + 1])
     for w in root.findChildren(QTableView):
         model = w.model()
         if w.isVisible() and model is not None:
