@@ -90,3 +90,22 @@ def test_a_sweep_over_a_field_the_factory_does_not_take_is_refused(tmp_path, exa
     assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
     assert f"does not take {param}" in p.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_a_hugging_face_gpt2_with_keyword_inputs_runs_and_is_checked(tmp_path):
+    pytest.importorskip("transformers", reason="transformers is in the test extras: pip install -e '.[test]'")
+    p = cli("run", "--factory", factory("hf_gpt2"), *QUICK, "--batch-size", "2", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-3000:]
+    run = only_run(tmp_path)
+    assert run.status == "complete"
+    assert {v.name: v.allclose for v in run.variants.values()} == {
+        "eager": True, "aot_eager": True
+    }, [(v.error, v.checks) for v in run.variants.values()]
+    assert run.measurement["inputs"] == [
+        {"name": "input_ids", "shape": [2, 32], "dtype": "int64"},
+        {"name": "attention_mask", "shape": [2, 32], "dtype": "int64"},
+    ]
+    assert "inputs: input_ids 2×32 int64, attention_mask 2×32 int64" in p.stdout
+    # the ModelOutput's logits are checked against the fp64 reference
+    checks = run.variants["aot_eager"].checks
+    assert checks["reference"] == "fp64" and checks["output"]["error"] < 1e-5

@@ -42,7 +42,13 @@ MUST_PASS = [
     "app_rounds.replay_identical",
     "app_rounds.rounds",
     "app_training.params_drift",
+    "app_training.params_judged_or_said",
     "imports.no_desktop_modules",
+    "fixed.cold_l2_order",
+    "fixed.lowp_training.params_judged_or_said",
+    "fixed.startup_outside_compile",
+    "fixed.sweep_order",
+    "fixed.triton_recorded",
 ] + [
     f"{run}.{check}"
     for run in APP_RUNS
@@ -62,6 +68,8 @@ CUDA_CHECKS = (
         "app_rounds.clock_warm_start",
         "app_rounds.clock_steady",
         "tf32_probe.not_incorrect",
+        "fixed.uncovered_reported",
+        "fixed.app_nvml",
     ]
     + [f"{run}.{check}" for run in APP_RUNS for check in ("device_time", "nvml_in_run")]
     + [f"{run}.cudagraph_memory" for run in INFERENCE_RUNS]
@@ -365,14 +373,20 @@ def test_the_cuda_judges_fail_on_their_defects(tmp_path):
     clocks("good", 1965.0, 0.01)
     clocks("cold", 1100.0, 0.40, ["eager: the nvml sm clock changed by +40 % inside a timed window"])
 
-    def memory(tag, graphed_bytes):
-        variants = {"eager": _variant(peak_memory_bytes=100 << 20),
-                    "reduce-overhead": _variant(peak_memory_bytes=graphed_bytes)}
+    def memory(tag, graphed_bytes, second_bytes=90 << 20, kind="cuda_allocator_peak+graph_recording"):
+        variants = {"eager": _variant(peak_memory_bytes=100 << 20, memory_kind="cuda_allocator_peak"),
+                    "reduce-overhead": _variant(peak_memory_bytes=graphed_bytes, memory_kind=kind),
+                    "max-autotune": _variant(peak_memory_bytes=second_bytes, memory_kind=kind)}
         cfg = types.SimpleNamespace(variants=list(variants))
         app_checks.judge_graph_memory(report, tag, cfg, variants, True)
 
     memory("good", 90 << 20)
     memory("pools_left_out", 1 << 20)
+    # the second graph variant charged what torch's shared pool grew by (the old figure)
+    memory("second_in_shared_pool", 90 << 20, second_bytes=256 << 10,
+           kind="cuda_allocator_peak+graph_pools")
+    # reserved pool segments against eager's allocated bytes: not comparable
+    memory("reserved_vs_allocated", 90 << 20, kind="cuda_allocator_peak+graph_pools")
 
     def drift(tag, value):
         variants = {"eager": _variant(), "default": _variant(checks={"params_drift": value})}
@@ -380,6 +394,15 @@ def test_the_cuda_judges_fail_on_their_defects(tmp_path):
 
     drift("good", 0.012)
     drift("left_out", None)
+
+    def judged(tag, checks):
+        variants = {"eager": _variant(), "default": _variant(checks=checks)}
+        app_checks.judge_drift_judged_or_said(report, tag, variants, ["default"])
+
+    judged("fp32", {"params_drift": 1e-4, "params_drift_bound": 1.4e-3})
+    judged("bf16_said", {"params_drift": 0.0, "params_drift_bound": None,
+                         "params_drift_not_judged": "the updates are rounding in bf16"})
+    judged("bf16_silent", {"params_drift": 0.0, "params_drift_bound": None})  # the old run.json
 
     model = plan_mod.LaunchModel("m", "8,8", 4, "bf16")
 
@@ -397,12 +420,47 @@ def test_the_cuda_judges_fail_on_their_defects(tmp_path):
     assert got["good.clock_warm_start"] == "PASS" and got["good.clock_steady"] == "PASS"
     assert got["cold.clock_warm_start"] == "FAIL" and got["cold.clock_steady"] == "FAIL"
     assert got["good.cudagraph_memory"] == "PASS" and got["pools_left_out.cudagraph_memory"] == "FAIL"
+    assert got["second_in_shared_pool.cudagraph_memory"] == "FAIL"
+    assert got["reserved_vs_allocated.cudagraph_memory"] == "FAIL"
     assert got["good.params_drift"] == "PASS" and got["left_out.params_drift"] == "FAIL"
+    assert got["fp32.params_judged_or_said"] == "PASS"
+    assert got["bf16_said.params_judged_or_said"] == "PASS"
+    assert got["bf16_silent.params_judged_or_said"] == "FAIL"
     assert got["launch.m.good.kernels_le_device"] == "PASS"
     assert got["launch.m.good.device_matches_kernels"] == "PASS"
     assert got["launch.m.gaps.kernels_le_device"] == "PASS"
     assert got["launch.m.gaps.device_matches_kernels"] == "FAIL"
     assert got["launch.m.short.kernels_le_device"] == "FAIL"
     assert got["launch.m.short.device_matches_kernels"] == "FAIL"
-    assert all(c.cuda_only for c in report.checks if not c.id.endswith("params_drift"))
+    assert all(c.cuda_only for c in report.checks
+               if not c.id.endswith(("params_drift", "params_judged_or_said")))
     report.log.close()
+
+
+def test_the_fixed_point_judges_fail_on_the_old_behaviour():
+    """Each judge of the fixed_points stage, on what the old app did."""
+    fixed = _package("fixed_points")
+    # cold L2: the device-timed call right after the wall-timed one found the cache warm
+    assert fixed.judge_cold_l2_order("fwdfwdfwd", cuda=True)[0] is False
+    assert fixed.judge_cold_l2_order("fwfdfwfdfwfd", cuda=True)[0] is True
+    assert fixed.judge_cold_l2_order("ftftft", cuda=False)[0] is True
+    assert fixed.judge_cold_l2_order("", cuda=False)[0] is False
+    # launch gaps: counted but never reported (no checks.device_time, no warning)
+    assert fixed.judge_uncovered({"device_time": None, "warned": []})[0] is False
+    assert fixed.judge_uncovered({"device_time": {"samples": 12, "uncovered": 3},
+                                  "warned": ["… launch gaps …"]})[0] is False
+    assert fixed.judge_uncovered({"device_time": {"samples": 12, "uncovered": 12},
+                                  "warned": ["… launch gaps …"]})[0] is True
+    # start-up inside the timed first call of the compiled variant listed first
+    assert fixed.judge_startup(["timed aot_eager", "start-up", "timed eager"], "aot_eager")[0] is False
+    assert fixed.judge_startup(["start-up", "timed aot_eager", "timed eager"], "aot_eager")[0] is True
+    # pinning: a compile on the timing thread's one core (before round 2), or timing unpinned
+    found = {"cpus": [0, 1, 2, 3], "timing_cpu": 3, "compile": [[0, 1, 2, 3]], "timed": [[3]]}
+    assert fixed.judge_pinning(found)[0] is True
+    assert fixed.judge_pinning({**found, "compile": [[3]]})[0] is False
+    assert fixed.judge_pinning({**found, "timed": [[3], [0, 1, 2, 3]]})[0] is False
+    # the shape sweep: eager always first, and no flush (the old order)
+    assert fixed.judge_sweep_order("EVEVEVEVEV")[0] is False
+    assert fixed.judge_sweep_order("EVfEfVfEfVfEfVfEfV")[0] is False  # flushed, eager first
+    assert fixed.judge_sweep_order("EVEVVEEVVE")[0] is False  # alternating, cold L2 ignored
+    assert fixed.judge_sweep_order("EVfEfVfVfEfEfVfVfE")[0] is True

@@ -109,6 +109,9 @@ def _fake_cuda(monkeypatch: pytest.MonkeyPatch, stream: _Stream) -> None:
             stream.log.append("event_sync")
             stream.sync()
 
+        def query(self) -> bool:
+            return self.at is not None and stream.host >= self.at
+
         def elapsed_time(self, end: Event) -> float:
             assert self.at is not None and end.at is not None
             return end.at - self.at
@@ -249,33 +252,83 @@ def test_private_pool_bytes_and_growth_from_snapshot_segments():
     assert private_pool_growth({}, {}) == 0
 
 
-def test_a_cuda_graph_variant_holds_its_pool(monkeypatch):
-    """Recording fills a private pool before the window; replays allocate nothing."""
-    state = {"segments": [_seg((0, 0), 1 << 30)], "allocated": 100 << 20}
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: None)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *_: None)
-    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *_: state["allocated"])
-    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *_: state["allocated"])
-    monkeypatch.setattr(torch.cuda.memory, "_snapshot", lambda *_: {"segments": state["segments"]})
+class _FakeAllocator:
+    """The caching allocator as PeakMeter reads it: allocated bytes, their peak, the segments."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, allocated: int):
+        self.allocated = self.peak = allocated
+        self.segments: list[dict[str, Any]] = [_seg((0, 0), 1 << 30)]
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: None)
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+        monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", self.reset)
+        monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *_: self.allocated)
+        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *_: self.peak)
+        monkeypatch.setattr(torch.cuda.memory, "_snapshot", lambda *_: {"segments": self.segments})
+
+    def reset(self, *_: Any) -> None:
+        self.peak = self.allocated
+
+    def alloc(self, n: int) -> None:
+        self.allocated += n
+        self.peak = max(self.peak, self.allocated)
+
+    def free(self, n: int) -> None:
+        self.allocated -= n
+
+
+def _record(meter: PeakMeter, fake: _FakeAllocator, name: str, graph: int, pool_grows: int) -> None:
+    """One CUDA-graph variant's build, warm-up call, recording call (``graph`` bytes), window."""
+    meter.mark_built(name)
+    meter.mark_recording(name)
+    fake.alloc(graph)  # the recording allocates in the private pool ...
+    if pool_grows:
+        fake.segments = fake.segments + [_seg((1, 0), pool_grows)]
+    fake.free(graph - (1 << 20))  # ... and frees its intermediates back to it
+    meter.mark_recorded(name)
+    meter.start()
+    meter.stop(name)  # the replays: nothing allocated in the window
+
+
+def test_two_cuda_graph_variants_each_count_their_recording(monkeypatch):
+    """torch's one graph pool per device and thread: the second variant records into the first's.
+
+    Its pool hardly grows, yet it needs its own memory: each variant's figure is the
+    allocated peak of its recording, as eager's is the allocated peak of its window.
+    """
+    fake = _FakeAllocator(monkeypatch, 100 << 20)
     meter = PeakMeter(torch.device("cuda", 0))
     assert meter.kind == "cuda_allocator_peak"
-    meter.mark_built("reduce-overhead")
-    state["segments"] = state["segments"] + [_seg((1, 0), 64 << 20), _seg((0, 0), 2 << 20)]
-    meter.mark_recorded("reduce-overhead")
     meter.start()
-    meter.stop("reduce-overhead")  # the replays: nothing allocated in the window
-    assert meter.window_peak("reduce-overhead") == 0
-    assert meter.peak("reduce-overhead") == 64 << 20
-    assert meter.kind_of("reduce-overhead") == "cuda_allocator_peak+graph_pools"
-    # a variant without graphs: its figure is the window's alone
+    fake.alloc(40 << 20)
+    fake.free(40 << 20)
+    meter.stop("eager")
+    _record(meter, fake, "reduce-overhead", 60 << 20, pool_grows=64 << 20)
+    # the first variant is done (deleted); the next one reuses the freed pool
+    fake.free(1 << 20)
+    _record(meter, fake, "max-autotune", 50 << 20, pool_grows=0)
+    assert meter.peak("eager") == 40 << 20
+    assert meter.peak("reduce-overhead") == 60 << 20
+    assert meter.peak("max-autotune") == 50 << 20  # not ~0 B
+    assert meter.pool_bytes == {"reduce-overhead": 64 << 20, "max-autotune": 0}
+    assert meter.kind_of("eager") == "cuda_allocator_peak"
+    assert meter.kind_of("max-autotune") == "cuda_allocator_peak+graph_recording"
+    # a variant without graphs (no recording call): its figure is the window's alone
     meter.mark_built("default")
     meter.mark_recorded("default")
     meter.start()
-    state["allocated"] += 3 << 20
+    fake.alloc(3 << 20)
     meter.stop("default")
     assert meter.peak("default") == 3 << 20 and meter.kind_of("default") == "cuda_allocator_peak"
+    # graphs skipped: the recording call is a plain call, counted once, not twice
+    meter.mark_recording("skipped")
+    fake.alloc(5 << 20)
+    fake.free(5 << 20)
+    meter.mark_recorded("skipped")
+    meter.start()
+    fake.alloc(5 << 20)
+    meter.stop("skipped")
+    assert meter.peak("skipped") == 5 << 20
 
 
 def test_pool_marks_are_harmless_off_cuda():
@@ -283,7 +336,8 @@ def test_pool_marks_are_harmless_off_cuda():
     meter.mark_built("eager")
     meter.mark_recorded("eager")
     meter.mark_recorded("never-built")
-    assert meter.pool_bytes == {} and meter.peak("eager") is None
+    meter.mark_recording("eager")
+    assert meter.pool_bytes == {} and meter.graph_bytes == {} and meter.peak("eager") is None
     meter.start()
     meter.stop("eager")
     assert meter.peak("eager") == meter.window_peak("eager")

@@ -98,7 +98,7 @@ def test_a_custom_factory_with_token_ids_a_tuple_and_its_own_loss(tmp_path):
         ("def make_model(:\n", "syntax error in"),
         ("def make_model():\n    raise RuntimeError('no weights here')\n", "raised RuntimeError: no weights here"),
         ("def make_model():\n    return 3\n", "must return (model, inputs"),
-        ("import torch\ndef make_model():\n    return torch.nn.Linear(2, 2), 'x'\n", "tensor or a tuple"),
+        ("import torch\ndef make_model():\n    return torch.nn.Linear(2, 2), 'x'\n", "a mapping of keyword inputs"),
     ],
 )
 def test_a_bad_factory_is_a_configuration_problem_in_the_cli(tmp_path, capfd, source, words):

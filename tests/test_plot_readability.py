@@ -263,3 +263,59 @@ def test_latency_export_shows_the_fold_and_the_spikes_like_the_screen(panel, tmp
     assert plot.getPlotItem().getViewBox().viewRange() == before
     # the PNG is the screen: the same pixels as the widget grabbed from it
     assert np.array_equal(_pixels(render_widget_image(plot, 1)), _pixels(plot.grab().toImage()))
+
+
+def _spiky_run(spike_share: float, factor: float, n: int = 4000, seed: int = 3) -> RunResult:
+    """One variant's measured calls around 0.036 ms with ``spike_share`` of them ``factor`` × slower."""
+    rng = np.random.default_rng(seed)
+    run = RunResult(run_id="spiky", created="2025-01-01T00:00:00",
+                    config=BenchmarkConfig(layers="8,8"), status="complete")
+    v = VariantResult(name="eager", status="done")
+    calls = rng.normal(0.036, 0.002, n)
+    spikes = rng.choice(n, int(n * spike_share), replace=False)
+    calls[spikes] = 0.036 * factor * rng.uniform(0.9, 1.1, spikes.size)
+    v.samples.extend(0, "measure", list(calls), None, 0)
+    run.variants["eager"] = v
+    return run
+
+
+def _share_above_bottom_fifth(panel, calls: np.ndarray) -> float:
+    (_, _), (y0, y1) = panel.latency_plot.getPlotItem().getViewBox().viewRange()
+    return float(np.mean(calls > y0 + 0.2 * (y1 - y0)))
+
+
+@pytest.mark.parametrize("share", [0.01, 0.04])
+def test_spikes_400x_the_median_do_not_flatten_the_calls(panel, share, tmp_path):
+    run = _spiky_run(share, 400.0)
+    panel.load_run(run, key_prefix="s/")
+    calls = np.array(run.variants["eager"].samples.wall_ms)
+    assert _share_above_bottom_fifth(panel, calls) >= 0.95
+    (_, _), (y0, y1) = panel.latency_plot.getPlotItem().getViewBox().viewRange()
+    assert y0 == 0.0 and y1 < 1.0, (y0, y1)
+    spikes = int(np.count_nonzero(calls > y1))
+    assert spikes == int(len(calls) * share) and panel.latency.beyond == (spikes, 0)
+    assert f"▲ {spikes} calls above" in panel.latency.note_text()
+    # the export draws the same range and says the same
+    out = save_plot_svg(panel.latency_plot, tmp_path / "latency.svg", caption="<b>Latency per call</b>")
+    assert f"{spikes} calls above" in _svg_texts(out)
+
+
+def test_calls_in_two_levels_turn_the_axis_logarithmic_unless_the_user_chose(panel):
+    run = _spiky_run(0.3, 400.0)  # 30 % slow: no linear range shows both levels
+    panel.load_run(run, key_prefix="s/")
+    tab = panel.latency
+    assert tab.log_scale() and tab.log_scale_checkbox.isChecked()
+    assert "log scale: the calls lie in levels too far apart for a linear axis" in tab.note_text()
+    (_, _), (y0, y1) = panel.latency_plot.getPlotItem().getViewBox().viewRange()
+    assert y0 < math.log10(0.036) < y1 and math.log10(0.036 * 400) < y1 + 0.1
+    tab.log_scale_checkbox.setChecked(False)  # the user's choice is kept, and the note says why
+    assert not tab.log_scale()
+    assert "Log scale shows every call" in tab.note_text()
+    panel.clear()
+    panel.load_run(_spiky_run(0.3, 400.0), key_prefix="t/")
+    assert not tab.log_scale(), "chosen by the user: kept for the next run shown"
+    tab.set_log_scale(None)
+    assert tab.log_scale()
+    panel.clear()
+    panel.load_run(_spiky_run(0.01, 400.0), key_prefix="u/")
+    assert not tab.log_scale(), "chosen by the calls: linear again for calls a linear range shows"

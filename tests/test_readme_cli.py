@@ -74,6 +74,9 @@ SKIPPED = {
     "targets add gpu-box --kind ssh --host compile-studio-local --ssh-option=-F":
         "needs the local test sshd's ssh config file (tests/test_remote.py)",
     "run --target cluster": "needs Slurm (tests/test_remote.py runs on the local one-node cluster)",
+    "coldstart": "starts Inductor compiles from empty caches in several fresh processes (minutes for "
+        "the seed MLP on a small CPU); tests/test_coldstart.py runs the same job with --save-cache and "
+        "--load-cache on the tiny MLP",
     "advise latest --try":
         "makes a whole run of A and of each B in every round, 3 rounds or more (6 runs for one "
         "suggestion), on a run whose advice holds a configuration change such as a larger batch; "

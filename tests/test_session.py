@@ -74,23 +74,51 @@ class FakeClock:
         return self.t
 
 
-def test_progress_eta_leaves_compile_time_out():
+def test_progress_eta_comes_from_the_calls_own_times_and_leaves_compiles_out():
     clock = FakeClock()
-    config = BenchmarkConfig(variants=["eager", "default"], iterations=90, warmup=10)
+    config = BenchmarkConfig(variants=["eager", "default"], iterations=1000, warmup=20, warmup_min_ms=200)
     p = Progress(config, clock=clock)
-    assert p.total == 200 and p.eta_s() is None
-    p.update(protocol.PhaseEvent(variant="eager", phase=protocol.Phase.MEASURE, iterations=90))
-    clock.t += 10
-    p.update(protocol.SamplesEvent("eager", protocol.Phase.MEASURE, 0, [1.0] * 100))
-    assert p.fraction() == 0.5
-    assert p.eta_s() == pytest.approx(10.0)
+    assert p.eta_s() is None and p.fraction() == 0.0 and p.compiles_left()
+    # eager warms up: 20 calls of 5 ms (100 ms, under the 200 ms minimum)
+    p.update(protocol.PhaseEvent(variant="eager", phase=protocol.Phase.WARMUP, iterations=20))
+    clock.t += 0.1
+    p.update(protocol.SamplesEvent("eager", protocol.Phase.WARMUP, 0, [5.0] * 20))
+    # eager: 0.1 s of warm-up left + 1000 calls × 5 ms × 1.1; default guessed the same, 0.2 s warm-up
+    assert p.eta_s() == pytest.approx(0.1 + 5.5 + 0.2 + 5.5)
+    # the timed calls take 1 ms each, and the worker 1.25 ms per call
+    for i in range(10):
+        clock.t += 0.125
+        p.update(protocol.SamplesEvent("eager", protocol.Phase.MEASURE, 20 + 100 * i, [1.0] * 100))
+    assert p.overhead() == pytest.approx(1.25)
+    assert p.eta_s() == pytest.approx(0.2 + 1000 * 0.001 * 1.25)  # default: guessed from eager
+    assert p.compiles_left() and not p.after_timing()
+    assert 0.0 < p.fraction() < 1.0
     p.update(protocol.PhaseEvent(variant="default", phase=protocol.Phase.COMPILE, iterations=1))
-    clock.t += 30  # a 30 s compile does not slow the estimated rate
+    clock.t += 30  # a 30 s compile does not change the estimate
     assert p.compile_elapsed_s() == pytest.approx(30.0)
-    assert p.eta_s() == pytest.approx(10.0)
-    p.update(protocol.PhaseEvent(variant="default", phase=protocol.Phase.WARMUP, iterations=10))
+    assert p.eta_s() == pytest.approx(0.2 + 1.25) and not p.compiles_left()
+    p.update(protocol.PhaseEvent(variant="default", phase=protocol.Phase.WARMUP, iterations=20))
     assert p.compile_elapsed_s() is None and p.compile_spent_s == pytest.approx(30.0)
-    assert p.eta_s() == pytest.approx(10.0)
+    p.update(protocol.SamplesEvent("default", protocol.Phase.MEASURE, 20, [0.5] * 1000))
+    # every timed call is in: nothing is left to count, the run checks, profiles and saves
+    assert p.after_timing() and p.eta_s() == 0.0 and p.fraction() == 1.0
+    clock.t += 7
+    assert p.after_timing_s() == pytest.approx(7.0)
+
+
+def test_progress_during_a_long_time_based_warm_up_is_not_minutes_off():
+    """Thousands of warm-up calls (a tiny model under a time-based warm-up), the first ones slow."""
+    clock = FakeClock()
+    config = BenchmarkConfig(variants=["eager", "aot_eager"], iterations=200, warmup=20, warmup_min_ms=3000)
+    p = Progress(config, clock=clock)
+    p.update(protocol.SamplesEvent("eager", protocol.Phase.WARMUP, 0, [400.0] + [0.05] * 2000))
+    clock.t += 0.5
+    for i in range(20):  # 2.5 s more of 0.05 ms calls
+        clock.t += 0.125
+        p.update(protocol.SamplesEvent("eager", protocol.Phase.WARMUP, 2001 + 2500 * i, [0.05] * 2500))
+    eta = p.eta_s()
+    # eager: its warm-up is done (3.0 s of calls); 200 × 0.05 ms each variant, 3 s of aot_eager's warm-up
+    assert eta == pytest.approx(3.0 + 2 * 200 * 0.05e-3 * 1.1, rel=0.01)
 
 
 # -- the same run through the CLI and through the window -----------------------------------
@@ -103,8 +131,8 @@ _TIMING_KEYS = {
     "noisy", "pid", "inductor_cache_dir", "device_memory", "harness_floor_ms", "pipelined_ms",
     "load_before", "load_after",
     "clock",
-    # how long the worker waited in its pauses between blocks of timed calls
-    "waited_ms", "wait_max_ms",
+    # the pauses between blocks of timed calls: how many depends on how fast the calls were
+    "turns",
     # the diagnostics' profile figures (measurement.why)
     "wall_ms_per_call", "busy", "gemm_share", "device_ms_per_call",
     "gemm_share_of_ops", "gemm_share_of_ops_calls", "op_ms_calls", "op_spread",
@@ -178,6 +206,8 @@ def test_cli_and_window_drive_the_same_session_and_write_the_same_folder(
     cli_shape, gui_shape = _folder_shape(cli_folder), _folder_shape(gui_folder)
     assert cli_shape["run.json"]["status"] == "complete"
     assert len(cli_shape["samples"]) == 2 * (tiny_config["iterations"] + tiny_config["warmup"])
+    for folder in (cli_folder, gui_folder):  # both timed their calls in blocks, with pauses
+        assert json.loads((folder / "run.json").read_text())["measurement"]["turns"]["eager"]["blocks"] >= 1
     for key in cli_shape["run.json"].keys() | gui_shape["run.json"].keys():
         assert cli_shape["run.json"].get(key) == gui_shape["run.json"].get(key), key
     assert cli_shape == gui_shape

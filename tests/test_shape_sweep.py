@@ -389,3 +389,29 @@ def test_the_window_labels_a_real_sweeps_speedups_as_rough(shape_sweep, qtbot):
     spreads = [(p.speedup_lo, p.speedup_hi) for p in record.points_of("aot_eager", "true")]
     low, high = min(s[0] for s in spreads), max(s[1] for s in spreads)
     assert series.split(" ")[1] in (f"{times_text(low)}–{times_text(high)}×", f"{times_text(low)}×")
+
+
+@pytest.mark.parametrize("cold_l2", [False, True])
+def test_a_point_alternates_which_side_of_a_pair_goes_first_and_flushes_before_each(
+    monkeypatch, cold_l2
+):
+    """Eager first in every pair ran the variant always on eager's caches and clocks; cold L2
+    was ignored. Now A B, B A, … and, cold, the cache flushed before every timed call."""
+    from compile_studio.engine.cache_flush import CacheFlush
+    from compile_studio.engine.shape_sweep import ShapeSweepRunner, pair_order
+
+    assert [pair_order(2, r) for r in range(3)] == [[0, 1], [1, 0], [0, 1]]
+    assert pair_order(1, 1) == [0]
+    log: list[str] = []
+    monkeypatch.setattr(CacheFlush, "evict", lambda self: log.append("f"))
+    config = BenchmarkConfig.from_dict({"layers": "8,8", "batch_size": 2, "device": "cpu",
+                                        "warmup": 1, "warmup_min_ms": 0, "cold_l2": cold_l2})
+    request = protocol.ShapeSweepRequest(config=config.to_dict(), batches=[2], repeats=4)
+    runner = ShapeSweepRunner(config, request, sink=None)
+    log.clear()
+    timed = runner._timed(lambda x: log.append("E"), lambda x: log.append("V"), (None,))
+    calls = "".join(c for c in log if c != "f")
+    assert calls == "EV" + "EVVEEVVE", calls  # one warm-up pair, then A B, B A, A B, B A
+    assert len(timed.eager_wall) == len(timed.wall) == 4
+    flushes = "".join(log)[2:]
+    assert flushes == ("fEfVfVfEfEfVfVfE" if cold_l2 else "EVVEEVVE"), flushes

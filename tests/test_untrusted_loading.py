@@ -276,3 +276,69 @@ def test_fuzz_load_run_is_a_run_or_damaged(tmp_path_factory, steps):
     listings = RunStore(root).list_runs()
     assert len(listings) == 2
     assert next(e for e in listings if e.folder == good).run is not None
+
+
+# -- received figures: advise and the report take any finite value ---------------------------
+
+#: The figures of a variant's compact diagnostics (measurement.why) that the rules and the report read.
+WHY_FIGURES = [
+    "kernels_per_call", "fused_kernels_in_code", "graph_breaks", "calls", "wall_ms_per_call", "busy",
+    "gemm_share", "gemm_per_call", "gemm_share_of_ops", "op_spread", "ops_per_call", "elements_per_call",
+    "break_places",
+]
+_EXTREMES = st.sampled_from([1e308, -1e308, 1.7976931348623157e308, 5e-324, -5e-324, 0.0, -1.0, 1e19,
+                             2**63 - 1, -(2**63), 1e-9, 3.0])
+
+
+def advise_and_report(folder: Path) -> None:
+    """What ``advise`` and the Markdown report make of a run folder; nothing may raise."""
+    from compile_studio.results.advice import advice_text, gather, load_why
+    from compile_studio.results.advice_rules import advise
+    from compile_studio.results.export import markdown_report
+    from compile_studio.results.summary_cache import summary_of
+    from compile_studio.results.what_to_try import what_to_try
+
+    run = load_run(folder)
+    report = load_why(folder)
+    suggestions = advise(gather(run, report, summary_of(run)))
+    advice_text(suggestions)
+    what_to_try(run, folder)
+    markdown_report(run, folder=folder)
+
+
+def _with_figures(folder: Path, device: str, eager: dict, compiled: dict, run_figures: dict) -> None:
+    def change(doc):
+        doc["measurement"]["why"] = {
+            "eager": {"device": device, **eager},
+            "default": {"device": device, "compiled": True, **compiled},
+        }
+        doc["measurement"].update(run_figures)
+        doc["environment"].update(device="cuda:0" if device == "cuda" else "cpu",
+                                  compile_modes=["default", "reduce-overhead", "max-autotune"],
+                                  device_names={"cuda:0": "NVIDIA H100 80GB HBM3"})
+
+    edit_json(folder, change)
+
+
+def test_a_received_figure_of_1e308_gives_advice_and_a_report_not_a_traceback(tmp_path):
+    for device in ("cpu", "cuda"):
+        folder = saved_run(tmp_path / device)
+        _with_figures(folder, device, {"ops_per_call": 1e308, "kernels_per_call": 3.0, "busy": 0.1,
+                                       "elements_per_call": 10.0}, {"ops_per_call": 1e308}, {})
+        advise_and_report(folder)
+        p = cli("advise", str(folder))
+        assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    device=st.sampled_from(["cpu", "cuda"]),
+    eager=st.dictionaries(st.sampled_from(WHY_FIGURES), _EXTREMES, max_size=13),
+    compiled=st.dictionaries(st.sampled_from(WHY_FIGURES), _EXTREMES, max_size=13),
+    run_figures=st.dictionaries(st.sampled_from(["flops_per_call", "harness_floor_ms", "batch_size"]),
+                                _EXTREMES, max_size=3),
+)
+def test_fuzz_advise_and_the_report_take_any_finite_figure(tmp_path_factory, device, eager, compiled, run_figures):
+    folder = saved_run(tmp_path_factory.mktemp("figures"))
+    _with_figures(folder, device, eager, compiled, run_figures)
+    advise_and_report(folder)

@@ -87,7 +87,11 @@ def test_run_after_loading_a_received_configuration_asks_and_no_runs_nothing(qtb
     with answering(yes=True) as shown:
         window.start_run()
     assert len(shown) == 1
-    assert [c.backend_modules for c in started] == [[str(module)]]
+    # the agreed bytes run: a private copy named by their hash
+    digest = hashlib.sha256(module.read_bytes()).hexdigest()
+    assert [[Path(m).parent.name, Path(m).name] for c in started for m in c.backend_modules] == [
+        [f"sha256-{digest}", module.name]
+    ]
     with answering(yes=False) as shown:  # agreed once: the same code is not asked again
         window.start_run()
     assert shown == [] and len(started) == 2
@@ -138,7 +142,7 @@ def test_resume_of_a_received_sweep_asks_and_no_starts_nothing(qtbot, tmp_path, 
     view = window.sweep_view
     ran: list[Path] = []
 
-    def fake_run(folder, concurrency):
+    def fake_run(folder, concurrency, agreement=None):
         view.folder = folder
         ran.append(folder.path)
         return True
@@ -163,3 +167,27 @@ def test_resume_of_a_received_sweep_asks_and_no_starts_nothing(qtbot, tmp_path, 
     with answering(yes=False) as shown:
         assert view.resume()
     assert shown == [] and len(ran) == 3
+
+
+def test_new_sweep_from_a_loaded_configuration_asks_about_the_code_its_points_run(qtbot, tmp_path, monkeypatch):
+    """A received run whose model is not custom names a factory; a sweep over model=mlp,custom
+    runs it at its second point: the window asks before the sweep starts, and runs the copy."""
+    factory = tmp_path / "their_model.py"
+    factory.write_text(BACKEND + "def make_model():\n    raise SystemExit\n")
+    folder = saved_run(runs_dir(), label="from-a-colleague")
+    edit_json(folder, lambda d: d["config"].update(factory=f"{factory}:make_model", device="cpu", model="mlp"))
+    window = open_window(qtbot)
+    load_from_history(window, folder)
+    view = window.sweep_view
+    ran: list = []
+    monkeypatch.setattr(view, "_run", lambda folder, concurrency, agreement=None: ran.append(agreement) or True)
+    spec = SweepSpec.parse("model", "mlp,custom")
+    with answering(yes=False) as shown:
+        assert not view.start(spec, window.config_panel.config())
+    assert len(shown) == 1 and str(factory.resolve()) in shown[0]
+    assert ran == [] and not factory.with_suffix(".ran").exists()
+    with answering(yes=True) as shown:
+        assert view.start(spec, window.config_panel.config())
+    assert len(shown) == 1 and len(ran) == 1
+    copy = Path(ran[0].copies[str(factory.resolve())])
+    assert copy.parent.name == "sha256-" + hashlib.sha256(factory.read_bytes()).hexdigest()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 import os
 import shutil
 import signal
@@ -303,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         return _isolated_compile_main(argv[argv.index("--isolated-compile") + 1], out)
     if HOST_FLAG in argv:
         return host_main(out)
+    if protocol.COLDSTART_CHILD_FLAG in argv:
+        from .engine.coldstart import child_main
+
+        return child_main(out, argv)
 
     stop = threading.Event()
     finished = threading.Event()
@@ -336,11 +341,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sink.start_heartbeat()  # from here on the supervisor can tell a stopped worker from a busy one
     shape_request: protocol.ShapeSweepRequest | None = None
+    cold_request: protocol.ColdStartRequest | None = None
     try:
         if protocol.SHAPE_SWEEP_FLAG in argv:
             from .engine.shape_sweep import read_request
 
             shape_request, line = read_request(line)
+        if protocol.COLDSTART_FLAG in argv:
+            try:
+                cold_request = protocol.ColdStartRequest.from_json(line)
+            except (ValueError, TypeError) as exc:
+                raise ConfigError([ConfigProblem("coldstart", str(exc))]) from None
+            line = json.dumps(cold_request.config)
         config = BenchmarkConfig.from_json(line)
         env = EnvironmentInfo.from_hello(hello.environment)
         if config.backend_modules:
@@ -386,6 +398,11 @@ def main(argv: list[str] | None = None) -> int:
 
     threading.Thread(target=read_stdin, name="stdin-reader", daemon=True).start()
     threading.Thread(target=watchdog, name="stop-watchdog", daemon=True).start()
+
+    if cold_request is not None:
+        if early_host is not None:
+            early_host.close()
+        return _run_coldstart(cold_request, sink, stop, finished)
 
     cache_dir = None
     if config.compile_cache == "cold":
@@ -450,6 +467,33 @@ def main(argv: list[str] | None = None) -> int:
         sink.finish(status)
         if cache_dir:
             shutil.rmtree(cache_dir, ignore_errors=True)
+    return 0 if status != protocol.RunStatus.FAILED else 3
+
+
+def coldstart_child_command() -> list[str]:
+    """The command line of one measuring process of a cold-start job (its start time follows)."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "--worker", protocol.COLDSTART_CHILD_FLAG]
+    return [sys.executable, "-c", HOST_BOOT, package_root(), protocol.COLDSTART_CHILD_FLAG]
+
+
+def _run_coldstart(
+    request: protocol.ColdStartRequest, sink: StreamSink, stop: threading.Event, finished: threading.Event
+) -> int:
+    """A cold-start job in this worker: fresh processes, their points streamed (engine.coldstart)."""
+    from .engine.coldstart import ColdStartRunner
+
+    status = protocol.RunStatus.FAILED
+    try:
+        status = ColdStartRunner(request, sink.event, stop, coldstart_child_command(), _START_FOLDER).run()
+    except Exception as exc:  # noqa: BLE001 - reported as an event
+        sink.event(protocol.ErrorEvent(
+            kind=protocol.ErrorKind.INTERNAL, message=f"the cold-start job could not run: {exc}"[:1000],
+            traceback=traceback.format_exc()[-8000:],
+        ))
+    finally:
+        finished.set()
+        sink.finish(status)
     return 0 if status != protocol.RunStatus.FAILED else 3
 
 

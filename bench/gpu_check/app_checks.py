@@ -167,6 +167,7 @@ def check_app_run(
                      ", ".join(f"{n} {g}" for n, g in got.items()))
     if not inference:
         judge_params_drift(report, tag, variants, compiled)
+        judge_drift_judged_or_said(report, tag, variants, compiled)
 
 
 def _judge_error_vs_eager(
@@ -216,8 +217,8 @@ def judge_graph_memory(
 ) -> None:
     """A CUDA-graph variant holds its graphs' memory pool: its peak is no fraction of eager's."""
     id_ = f"{tag}.cudagraph_memory"
-    name = (f"CUDA-graph variants' peak memory ≥ {GRAPH_MEMORY_MIN:.0%} of eager's "
-            "(the graphs' private pools counted)")
+    name = (f"every CUDA-graph variant's peak memory ≥ {GRAPH_MEMORY_MIN:.0%} of eager's, "
+            "allocated bytes as eager's (the recording counted, the second variant's too)")
     graphed = [n for n in cfg.variants if n in CUDAGRAPH_VARIANTS and n in variants]
     eager = variants.get("eager")
     eager_peak = eager.peak_memory_bytes if eager is not None else None
@@ -234,10 +235,13 @@ def judge_graph_memory(
         report.skip(id_, name, "no CUDA-graph variant and eager in this run", figure,
                     cuda_only=True)
     else:
+        # every CUDA-graph variant, the second one into the pool too, and all in
+        # allocated bytes as eager's figure is (never the pool's reserved segments)
         peaks = [variants[n].peak_memory_bytes for n in graphed]
+        kinds = [variants[n].memory_kind or "" for n in graphed]
         ok = bool(eager_peak) and all(
             p is not None and p >= GRAPH_MEMORY_MIN * eager_peak for p in peaks
-        )
+        ) and all(k.startswith("cuda_allocator_peak") and "graph_pools" not in k for k in kinds)
         report.check(id_, name, ok, figure, cuda_only=True)
 
 
@@ -336,6 +340,27 @@ def judge_params_drift(
         ", ".join(f"{n} {d:.3g}" if number(d) else f"{n} {d}" for n, d in drifts.items())
         + "; steps: " + ", ".join(f"{n} {len(v.samples)}" for n, v in variants.items()),
     )
+
+
+def judge_drift_judged_or_said(
+    report: Report, tag: str, variants: dict[str, Any], compiled: list[str]
+) -> None:
+    """Training: each compiled variant's parameters judged against a bound, or the run says why not."""
+    parts: list[str] = []
+    ok = bool(compiled)
+    for n in compiled:
+        c = variants[n].checks if n in variants else {}
+        bound, why = c.get("params_drift_bound"), c.get("params_drift_not_judged")
+        if bound is not None:
+            parts.append(f"{n} judged (drift {c.get('params_drift')}, bound {bound:.2g})")
+        elif isinstance(why, str) and why:
+            parts.append(f"{n} not judged, said why: {why[:160]}")
+        else:
+            ok = False
+            parts.append(f"{n} neither judged nor said why (drift {c.get('params_drift')})")
+    report.check(f"{tag}.params_judged_or_said",
+                 "parameters after the check's steps judged by a bound, or the run says why not",
+                 ok, "; ".join(parts))
 
 
 CLOCK_START = ("clock_warm_start",

@@ -22,6 +22,7 @@ from .app_runs import app_config, open_store, stage_app
 from .cudagraph_skip import stage_cudagraph_skip
 from .deadline import Deadline
 from .environment import clocks_at_end, numpy_version, stage_environment
+from .fixed_points import stage_fixed_points
 from .gemm import CHECK as GEMM_CHECK
 from .gemm import stage_gemm
 from .imports import stage_imports
@@ -99,6 +100,10 @@ def run_stages(report: Report, plan: Plan, device: torch.device, no_numpy: str |
                 stage_cudagraph_skip(report, device, figures)
 
     dev = device_name(device)
+    if report.may_start("fixed_points", needs["fixed_points"]):
+        with report.stage_of("fixed_points") as figures:
+            stage_fixed_points(report, device, dev, Path(tempfile.mkdtemp(prefix="gpu-check-fixed-")),
+                               figures)
     runs = [
         ("app_rounds", app_config(plan, dev, rounds=plan.app_rounds, compile_cache="warm")),
         ("app_sequential", app_config(plan, dev, compile_cache="warm")),

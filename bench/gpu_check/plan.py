@@ -115,6 +115,7 @@ def make_plan(cuda: bool, tiny: bool) -> Plan:
                 "same_process": 30,
                 "launch_bound": 25,
                 "cudagraph_skip": 5,
+                "fixed_points": 30,
                 "app_rounds": 40,
                 "app_sequential": 25,
                 "app_training": 25,
@@ -151,6 +152,7 @@ def make_plan(cuda: bool, tiny: bool) -> Plan:
         launch_models=launch_models("1024,1024,1024,1024", 1024, tiny),
         stage_needs_s={
             "same_process": 5 if tiny else 20,
+            "fixed_points": 10 if tiny else 30,
             "app_rounds": 8 if tiny else 30,
             "app_sequential": 8 if tiny else 30,
             "app_training": 8 if tiny else 20,

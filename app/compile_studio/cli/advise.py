@@ -199,7 +199,8 @@ def _progress(record: TrialRecord, r: int, role: str) -> None:
 
 
 def _try(args: argparse.Namespace, run: RunResult, folder: Path, suggestions: list[Suggestion], which: str) -> int:
-    from ..jobs.trial import TrialRunner, new_trial, trial_config
+    from ..jobs.sweep import local_session
+    from ..jobs.trial import TrialRunner, new_trial, tried_configs
 
     err = sys.stderr
     picked = _chosen(which, suggestions)
@@ -210,15 +211,17 @@ def _try(args: argparse.Namespace, run: RunResult, folder: Path, suggestions: li
     if not MIN_TRIAL_ROUNDS <= rounds <= MAX_TRIAL_ROUNDS:
         err.write(f"error: --rounds must be {MIN_TRIAL_ROUNDS}–{MAX_TRIAL_ROUNDS}\n")
         return EXIT_BAD
+    chosen = [(k, suggestions[k - 1]) for k in picked]
     try:
-        base, _ = trial_config(run, folder)
+        configs = tried_configs(run, folder, chosen)
     except ConfigError as exc:
-        print_problems(exc.problems, "The run's configuration cannot run again")
+        print_problems(exc.problems, "Cannot try it")
         return EXIT_BAD
-    if not code_agreed(base, f"the run {folder}", args, from_flags=False):
+    agreement = code_agreed(configs, f"the run {folder}", args, from_flags=False)
+    if agreement is None:
         return EXIT_BAD
     try:
-        trial = new_trial(run, folder, [(k, suggestions[k - 1]) for k in picked], rounds)
+        trial = new_trial(run, folder, chosen, rounds)
     except ConfigError as exc:
         print_problems(exc.problems, "Cannot try it")
         return EXIT_BAD
@@ -237,5 +240,6 @@ def _try(args: argparse.Namespace, run: RunResult, folder: Path, suggestions: li
     for s in record.suggestions:
         out.write(escape_controls(f"  {s.key} = {s.index}. {s.rule} ({s.delta_text()}): judged on {s.figure_text()}\n"))
     out.flush()
-    outcome = run_to_end(TrialRunner(trial, on_run=_progress), "the rounds measured")
+    runner = TrialRunner(trial, on_run=_progress, session_factory=agreement.sessions(local_session))
+    outcome = run_to_end(runner, "the rounds measured")
     return report_end(outcome, "comparison", lambda record, to: to.write("\n" + escape_controls(trial_table(record))))

@@ -23,7 +23,8 @@ from .. import __version__
 from ..core import protocol
 from ..core.config import ConfigError
 from ..core.protocol import RunStatus, VariantStatus
-from ..jobs.session import Progress, RunSession
+from ..jobs.progress import Progress
+from ..jobs.session import RunSession
 from ..jobs.workers import ProbeFailed, probe_environment
 from ..results import RunDamaged, RunResult, RunStore, summarize
 from ..results.formatting import (
@@ -32,11 +33,13 @@ from ..results.formatting import (
     summary_cells,
     text_table,
     verdict_lines,
+    worker_notes,
 )
 from ..results.locations import default_run_store
 from ..results.summary import flop_rate_line
 from ..results.summary_cache import summary_of
 from ..results.terminal import guarded
+from ..results.turns_text import turns_line
 from .common import (  # noqa: F401 - shared with the other command modules, re-exported
     EXIT_BAD_CONFIG,
     EXIT_BROKEN_PIPE,
@@ -102,11 +105,13 @@ def _more_commands() -> list:
     """Subcommands kept in their own modules: each ``register(sub)`` adds a parser
     whose defaults carry ``handler`` (a function of the parsed arguments)."""
     from . import advise as cli_advise
+    from . import coldstart as cli_coldstart
     from . import sweep as cli_sweep
     from . import targets as cli_targets
     from . import why as cli_why
 
-    return [cli_advise.register, cli_sweep.register, cli_targets.register, cli_why.register]
+    return [cli_advise.register, cli_sweep.register, cli_targets.register, cli_why.register,
+            cli_coldstart.register]
 
 
 class ProgressBar:
@@ -173,11 +178,14 @@ class ProgressBar:
             extra = ""
             compiling = p.compile_elapsed_s()
             eta = p.eta_s()
+            what = f"{p.variant} {p.phase}"
             if compiling is not None:
                 extra = f"compiling {compiling:.0f}s"
-            elif eta is not None and frac < 1:
-                extra = f"ETA {eta:.0f}s"
-            text = f"[{bar}] {frac * 100:5.1f}% {p.variant} {p.phase} {extra}".rstrip()
+            elif p.after_timing():
+                what, extra = "every call timed:", f"checks, diagnostics, saving {p.after_timing_s():.0f}s"
+            elif eta is not None:
+                extra = f"ETA {eta:.0f}s" + (" + compiles" if p.compiles_left() else "")
+            text = f"[{bar}] {frac * 100:5.1f}% {what} {extra}".rstrip()
             pad = max(0, self._last_len - len(text))
             self._carriage_return()
             self.stream.write(text + " " * pad)
@@ -235,8 +243,13 @@ def print_run(run: RunResult, out: TextIO) -> None:
     rate = flop_rate_line(run, rows)
     if rate:
         out.write(f"{rate}\n")
+    turns = turns_line(run)
+    if turns:
+        out.write(f"{turns}\n")
     if run.message:
         out.write(f"note: {run.message}\n")
+    for note in worker_notes(run):
+        out.write(f"note: {note}\n")
 
 
 def run_where(run: RunResult) -> str:
@@ -262,8 +275,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print_problems(exc.problems)
         return EXIT_BAD_CONFIG
-    if args.config is not None and not code_agreed(config, f"--config {args.config}", args):
-        return EXIT_BAD_CONFIG
+    if args.config is not None:
+        agreement = code_agreed(config, f"--config {args.config}", args)
+        if agreement is None:
+            return EXIT_BAD_CONFIG
+        config = agreement.apply(config)  # the agreed copies run
     store = RunStore(args.out or default_run_store())
     progress: ProgressBar | None = None
 
@@ -322,8 +338,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from . import coldstart as cli_coldstart
     from . import sweep_show as cli_sweep_show
 
+    if cli_coldstart.is_coldstart_ref(args.run):
+        return cli_coldstart.show_coldstart(args.run)
     if cli_sweep_show.is_sweep_ref(args.run):
         return cli_sweep_show.show_sweep(args.run)
     paths = resolve_all([args.run], args.out)

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.config import BenchmarkConfig, ConfigProblem
 from ..results import RunDamaged, RunResult, RunStore, load_run, summarize
@@ -26,6 +27,10 @@ from ..results.formatting import (
 )
 from ..results.locations import default_run_store
 from ..results.summary_cache import summary_of
+from ..results.terminal import escape_controls
+
+if TYPE_CHECKING:
+    from ..jobs.trust import Agreement
 
 EXIT_OK = 0
 EXIT_BAD_CONFIG = 2
@@ -57,12 +62,9 @@ _INDEX = re.compile(r"^#?(\d{1,7})$")
 
 
 def store_folders(store: RunStore) -> list[Path]:
-    """The run folders of ``store`` in the order ``list`` prints them (newest first)."""
-    if not store.root.is_dir():
-        return []
-    return [
-        f for f in sorted(store.root.iterdir(), reverse=True) if f.is_dir() and not f.name.startswith(".")
-    ]
+    """The run folders of ``store`` in the order ``list`` prints them (newest first): the store's
+    own listing (:meth:`RunStore.run_folders`), so a row number, ``latest`` and ``list`` agree."""
+    return store.run_folders()
 
 
 
@@ -128,19 +130,32 @@ def add_trust_flag(parser: argparse.ArgumentParser) -> None:
 
 
 
-def code_agreed(config: BenchmarkConfig, source: str, args: argparse.Namespace, from_flags: bool = True) -> bool:
-    """Whether the code ``config`` names may run, ``source`` being the file it came from.
+def code_agreed(
+    configs: BenchmarkConfig | list[BenchmarkConfig], source: str, args: argparse.Namespace,
+    from_flags: bool = True,
+) -> Agreement | None:
+    """The agreement to run the code ``configs`` (every configuration the job will run) name,
+    ``source`` being the file they came from; None when not agreed (said on stderr).
 
     A field the user gave as a flag is theirs (not asked); with ``from_flags``
-    False (a resumed folder) every named piece of code is asked about.
+    False (a resumed folder) every named piece of code is asked about. The job runs
+    the agreed copies (:meth:`Agreement.apply`, :meth:`Agreement.sessions`).
     """
-    from ..jobs.trust import agreed_in_terminal, code_from_file
+    from ..jobs.trust import CodeChanged, agree, agreed_in_terminal, code_of_configs
 
     given = set()
     if from_flags:
         given = {name for name in ("factory", "backend_modules") if getattr(args, name, None) is not None}
-    refs = code_from_file(config, given)
-    return agreed_in_terminal(refs, source, bool(getattr(args, "trust_code", False)))
+    refs = code_of_configs(configs if isinstance(configs, list) else [configs], given)
+    if not agreed_in_terminal(refs, source, bool(getattr(args, "trust_code", False))):
+        return None
+    try:
+        return agree(refs)
+    except CodeChanged as exc:
+        sys.stderr.write(escape_controls(f"error: {exc}\n"))
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot keep a copy of the agreed code: {exc.strerror or exc}\n")
+    return None
 
 
 

@@ -22,8 +22,9 @@ from typing import Any, TextIO
 from ..core.config import ConfigError, ConfigProblem, config_fields
 from ..core.protocol import SHAPE_MODES
 from ..jobs.shape_sweep_run import SHAPE_REPEATS
-from ..jobs.sweep import SweepRunner, new_sweep
+from ..jobs.sweep import SweepRunner, local_session, new_sweep, planned_configs, sweep_configs
 from ..jobs.sweep_spec import DERIVED_PARAMS, SweepSpec, value_text
+from ..jobs.trust import Agreement
 from ..results.formatting import (
     fmt_ms,
     plural,
@@ -224,7 +225,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         for problem in folder.record.load_problems[:10]:
             sys.stderr.write(f"note: {problem}\n")
-        if not code_agreed(folder.record.config, f"the sweep {folder.path}", args, from_flags=False):
+        agreement = code_agreed(sweep_configs(folder.record), f"the sweep {folder.path}", args, from_flags=False)
+        if agreement is None:
             return EXIT_BAD_CONFIG
     else:
         if args.retry_failed:
@@ -240,8 +242,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             _print_problems(exc.problems)
             return EXIT_BAD_CONFIG
-        if args.config is not None and not code_agreed(config, f"--config {args.config}", args):
-            return EXIT_BAD_CONFIG
+        agreement = Agreement()
+        if args.config is not None:
+            agreed = code_agreed(planned_configs(spec, config), f"--config {args.config}", args)
+            if agreed is None:
+                return EXIT_BAD_CONFIG
+            agreement = agreed
         root = args.out or default_sweep_root()
         try:
             folder = new_sweep(spec, config, root)
@@ -254,7 +260,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     printer = PointPrinter(sys.stderr, args.quiet)
     runner = SweepRunner(
         folder, concurrency=concurrency, on_point=printer.on_point, retry_failed=args.retry_failed,
-        **({"session_factory": factory} if factory is not None else {}),
+        session_factory=agreement.sessions(factory or local_session),  # the agreed copies run
     )
     if args.resume is not None and folder.record.concurrency != runner.concurrency:
         printer.message(
@@ -324,7 +330,8 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
             sys.stderr.write(f"error: {args.resume}: {exc}\n")
             return EXIT_FAILED
         folder = ShapeSweepFolder(Path(args.resume), record)
-        if not code_agreed(record.config, f"the shape sweep {folder.path}", args, from_flags=False):
+        agreement = code_agreed(record.config, f"the shape sweep {folder.path}", args, from_flags=False)
+        if agreement is None:
             return EXIT_BAD_CONFIG
         try:
             shape_request(record.config, record.batches, record.modes, record.recompile_limit, record.repeats)
@@ -344,8 +351,12 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             _print_problems(exc.problems)
             return EXIT_BAD_CONFIG
-        if args.config is not None and not code_agreed(config, f"--config {args.config}", args):
-            return EXIT_BAD_CONFIG
+        agreement = Agreement()
+        if args.config is not None:
+            agreed = code_agreed(config, f"--config {args.config}", args)
+            if agreed is None:
+                return EXIT_BAD_CONFIG
+            agreement = agreed
         root = args.out or default_sweep_root()
         try:
             folder = new_shape_sweep(request, root)
@@ -368,7 +379,7 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
             sys.stderr.write(text + "\n")
         seen[0] = len(record.points)
 
-    run = ShapeSweepRun(folder, launcher=launcher, on_point=on_point)
+    run = ShapeSweepRun(folder, launcher=launcher, on_point=on_point, pin=agreement.apply)
     return report_end(run_to_end(run, "the points done"), "shape sweep", print_shape_sweep)
 
 

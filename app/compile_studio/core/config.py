@@ -135,6 +135,40 @@ def _variants_problem(value: list[str]) -> str | None:
     return None
 
 
+#: The ``torch._dynamo.config`` flags a run may set (``dynamo_config``), each a bool.
+DYNAMO_FLAGS = (
+    "allow_rnn",
+    "allow_unspec_int_on_nn_module",
+    "capture_scalar_outputs",
+    "capture_dynamic_output_shape_ops",
+)
+
+
+def parse_dynamo_config(items: list[str]) -> dict[str, bool]:
+    """``["allow_rnn=true"]`` → ``{"allow_rnn": True}``; ValueError naming what is wrong."""
+    out: dict[str, bool] = {}
+    for item in items:
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if name not in DYNAMO_FLAGS:
+            raise ValueError(
+                f"{name or item!r} is not a Dynamo flag this app sets (one of {', '.join(DYNAMO_FLAGS)})"
+            )
+        if value.lower() not in ("true", "false") or not sep:
+            raise ValueError(f"{name} needs =true or =false")
+        if name in out:
+            raise ValueError(f"{name} is given twice")
+        out[name] = value.lower() == "true"
+    return out
+
+
+def _dynamo_config_problem(value: list[str]) -> str | None:
+    try:
+        parse_dynamo_config(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 @dataclass
 class BenchmarkConfig:
     """Everything that defines one benchmark run (an MLP, how to run and time it)."""
@@ -180,6 +214,12 @@ class BenchmarkConfig:
         help="torch.compile's dynamic: auto passes nothing (static code first, shape-generic after a "
         "shape changes); false: dynamic=False, a recompile per new shape; true: dynamic=True, "
         "shape-generic code from the start",
+    )
+    dynamo_config: list[str] = setting(
+        [], label="Dynamo config", metavar="FLAG=true,...", check=_dynamo_config_problem,
+        placeholder="allow_rnn=true",
+        help="torch._dynamo.config flags set in the worker before anything compiles: "
+        + ", ".join(DYNAMO_FLAGS) + " (each =true or =false)",
     )
     iterations: int = setting(
         200, label="Iterations", unit="calls", minimum=1, maximum=MAX_ITERATIONS,

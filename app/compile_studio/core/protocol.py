@@ -201,6 +201,10 @@ class CompiledEvent:
     recompiles: int = 0
     #: ``isolated``: compile_s is a fresh process's first call; ``in_run``: this run's
     compile_timing: str = "in_run"
+    #: functions Dynamo gave up on (run eagerly, no graph), e.g. one holding a GRU
+    frames_skipped: int = 0
+    #: why each was skipped, one line each
+    skip_reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -284,6 +288,10 @@ class RunInfoEvent:
     randomness: str | None = None
     #: Inductor's compile_threads in the worker (sized from the cores it may use); None: unknown
     compile_threads: int | None = None
+    #: what outputs were checked against: "fp64", or "eager fp32" (the model could not run in fp64)
+    reference: str = "fp64"
+    #: why the reference is not fp64, in a sentence; None when it is
+    reference_note: str | None = None
 
 
 @dataclass
@@ -496,6 +504,163 @@ class ShapePointEvent:
     speedup_hi: float | None = None
 
 
+#: The worker flag of a cold-start job (its request line is a :class:`ColdStartRequest`).
+COLDSTART_FLAG = "--coldstart"
+#: The flag of one fresh process a cold-start worker starts per measurement.
+COLDSTART_CHILD_FLAG = "--coldstart-child"
+#: How a compiled variant's process starts: every compiler cache empty, the cache a cold
+#: start left (a second run on this machine), or a fresh cache holding only Mega-Cache
+#: artifacts saved after a cold start. ``eager`` is the reference process (no compile).
+START_KINDS = ("cold", "warm", "carried")
+EAGER_START = "eager"
+#: Most rounds of a cold-start job, and most timed calls per process.
+MAX_COLDSTART_ROUNDS = 100
+MAX_COLDSTART_CALLS = 10_000
+#: Largest Mega-Cache artifact blob a worker sends or takes (bytes, per variant).
+MAX_ARTIFACT_BYTES = 512 * 1024 * 1024
+
+
+@dataclass
+class ColdStartSettings:
+    """How a cold-start job runs its config: rounds, start kinds, calls timed per process.
+
+    Declared once for the request (:class:`ColdStartRequest`) and the record kept
+    of the job (``results.coldstart_record.ColdStartRecord``).
+    """
+
+    rounds: int = 3
+    kinds: list[str] = field(default_factory=lambda: list(START_KINDS))
+    #: timed calls after the first in each process (their median: its time per call)
+    calls: int = 20
+
+    def settings(self) -> dict[str, Any]:
+        """These fields by name (lists copied)."""
+        return {f.name: copy.copy(getattr(self, f.name)) for f in dataclasses.fields(ColdStartSettings)}
+
+    def settings_problems(self) -> list[tuple[str, str]]:
+        """(field, message) for each setting out of range."""
+        out: list[tuple[str, str]] = []
+        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) \
+                or not 1 <= self.rounds <= MAX_COLDSTART_ROUNDS:
+            out.append(("rounds", f"must be 1–{MAX_COLDSTART_ROUNDS}"))
+        if not isinstance(self.kinds, list) or not self.kinds or any(k not in START_KINDS for k in self.kinds) \
+                or len(set(self.kinds)) != len(self.kinds):
+            out.append(("kinds", f"choose among {', '.join(START_KINDS)}, each once"))
+        if isinstance(self.calls, bool) or not isinstance(self.calls, int) \
+                or not 3 <= self.calls <= MAX_COLDSTART_CALLS:
+            out.append(("calls", f"must be 3–{MAX_COLDSTART_CALLS:,}"))
+        return out
+
+
+@dataclass
+class ColdStartRequest(ColdStartSettings):
+    """What a cold-start worker runs: the config's compiled variants in fresh processes.
+
+    ``save_artifacts``: send the Mega-Cache artifacts of each variant's first cold
+    start back (a ``cache_artifacts`` event). ``artifacts``: per variant, base64
+    Mega-Cache bytes from a cache file the user chose to load; the carried start
+    then loads those instead of this machine's cold start's.
+    """
+
+    config: dict[str, Any] = field(kw_only=True)
+    save_artifacts: bool = field(default=False, kw_only=True)
+    artifacts: dict[str, str] = field(default_factory=dict, kw_only=True)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message) for each thing wrong beyond the config itself."""
+        out = self.settings_problems()
+        if not isinstance(self.artifacts, dict) or any(
+            not isinstance(k, str) or not isinstance(v, str) for k, v in self.artifacts.items()
+        ):
+            out.append(("artifacts", "must map variant names to base64 text"))
+        return out
+
+    @classmethod
+    def from_json(cls, text: str) -> ColdStartRequest:
+        """The request on a line; ValueError saying why it is not one."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            raise ValueError("the cold-start request is not valid JSON") from None
+        if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+            raise ValueError("the cold-start request holds no config object")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"the cold-start request has unknown keys: {', '.join(unknown)[:100]}")
+        request = cls(**data)
+        problems = request.problems()
+        if problems:
+            raise ValueError("; ".join(f"{f}: {m}" for f, m in problems))
+        return request
+
+
+@dataclass
+class ColdStartPointEvent:
+    """One fresh process of a cold-start job: a variant started one way, in one round.
+
+    Times are seconds from the moment the process was started (before it
+    imported anything): ``ready_s`` when the model was built (imports, the
+    carried artifacts' load, the build), ``first_result_s`` when the first call
+    returned, ``first_fast_s`` when the first call as fast as the steady ones
+    (within 1.5× their median) returned — call ``fast_call`` (0: the first).
+    ``first_call_s`` is the first call alone (the compile), ``load_s`` the
+    ``load_cache_artifacts`` call of a carried start. ``call_ms`` is the median
+    of ``calls`` calls timed after it in that process (eager's own process sets
+    ``eager_ms`` to it too). ``phases``: seconds of the first call
+    per compile phase (torch's compile metrics), with ``other`` for the gap when
+    they are more than 10 % short of it. ``cache``: FX-graph and AOT-autograd
+    cache hits and misses; ``loaded``: artifacts ``load_cache_artifacts`` put
+    in place, by kind; ``files_before_load``: entries the carried cache folder
+    held before (0: nothing else).
+    """
+
+    TYPE: ClassVar[str] = "coldstart_point"
+    variant: str
+    #: the start kind: ``cold``, ``warm``, ``carried`` or ``eager``
+    start: str
+    round: int
+    ready_s: float | None = None
+    first_result_s: float | None = None
+    first_fast_s: float | None = None
+    fast_call: int | None = None
+    first_call_s: float | None = None
+    import_s: float | None = None
+    load_s: float | None = None
+    call_ms: float | None = None
+    eager_ms: float | None = None
+    calls: int = 0
+    phases: dict[str, float] = field(default_factory=dict)
+    cache: dict[str, int] = field(default_factory=dict)
+    loaded: dict[str, int] = field(default_factory=dict)
+    files_before_load: int | None = None
+    graphs: int = 0
+    error: str | None = None
+    #: the measuring process's id (each point is a process of its own)
+    pid: int | None = None
+
+
+@dataclass
+class CacheArtifactsEvent:
+    """The Mega-Cache artifacts (``torch.compiler.save_cache_artifacts``) after a variant's cold start.
+
+    ``data`` is the bytes in base64; ``sha256`` and ``size`` are the bytes';
+    ``artifacts`` counts them by kind; ``environment`` is what they are valid
+    for (torch, Triton, Python, device name) as the process that made them saw it.
+    """
+
+    TYPE: ClassVar[str] = "cache_artifacts"
+    variant: str
+    data: str
+    size: int = 0
+    sha256: str = ""
+    artifacts: dict[str, int] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
 Event = (
     HelloEvent
     | PhaseEvent
@@ -511,6 +676,8 @@ Event = (
     | ShapePointEvent
     | HeartbeatEvent
     | TurnEvent
+    | ColdStartPointEvent
+    | CacheArtifactsEvent
 )
 
 EVENT_CLASSES: dict[str, type] = {
@@ -541,6 +708,10 @@ EVENT_CLASSES[HeartbeatEvent.TYPE] = HeartbeatEvent
 HEARTBEAT = HeartbeatEvent.TYPE
 EVENT_CLASSES[TurnEvent.TYPE] = TurnEvent
 TURN = TurnEvent.TYPE
+EVENT_CLASSES[ColdStartPointEvent.TYPE] = ColdStartPointEvent
+COLDSTART_POINT = ColdStartPointEvent.TYPE
+EVENT_CLASSES[CacheArtifactsEvent.TYPE] = CacheArtifactsEvent
+CACHE_ARTIFACTS = CacheArtifactsEvent.TYPE
 
 #: Fields read into an enum on decode.
 _ENUM_FIELDS: dict[str, type[_Words]] = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -21,11 +22,16 @@ class BackendModuleError(ImportError):
     """A backend module could not be imported; the message says which and why."""
 
 
+#: The folder of an agreed copy (jobs.trust): ``sha256-<hex>``, the hash of the file's bytes.
+AGREED_COPY = re.compile(r"sha256-([0-9a-f]{64})")
+
+
 def import_file(path: Path, prefix: str) -> ModuleType:
     """Import the Python file ``path`` as a module of its own (once per path).
 
-    Raises ImportError when it is not a Python file; anything the file's own
-    code raises propagates.
+    Raises ImportError when it is not a Python file, or when it is an agreed copy
+    (in a ``sha256-<hex>`` folder) whose bytes no longer have that hash; anything the
+    file's own code raises propagates. The bytes checked are the bytes run.
     """
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
     name = f"{prefix}_{path.stem}_{digest}"
@@ -34,10 +40,17 @@ def import_file(path: Path, prefix: str) -> ModuleType:
     module_spec = importlib.util.spec_from_file_location(name, path)
     if module_spec is None or module_spec.loader is None:
         raise ImportError(f"{path} is not a Python file")
+    data = path.read_bytes()  # read once: the bytes checked are the bytes run
+    agreed = AGREED_COPY.fullmatch(path.parent.name)
+    if agreed is not None and hashlib.sha256(data).hexdigest() != agreed.group(1):
+        raise ImportError(
+            f"{path} is not the code agreed to (its sha256 is no longer the one in its folder's "
+            "name): not run"
+        )
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
     try:
-        module_spec.loader.exec_module(module)
+        exec(compile(data, str(path), "exec", dont_inherit=True), module.__dict__)  # noqa: S102 - the user's agreed code
     except BaseException:
         del sys.modules[name]
         raise

@@ -125,17 +125,33 @@ def deviation(out: torch.Tensor | list[torch.Tensor], ref: torch.Tensor | list[t
     return Deviation(error=error, gain=gain, finite=True)
 
 
-def rule_text(dtype: str) -> str:
-    """The correctness rule for ``dtype``, in words."""
+#: The rule where eager in the run's dtype is the reference (the model cannot run in fp64).
+EAGER_REFERENCE_RULE = (
+    "normwise error ‖out−ref‖/‖ref‖ vs {reference} ≤ {bound:g} and |gain−1| ≤ {gain:g} "
+    "(the model cannot run in fp64; eager is the reference)"
+)
+
+
+def rule_text(dtype: str, reference: str = "fp64") -> str:
+    """The correctness rule for ``dtype`` against ``reference`` ("fp64" or "eager fp32"), in words."""
+    if reference != "fp64":
+        return EAGER_REFERENCE_RULE.format(
+            reference=reference, bound=ERROR_BOUND[dtype], gain=GAIN_BOUND[dtype]
+        )
     return RULE.format(
         bound=ERROR_BOUND[dtype], k=EAGER_MULTIPLE, floor=ERROR_FLOOR[dtype], gain=GAIN_BOUND[dtype]
     )
 
 
-def judge(dtype: str, dev: Deviation, eager: Deviation | None) -> tuple[bool, str]:
-    """(correct?, every rule it breaks, in words) for a deviation; ``eager`` None judges eager."""
+def judge(
+    dtype: str, dev: Deviation, eager: Deviation | None, what: str = "output"
+) -> tuple[bool, str]:
+    """(correct?, every rule it breaks, in words) for a deviation; ``eager`` None judges eager.
+
+    ``what``: the checked tensors as the words name them (``output``, ``gradients``).
+    """
     if not dev.finite:
-        return False, "the output holds NaN or infinity"
+        return False, f"the {what} hold{'s' if what == 'output' else ''} NaN or infinity"
     why: list[str] = []
     bound = ERROR_BOUND[dtype]
     if dev.error > bound:
@@ -148,7 +164,10 @@ def judge(dtype: str, dev: Deviation, eager: Deviation | None) -> tuple[bool, st
                 f"{eager.error:.2e} on the same input"
             )
     if abs(dev.gain - 1.0) > GAIN_BOUND[dtype]:
-        why.append(f"output scaled by {dev.gain:.5f} against the reference")
+        why.append(
+            f"{what} scaled by {dev.gain:.5f} against the reference "
+            f"(|gain−1| above the {dtype} bound {GAIN_BOUND[dtype]:g})"
+        )
     return not why, ", ".join(why)
 
 

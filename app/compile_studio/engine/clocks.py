@@ -1,7 +1,9 @@
 """Clock readings at the edges of a timed window: did the processor change speed inside it?
 
-CUDA: the SM clock and the clock-event (throttle) reasons from NVML, for the
-GPU whose UUID matches the torch device (NVML ignores CUDA_VISIBLE_DEVICES).
+CUDA: the SM clock and the clock-event (throttle) reasons from NVML (nvidia-ml-py,
+else the driver's library through ctypes), for the GPU whose UUID matches the
+torch device (NVML ignores CUDA_VISIBLE_DEVICES); a slowdown reason (power cap,
+thermal, hardware) at a timed window's edge is a warning.
 CPU: the current frequency of each core from sysfs, where the kernel exposes
 it (many virtual machines do not: then there is no reading, and it says so).
 A CUDA device without NVML has no clock reading at all, and its source says
@@ -37,6 +39,26 @@ THROTTLE_REASONS = {
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
+
+
+#: Clock-event reasons that slow the GPU below what it would run at (not idle, not settings).
+SLOWDOWN_REASONS = (
+    "sw_power_cap",
+    "hw_slowdown",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+)
+
+
+def slowdowns(*readings: dict[str, Any] | None) -> list[str]:
+    """The slowdown reasons (power cap, thermal, hardware) in clock readings, each once."""
+    out: list[str] = []
+    for reading in readings:
+        for reason in (reading or {}).get("reasons") or []:
+            if reason in SLOWDOWN_REASONS and reason not in out:
+                out.append(reason)
+    return out
 
 
 def decode_reasons(mask: int | None) -> list[str]:

@@ -77,9 +77,47 @@ def parse_graph_break(message: str) -> dict[str, Any] | None:
     if at is None:
         return None
     file, line = at.group(1).strip(), int(at.group(2))
-    reason = short_reason(message.split("Graph Break Reason:", 1)[-1])
+    text = message.split("Graph Break Reason:", 1)[-1]
+    skipped = _SKIPPED in text
+    if skipped:
+        # "Failed to handle graph break gracefully. Skipping the function … encountered:" + the cause
+        text = text.split("encountered:", 1)[-1]
+    reason = short_reason(text)
     source = linecache.getline(file, line).strip() if os.path.isfile(file) else ""
-    return {"reason": reason, "file": file, "line": line, "source": source[:300]}
+    found: dict[str, Any] = {"reason": reason, "file": file, "line": line, "source": source[:300]}
+    if skipped:
+        found["skipped"] = True
+    return found
+
+
+#: Dynamo gave up on the whole function (no graph kept): it runs eagerly, which is not a break.
+_SKIPPED = "Skipping the function"
+
+
+class BreakCount:
+    """Graph breaks and skipped functions heard on Dynamo's ``graph_breaks`` log meanwhile.
+
+    ``with BreakCount() as heard: …`` then ``heard.breaks``, ``heard.skipped`` (parsed
+    records). Every torch that logs graph breaks (2.1 on) is heard alike, whichever of
+    its counters (``graph_break``, ``unimplemented``) the break went to.
+    """
+
+    def __init__(self) -> None:
+        self.breaks: list[dict[str, Any]] = []
+        self.skipped: list[dict[str, Any]] = []
+        self._tap: LogTap | None = None
+
+    def __enter__(self) -> BreakCount:
+        self._tap = LogTap()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        tap, self._tap = self._tap, None
+        if tap is None:
+            return
+        tap.close()
+        for found in tap.breaks:
+            (self.skipped if found.get("skipped") else self.breaks).append(found)
 
 
 def short_reason(text: str) -> str:

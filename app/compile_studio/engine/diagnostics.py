@@ -7,7 +7,9 @@ Per variant, a :class:`WhyCollector` gathers
   compile time split into named phases, the FX-graph cache hits, each
   recompile's guard reason, the recompile limit when it was hit;
 - graph breaks with their reason and the user's source line, heard on
-  Dynamo's ``graph_breaks`` log while the real compile ran (no re-trace);
+  Dynamo's ``graph_breaks`` log while the real compile ran (no re-trace),
+  and apart from them the functions Dynamo gave up on (``frames_skipped``:
+  they ran eagerly, e.g. one holding a GRU);
 - the path and text of Inductor's output code for each compiled graph;
 - after the variant's timed window and checks: a short ``torch.profiler``
   capture of a few steady-state calls (Chrome trace, top operators, kernels
@@ -69,6 +71,8 @@ class _Evidence:
     build_s: float = 0.0
     recompiles: list[dict[str, Any]] = field(default_factory=list)
     breaks: list[dict[str, Any]] = field(default_factory=list)
+    #: functions Dynamo gave up on (run eagerly, no graph), with the reason and the place
+    skipped: list[dict[str, Any]] = field(default_factory=list)
     code_paths: list[str] = field(default_factory=list)
     limits: list[str] = field(default_factory=list)
 
@@ -122,15 +126,16 @@ class WhyCollector:
             return
         b, c, lim = self._heard
         for found in tap.breaks[b:]:
+            rows = ev.skipped if found.get("skipped") else ev.breaks
             same = next(
-                (x for x in ev.breaks if (x["file"], x["line"], x["reason"]) ==
+                (x for x in rows if (x["file"], x["line"], x["reason"]) ==
                  (found["file"], found["line"], found["reason"])),
                 None,
             )
             if same is not None:
                 same["count"] += 1
             else:
-                ev.breaks.append({**found, "count": 1})
+                rows.append({k: v for k, v in found.items() if k != "skipped"} | {"count": 1})
         ev.code_paths += [p for p in tap.code_paths[c:] if p not in ev.code_paths]
         ev.limits += tap.limits[lim:]
         self._heard = (len(tap.breaks), len(tap.code_paths), len(tap.limits))
@@ -240,6 +245,9 @@ class WhyCollector:
             why["compile"] = self._compile_info(ev, missing)
             why["graph_breaks"] = [
                 {**b, "reason": user_names(str(b.get("reason", "")), name)} for b in ev.breaks
+            ]
+            why["frames_skipped"] = [
+                {**b, "reason": user_names(str(b.get("reason", "")), name)} for b in ev.skipped
             ]
             why["recompiles"] = [
                 {**r, "frame": user_names(r["frame"], name), "reason": user_names(r["reason"], name)}

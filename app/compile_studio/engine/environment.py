@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import re
 import sys
 from typing import Any
 
@@ -71,10 +72,12 @@ def _available_ram() -> int | None:
 
 
 def _nvidia_driver() -> str | None:
-    try:
-        import pynvml
+    from .gpu_monitor import open_nvml
 
-        pynvml.nvmlInit()
+    try:
+        pynvml = open_nvml()
+        if pynvml is None:
+            return None
         try:
             version = pynvml.nvmlSystemGetDriverVersion()
             return version.decode() if isinstance(version, bytes) else str(version)
@@ -82,6 +85,101 @@ def _nvidia_driver() -> str | None:
             pynvml.nvmlShutdown()
     except Exception:
         return None
+
+
+#: The distributions that ship Triton, in the order they are looked for.
+TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu")
+
+
+def triton_installed() -> tuple[str, str] | None:
+    """(distribution, version) of the Triton installed here; None where none is."""
+    from importlib import metadata
+
+    for name in TRITON_DISTRIBUTIONS:
+        try:
+            return name, metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        except Exception:  # noqa: BLE001 - a broken distribution is none
+            continue
+    return None
+
+
+def _marker_holds(marker: str) -> bool:
+    """Whether a requirement's environment marker holds here (True where it cannot be read)."""
+    if "extra" in marker:
+        return False  # an optional extra's requirement
+    try:
+        from packaging.markers import Marker
+
+        return bool(Marker(marker).evaluate())
+    except Exception:  # noqa: BLE001 - no packaging, or a marker it cannot read
+        return True
+
+
+def triton_required(requires: list[str] | None = None) -> tuple[str, str] | None:
+    """(distribution, version) of the Triton torch requires, from its metadata's ``Requires-Dist``.
+
+    A CUDA wheel lists ``triton==X`` (or a nightly ``pytorch-triton==X+git…``) with a
+    platform marker; a CPU wheel lists none (None). ``requires``: the lines to read
+    (default: the installed torch's).
+    """
+    if requires is None:
+        from importlib import metadata
+
+        try:
+            requires = metadata.requires("torch") or []
+        except Exception:  # noqa: BLE001 - torch installed without metadata
+            return None
+    for line in requires:
+        spec, _, marker = str(line).partition(";")
+        match = re.match(r"\s*([A-Za-z0-9_.-]+)\s*(?:\[[^\]]*\])?\s*==\s*([^\s,;]+)", spec)
+        if match is None:
+            continue
+        name = match.group(1).lower().replace("_", "-")
+        if name in TRITON_DISTRIBUTIONS and (not marker.strip() or _marker_holds(marker.strip())):
+            return name, match.group(2)
+    return None
+
+
+def _release(version: str) -> str:
+    """``3.6.0+git5261b273`` and ``3.6.0`` are the same release."""
+    return version.split("+", 1)[0].strip()
+
+
+def triton_mismatch(
+    installed: tuple[str, str] | None, required: tuple[str, str] | None, torch_version: str
+) -> str | None:
+    """In words, why Inductor on a GPU may fail here (the Triton torch needs is not installed);
+    None where it matches or torch names none."""
+    if required is None:
+        return None
+    name, want = required
+    if installed is None:
+        return (
+            f"torch {torch_version} needs {name} {want}, and no Triton is installed: "
+            "Inductor cannot compile for the GPU (torch.compile will fail)"
+        )
+    have_name, have = installed
+    if _release(have) == _release(want):
+        return None
+    return (
+        f"torch {torch_version} was built for {name} {want}, but {have_name} {have} is installed: "
+        "a Triton other than torch's own can make every Inductor compile fail "
+        f"('torch.compile failed'); install {name}=={want}"
+    )
+
+
+def triton_warning(device_type: str, variants: list[str]) -> str | None:
+    """What to say before compiling where Inductor will compile for a GPU with the wrong Triton."""
+    if device_type not in ("cuda", "xpu") or not any(v in compile_modes() for v in variants):
+        return None
+    return triton_mismatch(triton_installed(), triton_required(), torch.__version__)
+
+
+def triton_version() -> str | None:
+    """The installed Triton as the environment records it (``triton 3.6.0``); None without one."""
+    return _version_text(triton_installed())
 
 
 def probe() -> dict[str, Any]:
@@ -130,7 +228,13 @@ def probe() -> dict[str, Any]:
         "compile_modes": compile_modes(),
         "compile_backends": compile_backends(),
         "cxx": _cxx_compiler(),
+        "triton": _version_text(triton_installed()),
+        "triton_required": _version_text(triton_required()),
     }
+
+
+def _version_text(found: tuple[str, str] | None) -> str | None:
+    return f"{found[0]} {found[1]}" if found else None
 
 
 def _cxx_compiler() -> str | None:

@@ -16,7 +16,7 @@ import torch
 
 from ..core import protocol
 from . import checks
-from .clocks import CLOCK_CHANGE_WARN
+from .clocks import CLOCK_CHANGE_WARN, slowdowns
 from .randomness import SEEDED, UNSEEDED
 from .run_errors import Stopped
 from .run_state import RunState
@@ -50,7 +50,9 @@ def finish_variant(run: RunState, v: Variant) -> None:
     structural: list[str] = []
     problems: list[str] = []
     eager_like = is_eager(v.name)
-    baseline = None if v.name == "eager" else run.eager_output_dev
+    # against eager in the run's dtype (the model cannot run in fp64) eager is the reference itself
+    fp64 = run.reference_kind == "fp64"
+    baseline = None if v.name == "eager" or not fp64 else run.eager_output_dev
     out_dev: checks.Deviation | None = None
     shape_problem = first.structure_difference(ref)
     if shape_problem is not None:
@@ -84,22 +86,30 @@ def finish_variant(run: RunState, v: Variant) -> None:
     grads_dev: checks.Deviation | None = None
     params_drift: float | None = None
     drift_bound: float | None = None
+    drift_unjudged: str | None = None
     if run.training and v.first_grads is not None and run.reference_grads is not None:
         grads_dev = checks.deviation(v.first_grads, run.reference_grads)
         if v.name == "eager":
             run.eager_grads_dev = grads_dev
         g_ok, g_why = checks.judge(
-            dtype, grads_dev, None if v.name == "eager" else run.eager_grads_dev
+            dtype, grads_dev, None if v.name == "eager" or not fp64 else run.eager_grads_dev,
+            "gradients",
         )
         if not g_ok:
             problems.append(f"gradients: {g_why}")
-        params_drift, drift_bound, drift_why = drift_verdict(run, v)
+        params_drift, drift_bound, drift_why, drift_unjudged = drift_verdict(run, v)
         if drift_why:
             problems.append(f"parameters: {drift_why}")
+        if drift_unjudged and run.random_kind is None:
+            run._warn(v.name, f"{v.name}: the training check's parameters are not judged: "
+                              f"{drift_unjudged} (the gradients are judged)")
     skipped: list[str] = []
     if run.random_kind == UNSEEDED or (run.random_kind == SEEDED and problems):
+        parts = _checked_parts(problems) or (
+            "output and gradients check" if run.training else "output check"
+        )
         skipped, problems = problems, [
-            "output check skipped: the model's output is random "
+            f"{parts} skipped: the model's output is random "
             + (
                 "even with torch's RNG reseeded"
                 if run.random_kind == UNSEEDED
@@ -107,6 +117,8 @@ def finish_variant(run: RunState, v: Variant) -> None:
             )
             + "; a difference here does not say that compile is wrong"
         ]
+    if run.training and drift_bound is None:
+        skipped.append(f"parameters: not judged: {_unjudged_drift(run, v, params_drift)}")
     problems = structural + problems
     correct: bool | None = not problems
     if structural:
@@ -117,6 +129,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
     elif problems:
         run._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
     cudagraph_report(run, v)
+    device_time = device_time_report(run, v)
     clock = clock_report(run, v)
     in_window = v.recompiles_in_window
     if v.compiled and in_window:
@@ -136,7 +149,8 @@ def finish_variant(run: RunState, v: Variant) -> None:
         peak_memory_bytes=run.memory.peak(v.name),
         memory_kind=run.memory.kind_of(v.name),
         checks={
-            "rule": checks.rule_text(dtype),
+            "rule": checks.rule_text(dtype, run.reference_kind),
+            "reference": run.reference_kind,
             "output": out_dev.to_dict() if out_dev is not None else None,
             "eager_output": run.eager_output_dev.to_dict()
             if run.eager_output_dev and not eager_like
@@ -144,10 +158,12 @@ def finish_variant(run: RunState, v: Variant) -> None:
             "gradients": grads_dev.to_dict() if grads_dev else None,
             "params_drift": params_drift,
             "params_drift_bound": drift_bound,
+            "params_drift_not_judged": drift_unjudged,
             "replay_max_diff": replay_diff,
             "problems": problems,
             "not_compared": list(first.not_compared),
             "skipped": skipped,
+            "device_time": device_time,
         },
         cudagraphs=cudagraph_state(run, v),
         cudagraph_skips=list(v.cudagraph_skips),
@@ -163,6 +179,35 @@ def finish_variant(run: RunState, v: Variant) -> None:
         ms_per_call=v.pipelined_ms,
     )
     run.sink.event(done)
+
+
+def _checked_parts(problems: list[str]) -> str:
+    """``gradients check``, ``output and gradients checks``: what the problems are about."""
+    names = []
+    for problem in problems:
+        head = problem.split(":", 1)[0]
+        name = {"first call": "output", "steady state": "output"}.get(head, head)
+        if name in ("output", "gradients", "parameters") and name not in names:
+            names.append(name)
+    if not names:
+        return ""
+    return " and ".join(names) + (" checks" if len(names) > 1 else " check")
+
+
+def _unjudged_drift(run: RunState, v: Variant, drift: float | None) -> str:
+    """Why the training check's parameter drift has no bound for ``v``, in words."""
+    if v.name == "eager":
+        return "eager's parameters are the yardstick the others are compared with"
+    if run.random_kind is not None:
+        return (
+            "the model is random: each variant's training steps draw other numbers, so their "
+            "parameters are not compared"
+        )
+    if drift is not None:
+        return "the updates are too small against the parameters' rounding to judge"
+    if "eager" not in run.drift_params:
+        return "eager's training steps did not run, so there is nothing to compare with"
+    return "eager's training steps did not move the parameters"
 
 
 def steady_state_output(run: RunState, v: Variant) -> CheckedOutput | None:
@@ -206,28 +251,43 @@ def drift_steps(run: RunState, v: Variant) -> None:
     run.drift_params[v.name] = v.params_cpu()
 
 
-def drift_verdict(run: RunState, v: Variant) -> tuple[float | None, float | None, str | None]:
-    """(drift, its bound, why it is wrong) of the training check; Nones where not judged.
+def drift_verdict(
+    run: RunState, v: Variant
+) -> tuple[float | None, float | None, str | None, str | None]:
+    """(drift, its bound, why it is wrong, why it is not judged) of the training check.
 
     drift = ‖p − p_eager‖ / ‖p_eager − p₀‖ after the same DRIFT_STEPS steps from the
-    same p₀, judged by :func:`checks.judge_drift`. Eager is the yardstick (None);
-    a random model's steps draw other numbers per variant (None).
+    same p₀, judged by :func:`checks.judge_drift`. Eager is the yardstick (all None);
+    a random model's steps draw other numbers per variant (all None: said elsewhere).
+    Where a compiled variant's drift cannot be judged — no eager to compare with, or
+    eager's updates below what the parameters' dtype holds (bf16 and fp16 at the step's
+    learning rate) — the last item says why, in words.
     """
     params = run.drift_params.get(v.name)
     if v.name == "eager" or params is None or not v.initial_params:
-        return None, None, None
+        return None, None, None, None
     run.drift_params.pop(v.name, None)
     eager = run.drift_params.get("eager")
     if eager is None:
-        return None, None, None
+        return None, None, None, "no eager variant in this run to compare the parameters with"
+    dtype = run.check_dtype
     found = checks.params_drift(params, eager, v.initial_params, v.model.parameters())
     if found is None:
-        return None, None, None  # the updates are below the dtype's resolution
+        return None, None, None, (
+            f"eager's {DRIFT_STEPS} training steps left the parameters exactly where they were: "
+            f"every update was below half a rounding unit of the {dtype} parameters, so there "
+            "is no movement to compare"
+        )
     drift, moved, resolution = found
-    ok, why = checks.judge_drift(run.check_dtype, drift, moved, resolution)
-    if ok is None:
-        return drift, None, None
-    return drift, checks.drift_bound(run.check_dtype), None if ok else why
+    ok, why = checks.judge_drift(dtype, drift, moved, resolution)
+    if ok is None:  # finite, and the updates too small to judge
+        return drift, None, None, (
+            f"eager's {DRIFT_STEPS} training steps moved the parameters by {moved:.2g}, under "
+            f"{checks.DRIFT_MIN_MOVE:g} of their {dtype} rounding units ({resolution:.2g} "
+            f"normwise): at the step's learning rate most updates are rounding in {dtype}, "
+            "so a drift would not say that compile is wrong"
+        )
+    return drift, checks.drift_bound(dtype), None if ok else why, None
 
 
 def cudagraph_state(run: RunState, v: Variant) -> str | None:
@@ -250,6 +310,22 @@ def cudagraph_report(run: RunState, v: Variant) -> None:
         run._warn(v.name, f"{v.name}: CUDA graphs {state}; it ran without them")
 
 
+def device_time_report(run: RunState, v: Variant) -> dict[str, Any] | None:
+    """How many device samples the sleep covered; a warning where some include launch gaps."""
+    if not v.device_samples:
+        return None
+    if v.uncovered:
+        share = v.uncovered / v.device_samples
+        run._warn(
+            v.name,
+            f"{v.name}: {v.uncovered} of {v.device_samples} device-timed calls "
+            f"({share:.0%}) outlasted the sleep that keeps the stream busy: their device time "
+            "includes launch gaps (a host synchronisation inside the model, such as .item(), "
+            "or a launch longer than the sleep), so the device column is not kernel time alone",
+        )
+    return {"samples": v.device_samples, "uncovered": v.uncovered}
+
+
 def clock_report(run: RunState, v: Variant) -> dict[str, Any]:
     """The clock at the timed windows' edges, warning when it changed too much inside one."""
     change = v.clock_max_change
@@ -258,6 +334,14 @@ def clock_report(run: RunState, v: Variant) -> dict[str, Any]:
             v.name,
             f"{v.name}: the {run.clock.source.replace('_', ' ')} changed by "
             f"{change * 100:+.0f} % inside a timed window",
+        )
+    throttled = slowdowns(v.clock_start, v.clock_end)
+    if throttled:
+        run._warn(
+            v.name,
+            f"{v.name}: the GPU was slowed down at the edge of a timed window "
+            f"({', '.join(r.replace('_', ' ') for r in throttled)}: NVML's clock-event reasons); "
+            "its times are those of a throttled GPU",
         )
     return {
         "source": run.clock.source,

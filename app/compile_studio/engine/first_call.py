@@ -10,20 +10,27 @@ import torch
 
 from ..core import protocol
 from ..core.config import BenchmarkConfig
-from .models import build_workload, conversion_dtype
+from .compile_logs import BreakCount
+from .models import build_workload, call_model, conversion_dtype, output_leaves
 from .randomness import use_eager_random_numbers
 from .run_errors import Stopped
-from .run_state import RunState, apply_precision, resolve_device
+from .run_state import RunState, apply_dynamo_config, apply_precision, resolve_device
 from .timing import CallTimer
 from .variant import Variant, build_variant, checked_output, variant_of
 
 
 def dynamo_counts() -> dict[str, int]:
-    """Dynamo's global counters: frames compiled, unique graphs, graph breaks."""
+    """Dynamo's global counters: frames compiled (and compiled whole: ``ok``), unique graphs, breaks.
+
+    ``breaks`` is the ``graph_break`` counter alone: torch 2.13 records a data-dependent
+    branch or an unsupported call only under ``unimplemented``, which older torch also
+    fills for what it then handled; :class:`~.compile_logs.BreakCount` hears every break.
+    """
     from torch._dynamo.utils import counters
 
     return {
         "frames": int(counters["frames"].get("total", 0)),
+        "frames_ok": int(counters["frames"].get("ok", 0)),
         "graphs": int(counters["stats"].get("unique_graphs", 0)),
         "breaks": int(sum(counters["graph_break"].values())),
     }
@@ -66,6 +73,7 @@ def first_call_ms(config: BenchmarkConfig, name: str, fallback_random: bool = Fa
     if device.type == "cuda":
         torch.cuda.set_device(device)
     apply_precision(config.dtype)
+    apply_dynamo_config(config)
     if fallback_random:
         use_eager_random_numbers()
     workload = build_workload(config, name).to(device, conversion_dtype(config.dtype))
@@ -78,7 +86,7 @@ def first_call_ms(config: BenchmarkConfig, name: str, fallback_random: bool = Fa
     # with its backward): the device's and libraries' one-off start-up (cuBLAS handles,
     # lazily loaded CUDA modules, the autograd engine, CPU library init) is not compile time
     with grad:
-        out = workload.model(*x)
+        out = call_model(workload.model, x)
         if training and workload.loss is not None:
             workload.loss(out).backward()
     del out
@@ -92,6 +100,30 @@ def first_call_ms(config: BenchmarkConfig, name: str, fallback_random: bool = Fa
             v.step(x)
         timer.sync()
     return (time.perf_counter_ns() - t0) / 1e6
+
+
+def start_libraries(run: RunState, v: Variant) -> None:
+    """One untimed eager call of ``v``'s model (for training with a backward), state put back.
+
+    The device's and libraries' one-off start-up (cuBLAS/cuDNN handles, lazily loaded
+    CUDA modules, the autograd engine's device threads, CPU library init) happens on
+    the first call of any model: made before a compile timed in the run, it is not
+    counted as compile time, whichever variant is listed first — as the isolated
+    compiles do (see :func:`first_call_ms`).
+    """
+    out = call_model(v.model, run.x)
+    if run.training:
+        leaves = [
+            t for _, t in output_leaves(out)
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.requires_grad
+        ]
+        if leaves:
+            torch.autograd.backward([t.sum() for t in leaves])
+        v.model.zero_grad(set_to_none=True)
+        if v.initial_params is not None:
+            v.restore()  # buffers (batch-norm statistics) as built
+    del out
+    run.timer.sync()
 
 
 def prepare_variant(run: RunState, name: str) -> Variant | None:
@@ -124,13 +156,23 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
                 run._check_stop()
                 run._error(name, exc, "compiling in a fresh process")
                 return None
+    if v.compiled and not run.libraries_started:
+        try:
+            with run._no_grad(), contextlib.redirect_stdout(sys.stderr):
+                start_libraries(run, v)
+        except Stopped:
+            raise
+        except BaseException:  # noqa: BLE001 - the timed first call reports the model's failure
+            pass
+        run.libraries_started = True
     run.why.first_call_starts(name)
     before = dynamo_counts()
     reasons_before = break_reasons()
     skips_before = run.skip_log.count()
+    heard = BreakCount()
     try:
         # what the model prints on its first call (a compile) goes to the log
-        with run._no_grad(), contextlib.redirect_stdout(sys.stderr):
+        with heard, run._no_grad(), contextlib.redirect_stdout(sys.stderr):
             if run.random_kind is not None:
                 run._reseed()
             t0 = time.perf_counter_ns()
@@ -141,7 +183,9 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
             if run.training:
                 v.first_grads = v.grads_cpu()
             if v.uses_cudagraphs:
-                # the second call records the CUDA graph: a one-off cost like the compile
+                # the second call records the CUDA graph: a one-off cost like the compile,
+                # and what it allocates is what the graph holds (see memory.PeakMeter)
+                run.memory.mark_recording(name)
                 t0 = time.perf_counter_ns()
                 v.step(run.x)
                 run.timer.sync()
@@ -151,16 +195,23 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
     except BaseException as exc:  # noqa: BLE001
         run._error(name, exc, "compiling" if v.compiled else "running the first call")
         return None
+    run.libraries_started = True
     run.memory.mark_recorded(name)
     after = dynamo_counts()
     run.why.first_call_done(name, first_ms + (v.cudagraph_record_ms or 0.0))
     v.cudagraph_skips = run.skip_log.since(skips_before)
     if v.compiled:
-        reasons = {
-            k: n - reasons_before.get(k, 0)
+        reasons = [
+            _short_reason(k)
             for k, n in break_reasons().items()
             if n - reasons_before.get(k, 0) > 0
-        }
+        ]
+        reasons += [b["reason"] for b in heard.breaks if b["reason"] not in reasons]
+        # the counter (older torch) or the log (every torch, 2.13's data-dependent branches)
+        breaks = max(after["breaks"] - before["breaks"], len(heard.breaks))
+        not_ok = (after["frames"] - after["frames_ok"]) - (before["frames"] - before["frames_ok"])
+        skipped = max(len(heard.skipped), not_ok)
+        skip_reasons = list(dict.fromkeys(b["reason"] for b in heard.skipped))
         run.sink.event(
             protocol.CompiledEvent(
                 variant=name,
@@ -170,9 +221,11 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
                 compile_timing="isolated" if compile_s is not None else "in_run",
                 first_call_ms=first_ms,
                 graphs=after["graphs"] - before["graphs"],
-                graph_breaks=after["breaks"] - before["breaks"],
-                break_reasons=[_short_reason(r) for r in reasons],
+                graph_breaks=breaks,
+                break_reasons=reasons,
                 recompiles=0,
+                frames_skipped=skipped,
+                skip_reasons=skip_reasons,
             )
         )
     return v

@@ -1,4 +1,8 @@
-"""GPU state sampling (SM clock, temperature, power) through NVML, when available."""
+"""GPU state sampling (SM clock, temperature, power) through NVML, when available.
+
+NVML is nvidia-ml-py's ``pynvml`` where it is installed, else the NVIDIA driver's
+``libnvidia-ml.so.1`` read through ctypes (:mod:`.nvml_ctypes`).
+"""
 
 from __future__ import annotations
 
@@ -15,22 +19,36 @@ SEND_INTERVAL_S = 0.5
 _Reading = tuple[float, "str | None", "int | None", "int | None", "int | None", "float | None"]
 
 
-def nvml_handle(device: Any) -> tuple[Any, Any, str] | None:
-    """(pynvml, handle, UUID) of the GPU torch calls ``device``; None without NVML.
+def open_nvml() -> Any:
+    """An initialised NVML binding: nvidia-ml-py's ``pynvml``, else the driver's library
+    through ctypes (:mod:`.nvml_ctypes`); None where neither loads."""
+    try:
+        import pynvml
 
-    NVML numbers GPUs by PCI bus and ignores ``CUDA_VISIBLE_DEVICES``: the
-    handle is looked up by the device's UUID (then its PCI bus id), never by
-    torch's index alone.
+        pynvml.nvmlInit()
+        return pynvml
+    except Exception:
+        pass
+    from .nvml_ctypes import load_nvml
+
+    return load_nvml()
+
+
+def nvml_handle(device: Any) -> tuple[Any, Any, str] | None:
+    """(NVML binding, handle, UUID) of the GPU torch calls ``device``; None without NVML.
+
+    The binding is pynvml where nvidia-ml-py is installed, else ``libnvidia-ml.so.1``
+    through ctypes, with pynvml's names. NVML numbers GPUs by PCI bus and ignores
+    ``CUDA_VISIBLE_DEVICES``: the handle is looked up by the device's UUID (then its
+    PCI bus id), never by torch's index alone.
     """
     if getattr(device, "type", None) != "cuda":
         return None
-    try:
-        import pynvml
-        import torch
-
-        pynvml.nvmlInit()
-    except Exception:
+    pynvml = open_nvml()
+    if pynvml is None:
         return None
+    import torch
+
     from .clocks import normalise_uuid
 
     props = torch.cuda.get_device_properties(device.index or 0)
@@ -70,7 +88,7 @@ class GpuMonitor:
 
     @classmethod
     def start(cls, device: Any, sink: Any) -> GpuMonitor | None:
-        """A running monitor for a CUDA device, or None (CPU, or no nvidia-ml-py)."""
+        """A running monitor for a CUDA device, or None (CPU, or no NVML at all)."""
         found = nvml_handle(device)
         if found is None:
             return None

@@ -8,11 +8,19 @@ variant's own working memory. CPU (Linux): the process's peak resident size
 group of calls, minus the resident size at that moment. Elsewhere the peak
 cannot be reset: the lifetime growth is reported and said to be so.
 
-CUDA graphs allocate their private memory pool while they are recorded, before
-the timed window, and replays allocate nothing: the window's peak alone says
-~0 B. Around a variant's build and first calls (:meth:`PeakMeter.mark_built`,
-:meth:`PeakMeter.mark_recorded`) the meter reads the allocator's segments and
-adds to the variant's figure what private pools grew by in between.
+CUDA graphs allocate their memory while they are recorded, before the timed
+window, and replays allocate nothing: the window's peak alone says ~0 B.
+torch keeps one CUDA-graph memory pool per device and thread for every
+compiled function (``torch/_inductor/cudagraph_trees.py``), so a second
+CUDA-graph variant records into the pool the first one left and the pool
+hardly grows: what the pool grew by is no variant's figure. The meter takes
+instead the allocator's *allocated* peak during the recording call
+(:meth:`PeakMeter.mark_recording` before it, :meth:`PeakMeter.mark_recorded`
+after), above what was allocated before it — allocated bytes, as eager's
+window figure is, whoever's pool the blocks come from. The variant's figure
+is the larger of the two (``memory_kind`` ``cuda_allocator_peak+graph_recording``
+where the recording's is larger). What the private pools grew by (reserved
+segments) is kept in ``pool_bytes`` for what it is.
 """
 
 from __future__ import annotations
@@ -82,9 +90,14 @@ class PeakMeter:
     kind: str = ""
     _baseline: int = 0
     peaks: dict[str, int] = field(default_factory=dict)
-    #: bytes of CUDA-graph private pools each variant's build and first calls added
+    #: reserved bytes CUDA-graph private pools grew by over each variant's build and first
+    #: calls (0 for a variant recording into a pool an earlier one left: not its figure)
     pool_bytes: dict[str, int] = field(default_factory=dict)
+    #: allocated bytes at the peak of each CUDA-graph variant's recording call, above what
+    #: was allocated before it (the same kind of figure as a window's peak)
+    graph_bytes: dict[str, int] = field(default_factory=dict)
     _pools_built: dict[str, dict[tuple[int, int], int]] = field(default_factory=dict)
+    _recording_base: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.device.type == "cuda":
@@ -143,8 +156,26 @@ class PeakMeter:
         if pools is not None:
             self._pools_built[variant] = pools
 
+    def mark_recording(self, variant: str) -> None:
+        """Right before ``variant``'s recording call (CUDA only): the allocated peak is reset."""
+        if self.kind != "cuda_allocator_peak" or not torch.cuda.is_available():
+            return
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        self._recording_base[variant] = int(torch.cuda.memory_allocated(self.device))
+
     def mark_recorded(self, variant: str) -> None:
-        """After ``variant``'s first calls (the CUDA graph recorded): what its pools hold."""
+        """After ``variant``'s first calls (the CUDA graph recorded): its recording's peak.
+
+        The allocated peak since :meth:`mark_recording` (any pool) goes to
+        ``graph_bytes``; the private pools' growth since :meth:`mark_built` to ``pool_bytes``.
+        """
+        base = self._recording_base.pop(variant, None)
+        if base is not None and torch.cuda.is_available():
+            torch.cuda.synchronize(self.device)
+            self.graph_bytes[variant] = max(
+                0, int(torch.cuda.max_memory_allocated(self.device)) - base
+            )
         before = self._pools_built.pop(variant, None)
         if before is None:
             return
@@ -157,13 +188,21 @@ class PeakMeter:
         return self.peaks.get(variant)
 
     def peak(self, variant: str) -> int | None:
-        """What ``variant`` holds: its window peak plus the CUDA-graph pools it added."""
+        """``variant``'s own allocated peak: its window's, or its CUDA-graph recording's if larger.
+
+        Replays allocate nothing, so a graph variant's window peak is what runs
+        outside its graphs; its recording allocated what the graphs hold (and
+        whatever ran beside them), so the larger of the two counts, not their sum.
+        """
         window = self.peaks.get(variant)
-        pools = self.pool_bytes.get(variant)
-        if window is None or pools is None:
+        graph = self.graph_bytes.get(variant)
+        if window is None or graph is None:
             return window
-        return window + pools
+        return max(window, graph)
 
     def kind_of(self, variant: str) -> str:
-        """``kind``, marked ``+graph_pools`` where the variant's figure counts private pools."""
-        return self.kind + "+graph_pools" if self.pool_bytes.get(variant) else self.kind
+        """``kind`` (allocated bytes on CUDA), ``+graph_recording`` where the recording's peak counts."""
+        graph = self.graph_bytes.get(variant)
+        if graph and graph > (self.peaks.get(variant) or 0):
+            return self.kind + "+graph_recording"
+        return self.kind

@@ -104,6 +104,49 @@ class Encoder(nn.Module):
         return x
 
 
+class CallInputs(tuple):  # type: ignore[type-arg]
+    """A call's inputs: the positional ones (the tuple itself) and the keyword ones (``kwargs``).
+
+    What a factory's mapping of keyword inputs becomes (Hugging Face models are called
+    ``model(**inputs)``): every step calls ``model(*inputs, **inputs.kwargs)``. A plain
+    tuple is a call without keywords (:func:`kwargs_of`).
+    """
+
+    kwargs: dict[str, Any]
+
+    def __new__(cls, args: Any = (), kwargs: Mapping[str, Any] | None = None) -> CallInputs:
+        self = super().__new__(cls, tuple(args))
+        self.kwargs = dict(kwargs or {})
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CallInputs, (tuple(self), self.kwargs))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CallInputs:
+        return CallInputs(copy.deepcopy(tuple(self), memo), copy.deepcopy(self.kwargs, memo))
+
+    def __repr__(self) -> str:
+        return f"CallInputs({tuple(self)!r}, {self.kwargs!r})"
+
+
+_NO_KWARGS: dict[str, Any] = {}
+
+
+def kwargs_of(inputs: tuple[Any, ...]) -> dict[str, Any]:
+    """The keyword inputs of a call's inputs (none for a plain tuple)."""
+    return getattr(inputs, "kwargs", _NO_KWARGS)
+
+
+def named_inputs(inputs: tuple[Any, ...]) -> list[tuple[str, Any]]:
+    """Every input with its name: ``input 0``, ``input 1`` for positional ones, the keyword's own."""
+    return [(f"input {i}", x) for i, x in enumerate(inputs)] + list(kwargs_of(inputs).items())
+
+
+def call_model(model: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:
+    """``model(*inputs, **keyword inputs)``."""
+    return model(*inputs, **kwargs_of(inputs))
+
+
 @dataclass
 class Workload:
     """A model (CPU; fp32, or a factory's own dtypes) with its example inputs and training loss."""
@@ -124,8 +167,15 @@ class Workload:
 def move_inputs(
     inputs: tuple[Any, ...], device: torch.device, dtype: torch.dtype | None
 ) -> tuple[Any, ...]:
-    """Floating inputs at ``dtype`` (None: their own) on ``device``; integer inputs keep theirs."""
-    return tuple(_move(x, device, dtype) for x in inputs)
+    """Floating inputs at ``dtype`` (None: their own) on ``device``; integer inputs keep theirs.
+
+    Keyword inputs (:class:`CallInputs`) are moved alike and stay keyword inputs.
+    """
+    moved = tuple(_move(x, device, dtype) for x in inputs)
+    kwargs = kwargs_of(inputs)
+    if not kwargs and not isinstance(inputs, CallInputs):
+        return moved
+    return CallInputs(moved, {k: _move(v, device, dtype) for k, v in kwargs.items()})
 
 
 def _move(x: Any, device: torch.device, dtype: torch.dtype | None) -> Any:
@@ -192,18 +242,26 @@ def model_dtype(model: nn.Module) -> torch.dtype | None:
 
 
 def describe_inputs(inputs: tuple[Any, ...]) -> list[dict[str, Any]]:
-    """One entry per input: ``{"shape": [...], "dtype": "bf16"}``, or ``{"type": name}``."""
-    return [
-        {"shape": [int(n) for n in x.shape], "dtype": dtype_name(x.dtype)}
-        if isinstance(x, torch.Tensor)
-        else {"type": type(x).__name__}
-        for x in inputs
-    ]
+    """One entry per input: ``{"shape": [...], "dtype": "bf16"}``, or ``{"type": name}``.
+
+    A keyword input's entry also has its ``name`` (``input_ids``); positional ones come first.
+    """
+    out: list[dict[str, Any]] = []
+    kwargs = kwargs_of(inputs)
+    for name, x in [(None, x) for x in inputs] + list(kwargs.items()):
+        entry: dict[str, Any] = {"name": name} if name is not None else {}
+        if isinstance(x, torch.Tensor):
+            entry.update(shape=[int(n) for n in x.shape], dtype=dtype_name(x.dtype))
+        else:
+            entry["type"] = type(x).__name__
+        out.append(entry)
+    return out
 
 
 def batch_of(inputs: tuple[Any, ...]) -> int | None:
-    """The leading dimension of the first tensor input with at least one dimension."""
-    for x in inputs:
+    """The leading dimension of the first tensor input with at least one dimension
+    (positional inputs first, then keyword inputs)."""
+    for x in [*inputs, *kwargs_of(inputs).values()]:
         if isinstance(x, torch.Tensor) and x.dim() >= 1:
             return int(x.shape[0])
     return None
@@ -427,10 +485,9 @@ def load_factory(config: BenchmarkConfig) -> Workload:
     model, inputs, *rest = made
     if not isinstance(model, nn.Module):
         raise FactoryError(f"the factory's model is a {type(model).__name__}, not a torch.nn.Module")
-    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
-    if not all(isinstance(x, torch.Tensor) for x in inputs):
-        raise FactoryError("the factory's inputs must be a tensor or a tuple of tensors")
-    devices = {x.device.type for x in inputs} | {p.device.type for p in model.parameters()}
+    inputs = factory_inputs(inputs)
+    tensors = [x for _, x in named_inputs(inputs) if isinstance(x, torch.Tensor)]
+    devices = {x.device.type for x in tensors} | {p.device.type for p in model.parameters()}
     if devices - {"cpu"}:
         raise FactoryError(
             "the factory must return the model and inputs on the CPU: the app moves them to the "
@@ -440,6 +497,48 @@ def load_factory(config: BenchmarkConfig) -> Workload:
     if loss is not None and not callable(loss):
         raise FactoryError("the factory's loss must be callable: loss(output) -> scalar tensor")
     return Workload(model, inputs, loss)
+
+
+#: What a keyword input may be besides a tensor (``use_cache=False``, ``return_dict=True``).
+_PLAIN_KEYWORD_VALUES = (bool, int, float, str, type(None))
+
+_INPUTS_HINT = (
+    "the factory's inputs must be a tensor, a tuple of tensors, a mapping of keyword inputs "
+    "({'input_ids': ..., 'attention_mask': ...}: the model is called model(**inputs)) or a "
+    "tuple of tensors ending with such a mapping (positional and keyword inputs)"
+)
+
+
+def factory_inputs(inputs: Any) -> tuple[Any, ...]:
+    """A factory's inputs as a call's: a tuple, or :class:`CallInputs` with keyword inputs.
+
+    A tensor is one positional input; a tuple of tensors, positional inputs; a ``Mapping``
+    of names to tensors, keyword inputs; a tuple whose last item is such a mapping, both.
+    Keyword inputs may also be plain values (``use_cache=False``). Anything else is a
+    FactoryError saying what is accepted.
+    """
+    args: tuple[Any, ...]
+    kwargs: Mapping[Any, Any] | None
+    if isinstance(inputs, Mapping):
+        args, kwargs = (), inputs
+    elif isinstance(inputs, tuple) and inputs and isinstance(inputs[-1], Mapping):
+        args, kwargs = tuple(inputs[:-1]), inputs[-1]
+    else:
+        args, kwargs = (inputs if isinstance(inputs, tuple) else (inputs,)), None
+    if not all(isinstance(x, torch.Tensor) for x in args):
+        raise FactoryError(_INPUTS_HINT)
+    if kwargs is None:
+        return tuple(args)
+    named: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise FactoryError(f"the factory's keyword input {key!r} is not a Python name")
+        if not isinstance(value, (torch.Tensor, *_PLAIN_KEYWORD_VALUES)):
+            raise FactoryError(
+                f"the factory's keyword input {key} is a {type(value).__name__}: {_INPUTS_HINT}"
+            )
+        named[key] = value
+    return CallInputs(args, named)
 
 
 def conversions(workload: Workload, dtype: torch.dtype | None, config_dtype: str) -> list[str]:
@@ -455,11 +554,12 @@ def conversions(workload: Workload, dtype: torch.dtype | None, config_dtype: str
             f"the factory's model was {was}; it ran in {target} as the configuration's dtype "
             f"({config_dtype}) says"
         )
-    for i, x in enumerate(workload.inputs):
+    for name, x in named_inputs(workload.inputs):
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != dtype:
             out.append(
-                f"the factory's input {i} was {dtype_name(x.dtype)}; it ran in {target} as the "
-                f"configuration's dtype ({config_dtype}) says"
+                f"the factory's {name if name.startswith('input ') else 'input ' + name} was "
+                f"{dtype_name(x.dtype)}; it ran in {target} as the configuration's dtype "
+                f"({config_dtype}) says"
             )
     return out
 
@@ -497,9 +597,9 @@ def _count(workload: Workload, training: bool, counter_type: Any) -> int:
     model.train()
     if training:
         with counter:
-            out = model(*workload.inputs)
+            out = call_model(model, workload.inputs)
             (workload.loss or default_loss)(out).backward()
     else:
         with counter, torch.no_grad():
-            model(*workload.inputs)
+            call_model(model, workload.inputs)
     return int(counter.get_total_flops())

@@ -7,7 +7,7 @@ import copy
 import torch
 
 from . import checks
-from .models import Workload
+from .models import Workload, call_model
 from .run_state import RunState
 from .variant import CheckedOutput, checked_output
 
@@ -58,7 +58,7 @@ def detect_randomness(run: RunState, workload: Workload) -> str | None:
             for reseed in (True, True, False):
                 if reseed:
                     run._reseed()
-                outputs.append(checked_output(model(*run.x)))
+                outputs.append(checked_output(call_model(model, run.x)))
                 run.timer.sync()
     except Exception:  # noqa: BLE001 - the variants report the model's own failure
         return None

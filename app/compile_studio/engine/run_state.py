@@ -70,6 +70,31 @@ def apply_precision(dtype: str) -> None:
     torch.set_float32_matmul_precision("high" if tf32 else "highest")
 
 
+#: Dynamo's own values of the flags a configuration may set, read before the first change
+_DYNAMO_DEFAULTS: dict[str, object] = {}
+
+
+def apply_dynamo_config(config: BenchmarkConfig) -> list[str]:
+    """The configuration's ``torch._dynamo.config`` flags set, the others at Dynamo's own values.
+
+    Returns the flags this torch does not have (not set), for a warning.
+    """
+    import torch._dynamo.config as dynamo_config
+
+    from ..core.config import DYNAMO_FLAGS, parse_dynamo_config
+
+    wanted = parse_dynamo_config(config.dynamo_config)
+    absent: list[str] = []
+    for name in DYNAMO_FLAGS:
+        if not hasattr(dynamo_config, name):
+            if name in wanted:
+                absent.append(name)
+            continue
+        _DYNAMO_DEFAULTS.setdefault(name, getattr(dynamo_config, name))
+        setattr(dynamo_config, name, wanted.get(name, _DYNAMO_DEFAULTS[name]))
+    return absent
+
+
 class RunState:
     """One run's state: its config, device, timer, meters and (once prepared) inputs and reference."""
 
@@ -109,6 +134,12 @@ class RunState:
         self.model_dtype: str | None = None
         self.conversions: list[str] = []
         self.given_mismatch: str | None = None
+        #: dynamo_config flags this torch does not have
+        self.dynamo_flags_absent: list[str] = []
+        #: what the outputs are checked against: "fp64", or "eager fp32" where fp64 failed
+        self.reference_kind = "fp64"
+        #: why the reference is not fp64, in words (None: it is)
+        self.reference_note: str | None = None
         self.training = config.workload == "training"
         self.timer = CallTimer(
             self.device, use_events=self.is_cuda and config.timer in ("auto", "cuda_events")
@@ -134,6 +165,8 @@ class RunState:
         self.pin = TimingThreadPin()
         #: Inductor's compile_threads, read before anything is pinned
         self.compile_threads: int | None = None
+        #: a first call (or an untimed eager call) has run: one-off start-up is paid
+        self.libraries_started = False
         self._info_sent = False
         #: times a variant's first call in a fresh process (the reported compile time)
         self.isolated_compile = isolated_compile

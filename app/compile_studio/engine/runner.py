@@ -52,13 +52,14 @@ from .models import (
     lowest_precision,
     model_dtype,
     move_inputs,
+    named_inputs,
 )
 from .randomness import RANDOMNESS_TEXT, detect_randomness, use_eager_random_numbers
 from .run_errors import RunFailed, Stopped
 
 # the worker imports classify_error from here
 from .run_errors import classify_error as classify_error
-from .run_state import RunState, apply_precision
+from .run_state import RunState, apply_dynamo_config, apply_precision
 from .timing import no_gc
 from .variant import Variant, is_eager, reference_output
 
@@ -83,7 +84,13 @@ class BenchmarkRunner(RunState):
         """Run every variant: ``complete``, ``stopped``, or ``failed`` (nothing could run)."""
         cfg = self.config
         apply_precision(cfg.dtype)
+        self.dynamo_flags_absent = apply_dynamo_config(cfg)
         self.compile_threads = compile_threads()
+        from .environment import triton_warning
+
+        triton = triton_warning(self.device.type, list(cfg.variants))
+        if triton is not None:  # said before anything compiles
+            self.sink.event(protocol.WarningEvent(message=triton))
         try:
             self._prepare_inputs()
         except BaseException as exc:  # noqa: BLE001 - reported; nothing was measured yet
@@ -124,8 +131,9 @@ class BenchmarkRunner(RunState):
             self._start_timing(later_compiles=i < last_compiled)
             if not self._warm_up_one(v):
                 continue
+            self.timer.recalibrate()  # the clocks are warm now
             try:
-                self._calls(v, protocol.Phase.MEASURE, cfg.iterations, measure=True)
+                self._measure(v, cfg.iterations)
             finally:
                 self.turns.end(v.name)
             finish_variant(self, v)
@@ -172,20 +180,48 @@ class BenchmarkRunner(RunState):
                 # the compiles timed in fresh processes compile as this run does
                 setattr(self.isolated_compile, "fallback_random", True)  # noqa: B010
         # converts the model in place: one copy of the weights at a time
-        self.reference, self.reference_grads = reference_output(
-            workload, self.training, self._reseed if self.random_kind else None
-        )
-        del workload
+        reseed = self._reseed if self.random_kind else None
+        try:
+            self.reference, self.reference_grads = reference_output(workload, self.training, reseed)
+        except Exception as exc:  # noqa: BLE001 - the model cannot run in fp64: eager is the reference
+            del workload
+            self._fall_back_reference(exc, reseed)
+        else:
+            del workload
         if cfg.cold_l2:
             self.flush = CacheFlush.for_device(self.device)
+            # the device-timed call after the wall-timed one finds the cache cold too
+            self.timer.between_calls = self.flush.evict
         self.timer.sync()
+
+    def _fall_back_reference(self, exc: Exception, reseed: Callable[[], None] | None) -> None:
+        """The fp64 reference failed: eager in the run's dtype, on the run's device, is the reference.
+
+        Its outputs are judged by the dtype's bounds without the rule against eager's own
+        error (eager is the reference); the run says which reference it used and why.
+        """
+        workload = build_workload(self.config)
+        self.reference, self.reference_grads = reference_output(
+            workload, self.training, reseed, self.device, self.dtype
+        )
+        del workload
+        ran = self.model_dtype or (dtype_name(self.dtype) if self.dtype is not None else "its own dtype")
+        self.reference_kind = f"eager {ran}"
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        self.reference_note = (
+            f"the model cannot run in fp64 ({reason}): outputs are checked against eager in {ran} "
+            f"on {self.device.type}, by the {self.check_dtype} bounds without the rule against "
+            "eager's own error"
+        )
 
     def _read_dtypes(self, workload: Workload) -> None:
         """The dtypes the model runs in, the tolerances that judge it, and every conversion."""
         cfg = self.config
         given = model_dtype(workload.model)
         floating_inputs = {
-            x.dtype for x in workload.inputs if isinstance(x, torch.Tensor) and x.is_floating_point()
+            x.dtype
+            for _, x in named_inputs(workload.inputs)
+            if isinstance(x, torch.Tensor) and x.is_floating_point()
         }
         ran = given if self.dtype is None or given is None else self.dtype
         self.model_dtype = dtype_name(ran) if ran is not None else None
@@ -211,7 +247,9 @@ class BenchmarkRunner(RunState):
                 clock_source=self.clock.source,
                 torch_threads=torch.get_num_threads(),
                 cache_flush_bytes=self.flush.nbytes if self.flush else None,
-                correctness_rule=checks.rule_text(self.check_dtype),
+                correctness_rule=checks.rule_text(self.check_dtype, self.reference_kind),
+                reference=self.reference_kind,
+                reference_note=self.reference_note,
                 gpu_uuid=self.gpu_uuid,
                 flops_per_call=self.flops_per_call,
                 cpu_pinning=self.pin.text,
@@ -227,6 +265,12 @@ class BenchmarkRunner(RunState):
             self.sink.event(protocol.WarningEvent(message=RANDOMNESS_TEXT[self.random_kind]))
         if self.given_mismatch is not None:
             self.sink.event(protocol.WarningEvent(message=self.given_mismatch))
+        if self.reference_note is not None:
+            self.sink.event(protocol.WarningEvent(message=self.reference_note))
+        for flag in self.dynamo_flags_absent:
+            self.sink.event(protocol.WarningEvent(
+                message=f"torch._dynamo.config has no {flag} in torch {torch.__version__}: not set"
+            ))
 
     def _warm_up_one(self, v: Variant) -> bool:
         """One variant's warm-up, right before its timed window; False if it failed."""
@@ -320,6 +364,16 @@ class BenchmarkRunner(RunState):
                 ):
                     v.clock_max_change = change
 
+    def _measure(self, v: Variant, count: int, round_index: int | None = None) -> None:
+        """``count`` timed calls of the window; the device samples they took are ``v``'s."""
+        samples, uncovered = self.timer.counts()
+        try:
+            self._calls(v, protocol.Phase.MEASURE, count, measure=True, round_index=round_index)
+        finally:
+            now = self.timer.counts()
+            v.device_samples += now[0] - samples
+            v.uncovered += now[1] - uncovered
+
     def _untimed(self, call: Callable[[], Any]) -> None:
         """The call that starts a block after a pause, untimed (see :mod:`.turns`)."""
         call()
@@ -369,13 +423,14 @@ class BenchmarkRunner(RunState):
         blocks = round_blocks(cfg.iterations, cfg.rounds)
         gc.collect()
         live = self._warm_up_together(live)
+        self.timer.recalibrate()  # the clocks are warm now
         for v in live:
             self._phase(v.name, protocol.Phase.MEASURE, cfg.iterations)
         try:
             for r, block in enumerate(blocks):
                 for v in list(live):
                     try:
-                        self._calls(v, protocol.Phase.MEASURE, block, measure=True, round_index=r)
+                        self._measure(v, block, r)
                     except Stopped:
                         raise
                     except BaseException as exc:  # noqa: BLE001

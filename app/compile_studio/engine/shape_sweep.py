@@ -22,7 +22,10 @@ Inductor leaves running, clocks, caches):
   warm-up time, capped for a sweep that warms up once per point);
 - then ``repeats`` timed calls each, alternating eager and the variant, with
   Python's garbage collector off, through the run's :class:`CallTimer`
-  (on CUDA with ``timer`` auto or cuda_events, device time as well).
+  (on CUDA with ``timer`` auto or cuda_events, device time as well). The
+  order inside a pair alternates too (eager first, then the variant first,
+  …: :func:`pair_order`), and in cold-L2 mode the cache is flushed before
+  every timed call, as in a run.
 
 The compiled point carries eager's median measured beside it (``eager_ms``)
 and the speedup from the two. Eager's own point at a batch size pools the
@@ -52,8 +55,18 @@ import torch
 from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from . import checks
+from .cache_flush import CacheFlush
 from .compile_records import CompileRecords, guard_reasons
-from .models import Workload, build_workload, conversion_dtype, model_dtype, move_inputs
+from .models import (
+    CallInputs,
+    Workload,
+    build_workload,
+    call_model,
+    conversion_dtype,
+    kwargs_of,
+    model_dtype,
+    move_inputs,
+)
 from .timing import CallTimer, no_gc
 from .variant import Variant, checked_output, variant_of
 
@@ -131,13 +144,20 @@ def _counts() -> dict[str, int]:
 
 
 def resize_inputs(inputs: tuple[Any, ...], batch: int) -> tuple[Any, ...]:
-    """Each tensor input with ``batch`` rows (its rows repeated or cut): a factory's fixed inputs."""
-    out = []
-    for x in inputs:
+    """Each tensor input with ``batch`` rows (its rows repeated or cut): a factory's fixed inputs.
+
+    Keyword inputs (``input_ids``, ``attention_mask``) are resized alike and stay keyword inputs.
+    """
+
+    def resized(x: Any) -> Any:
         if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] != batch:
-            x = x[torch.arange(batch, device=x.device) % x.shape[0]]
-        out.append(x)
-    return tuple(out)
+            return x[torch.arange(batch, device=x.device) % x.shape[0]]
+        return x
+
+    out = tuple(resized(x) for x in inputs)
+    if isinstance(inputs, CallInputs):
+        return CallInputs(out, {k: resized(v) for k, v in kwargs_of(inputs).items()})
+    return out
 
 
 @dataclasses.dataclass
@@ -188,6 +208,16 @@ def _highest(values: list[float]) -> float | None:
     return max(values) if values else None
 
 
+def pair_order(calls: int, repeat: int) -> list[int]:
+    """Which call of a pair goes first in ``repeat``: eager first, then the variant first, …
+
+    Alternating (A B, B A, A B …) so that neither side always runs second, on the
+    caches and clocks the other one left.
+    """
+    order = list(range(calls))
+    return order if repeat % 2 == 0 else order[::-1]
+
+
 def pair_speedups(eager_wall: list[float], wall: list[float]) -> tuple[float | None, float | None]:
     """(lowest, highest) ratio of an eager call to the variant's call timed in the same pair.
 
@@ -225,6 +255,11 @@ class ShapeSweepRunner:
         self.training = config.workload == "training"
         self.limit = 0
         self.timer = CallTimer(self.device, use_events=self.is_cuda and config.timer in ("auto", "cuda_events"))
+        #: cold-L2 mode: the cache flushed before every timed call (both of a CUDA sample's)
+        self.flush: CacheFlush | None = None
+        if config.cold_l2:
+            self.flush = CacheFlush.for_device(self.device)
+            self.timer.between_calls = self.flush.evict
 
     # -- timing ---------------------------------------------------------------------------
     def _first(self, step: Callable[[tuple[Any, ...]], Any], x: tuple[Any, ...]) -> tuple[float, Any]:
@@ -245,21 +280,25 @@ class ShapeSweepRunner:
         """
         steps = [eager] if step is None else [eager, step]
         calls = [functools.partial(f, x) for f in steps]
+        flush = self.flush
         start = time.perf_counter_ns()
         warm = 0
         with self._grad():
             while not warmed_up(warm, (time.perf_counter_ns() - start) / 1e6, self.config):
                 self._check_stop()
-                for call in calls:
-                    call()
+                for k in pair_order(len(calls), warm):
+                    calls[k]()
                 warm += 1
             self.timer.sync()
             with no_gc():
                 timed = _Timed(warmup_calls=warm, gc_off=not gc.isenabled())
-                for _ in range(self.request.repeats):
+                for r in range(self.request.repeats):
                     self._check_stop()
-                    for k, call in enumerate(calls):
-                        wall, device_ms = self.timer.time(call)
+                    for k in pair_order(len(calls), r):
+                        if flush is not None:
+                            flush.evict()
+                            self.timer.sync()
+                        wall, device_ms = self.timer.time(calls[k])
                         eager_call = k == 0
                         (timed.eager_wall if eager_call else timed.wall).append(wall)
                         if device_ms is not None:
@@ -291,7 +330,7 @@ class ShapeSweepRunner:
                 ref.model.eval()
                 with torch.no_grad():
                     ref_inputs = move_inputs(inputs, torch.device("cpu"), torch.float64)
-                    reference = checked_output(ref.model(*ref_inputs)).tensors
+                    reference = checked_output(call_model(ref.model, ref_inputs)).tensors
             out.append(_Shape(batch, move_inputs(inputs, self.device, self.dtype), reference))
             del workload
         return out
@@ -426,9 +465,10 @@ class ShapeSweepRunner:
 
     def run(self) -> protocol.RunStatus:
         """Every mode × variant × batch size: ``complete``, ``stopped`` or ``failed``."""
-        from .run_state import apply_precision
+        from .run_state import apply_dynamo_config, apply_precision
 
         apply_precision(self.config.dtype)
+        apply_dynamo_config(self.config)
         self.limit = set_recompile_limit(self.request.recompile_limit)
         try:
             shapes = self._shapes()

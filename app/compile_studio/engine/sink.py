@@ -28,8 +28,8 @@ class BatchingSink:
         self._interval = interval_s
         self._lock = threading.RLock()
         self._batch: protocol.SamplesEvent | None = None
-        #: batches finished while held, sent when the hold ends
-        self._held: list[protocol.SamplesEvent] = []
+        #: batches finished (and events sent) while held, sent in order when the hold ends
+        self._held: list[protocol.Event] = []
         self._holding = False
         self._last_flush = time.monotonic()
         self.closed = False
@@ -60,7 +60,12 @@ class BatchingSink:
         return thread
 
     def event(self, event: protocol.Event) -> None:
+        """Send ``event`` after the samples so far; while held, it waits with them, in order."""
         with self._lock:
+            if self._holding and not isinstance(event, protocol.TurnEvent):
+                self._keep_batch()
+                self._held.append(event)
+                return
             self._flush_batch()
             self._write(event)
 
@@ -126,13 +131,20 @@ class BatchingSink:
         held, self._held = self._held, []
         self._last_flush = time.monotonic()
         for b in held:
+            if not isinstance(b, protocol.SamplesEvent):
+                self._write(b)
+                continue
             if b.device_ms is not None and all(d is None for d in b.device_ms):
                 b.device_ms = None
             for part in split_samples(b, MAX_SAMPLES_PER_EVENT):
                 self._write(part)
 
     def flush(self) -> None:
+        """Send the samples so far (while held: at the end of the hold)."""
         with self._lock:
+            if self._holding:
+                self._keep_batch()
+                return
             self._flush_batch()
 
     def finish(self, status: protocol.RunStatus, **extra: Any) -> None:

@@ -12,8 +12,18 @@ a call. On CUDA with events it takes two figures from two calls:
   are enqueued, so the events bracket the kernels running back to back, not
   the CPU launching them.
 
+Whether the sleep did outlast the launch is read from the start event itself
+(queried once the call has returned: still pending means the stream was still
+asleep), per sample; a sample it did not cover counts in ``uncovered`` and
+holds launch gaps (a host synchronisation inside the model, such as
+``.item()``, makes every sample so). The sleep's cycles per ms are calibrated
+again once the clocks are warm (:meth:`CallTimer.recalibrate`, after the
+warm-up): calibrated at an idle clock, a boosted GPU sleeps shorter.
+
 The sleep would inflate the wall time of the call it precedes, hence the two
-calls. The harness floor — the same timer around a callable that does nothing
+calls. In cold-L2 mode the cache is flushed before each of them
+(``between_calls``: the runner flushes before the first, the timer again
+before the second), so the device figure is as cold as the wall figure. The harness floor — the same timer around a callable that does nothing
 — is what the timer itself costs; every wall sample includes it once.
 """
 
@@ -141,6 +151,8 @@ class CallTimer:
         self.uncovered = 0
         #: the longest sleep before a device-timed call, ms
         self.sleep_max_ms = SLEEP_MAX_MS
+        #: run between the wall-timed and the device-timed call, untimed (cold L2: a flush)
+        self.between_calls: Callable[[], Any] | None = None
         self._cycles_per_ms: float | None = None
         if self.use_events:
             self._start = torch.cuda.Event(enable_timing=True)
@@ -172,10 +184,23 @@ class CallTimer:
             self._cycles_per_ms = cycles_per_ms(CALIBRATION_CYCLES, elapsed)
         return self._cycles_per_ms
 
+    def recalibrate(self) -> None:
+        """Calibrate the sleep again (call once the clocks are warm: after the warm-up)."""
+        if self.use_events:
+            self._cycles_per_ms = None
+            self.calibrate()
+
+    def counts(self) -> tuple[int, int]:
+        """(device samples, of which uncovered) so far."""
+        return self.device_samples, self.uncovered
+
     def time(self, fn: Callable[[], Any]) -> tuple[float, float | None]:
         """(host ms, device ms or None) of ``fn``: one call, or on CUDA with events two."""
         if self.use_events:
             wall = self._wall_call(fn)
+            if self.between_calls is not None:
+                self.between_calls()
+                self.sync()
             return wall, self._device_call(fn)
         if self.is_cuda or self.device.type == "mps":
             sync = self.sync
@@ -217,15 +242,16 @@ class CallTimer:
         launch_us = None if launch_ms is None else launch_ms * 1000.0
         cycles = sleep_cycles(launch_us, per_ms, max_ms=self.sleep_max_ms)
         start, end = self._start, self._end
-        t0 = time.perf_counter_ns()
         torch.cuda._sleep(cycles)
         start.record()
         fn()
-        launched = time.perf_counter_ns()
+        # the start event already passed: the stream woke before the launch ended (the
+        # calibration is no proof: a warmer clock sleeps shorter, a host sync waits it out)
+        covered = not start.query()
         end.record()
         end.synchronize()
         self.device_samples += 1
-        if not launch_covered((launched - t0) / 1e6, cycles / per_ms):
+        if not covered:
             self.uncovered += 1
         return event_sample_ms(start.elapsed_time(end))
 
@@ -240,11 +266,15 @@ class CallTimer:
         host: list[float] = []
         device: list[float] = []
         counts = self.device_samples, self.uncovered
-        for _ in range(calls):
-            h, d = self.time(_noop)
-            host.append(h)
-            if d is not None:
-                device.append(d)
+        between, self.between_calls = self.between_calls, None
+        try:
+            for _ in range(calls):
+                h, d = self.time(_noop)
+                host.append(h)
+                if d is not None:
+                    device.append(d)
+        finally:
+            self.between_calls = between
         self.device_samples, self.uncovered = counts
         return statistics.median(host), (statistics.median(device) if device else None)
 

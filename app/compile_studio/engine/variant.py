@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ..core.config import AA_CONTROL, CUDAGRAPH_VARIANTS, BenchmarkConfig
-from .models import Workload, build_workload, dtype_name, output_leaves
+from .models import Workload, build_workload, call_model, dtype_name, kwargs_of, output_leaves
 
 
 def is_eager(name: str) -> bool:
@@ -74,6 +74,9 @@ class Variant:
     clock_end: dict[str, Any] | None = None
     clock_max_change: float | None = None
     pipelined_ms: float | None = None
+    #: device-timed calls in the timed window, and those whose launch outlasted the sleep
+    device_samples: int = 0
+    uncovered: int = 0
     failed: bool = False
 
     def params_cpu(self) -> list[torch.Tensor]:
@@ -165,12 +168,12 @@ def variant_of(
 
             def step(inputs: tuple[Any, ...]) -> Any:
                 mark()
-                return call(*inputs)
+                return call(*inputs, **kwargs_of(inputs))
 
             return Variant(name, model, step, None, compiled, cudagraphs)
 
         def plain(inputs: tuple[Any, ...]) -> Any:
-            return call(*inputs)
+            return call(*inputs, **kwargs_of(inputs))
 
         return Variant(name, model, plain, None, compiled, cudagraphs)
 
@@ -178,16 +181,21 @@ def variant_of(
     whole_step = compiled and config.compile_scope == "step"
     forward = torch.compile(model, **kwargs) if compiled and not whole_step else model
 
-    def train_step(inputs: tuple[Any, ...]) -> Any:
+    def train_step(inputs: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
         optimizer.zero_grad(set_to_none=True)
-        out = forward(*inputs)
+        out = forward(*inputs, **keywords)
         loss_fn(out).backward()
         optimizer.step()
         return out.detach() if isinstance(out, torch.Tensor) else out
 
-    fn: Callable[[tuple[Any, ...]], Any] = train_step
+    # the keyword inputs travel apart: the compiled step sees a plain tuple and a dict
+    inner_step: Callable[[tuple[Any, ...], dict[str, Any]], Any] = train_step
     if whole_step:
-        fn = torch.compile(_unique_function(train_step, name), **kwargs)
+        inner_step = torch.compile(_unique_function(train_step, name), **kwargs)
+
+    def fn(inputs: tuple[Any, ...]) -> Any:
+        return inner_step(tuple(inputs), kwargs_of(inputs))
+
     if cudagraphs:
         mark = torch.compiler.cudagraph_mark_step_begin
         inner = fn
@@ -271,30 +279,36 @@ def first_tensor(out: Any) -> torch.Tensor:
 
 
 def reference_output(
-    workload: Workload, training: bool, reseed: Callable[[], None] | None = None
+    workload: Workload,
+    training: bool,
+    reseed: Callable[[], None] | None = None,
+    device: torch.device | None = None,
+    dtype: torch.dtype | None = torch.float64,
 ) -> tuple[CheckedOutput, list[torch.Tensor] | None]:
-    """fp64 output (and, for training, parameter gradients) of the workload on the CPU.
+    """The output (and, for training, parameter gradients) the variants are checked against.
 
-    Converts the workload's model in place. ``reseed`` runs just before the call
-    (a random model's reference takes the same random numbers as each variant).
+    By default fp64 on the CPU; ``device``/``dtype`` give another (the eager fallback
+    in the run's dtype, ``dtype`` None: as the workload is). Converts the workload's
+    model in place. ``reseed`` runs just before the call (a random model's reference
+    takes the same random numbers as each variant).
     """
-    ref = workload.to(torch.device("cpu"), torch.float64)
+    ref = workload.to(device or torch.device("cpu"), dtype)
     model = ref.model
     if not training:
         model.eval()
         with torch.no_grad():
             if reseed is not None:
                 reseed()
-            return checked_output(model(*ref.inputs)), None
+            return checked_output(call_model(model, ref.inputs)), None
     model.train()
     model.zero_grad(set_to_none=True)
     if reseed is not None:
         reseed()
-    out = model(*ref.inputs)
+    out = call_model(model, ref.inputs)
     assert ref.loss is not None
     ref.loss(out).backward()
     grads = [
-        (p.grad if p.grad is not None else torch.zeros_like(p)).detach().clone()
+        (p.grad if p.grad is not None else torch.zeros_like(p)).detach().to("cpu", torch.float64, copy=True)
         for p in model.parameters()
     ]
     return checked_output(out), grads

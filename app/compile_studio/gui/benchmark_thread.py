@@ -16,7 +16,8 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from ..core import protocol
 from ..core.config import BenchmarkConfig
-from ..jobs.session import Progress, RunSession
+from ..jobs.progress import Progress
+from ..jobs.session import RunSession
 from ..jobs.workers import (
     ProbeFailed,
     StandbyWorker,

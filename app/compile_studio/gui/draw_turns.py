@@ -56,9 +56,12 @@ class PaintTimes(QObject):
         return out
 
     def paint_now(self) -> None:
-        """Paint what is waiting to be painted, now (pyqtgraph's scene posts its updates first)."""
-        QCoreApplication.sendPostedEvents(None, int(QEvent.Type.MetaCall))
-        QCoreApplication.sendPostedEvents(self._window, int(QEvent.Type.UpdateRequest))
+        """Paint what is waiting to be painted, now: pyqtgraph's scene posts its updates, and a
+        label that changed width asks for a new layout, which asks for another repaint."""
+        for _ in range(3):
+            QCoreApplication.sendPostedEvents(None, int(QEvent.Type.MetaCall))
+            QCoreApplication.sendPostedEvents(None, int(QEvent.Type.LayoutRequest))
+            QCoreApplication.sendPostedEvents(self._window, int(QEvent.Type.UpdateRequest))
 
 
 class DrawTurns(QObject):

@@ -295,7 +295,7 @@ class ExportActions(QObject):
         panel = PlotPanel(figure)
         panel.hide()
         panel.load_run(run, key_prefix=f"{run.run_id}/")
-        panel.latency.set_log_scale(self._plots.latency.log_scale_checkbox.isChecked())
+        panel.latency.set_log_scale(self._plots.latency.log_scale())
         panel.latency.set_warmup_shown(self._plots.latency.warmup_shown())
         layout.addWidget(panel.latency, 1)
         panel.latency.show()

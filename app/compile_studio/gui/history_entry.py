@@ -12,6 +12,7 @@ from pathlib import Path
 from ..core.config import AA_CONTROL, EnvironmentInfo
 from ..results import RunDamaged, RunResult, SummaryRow, summarize
 from ..results.run_load import ensure_samples
+from ..results.store import creation_time
 from ..results.verdict import VerdictKind
 
 #: The best verdict of a run whose summary is being computed (a run of an older version).
@@ -74,7 +75,7 @@ def run_display_name(run: RunResult) -> str:
     if label:
         return label
     try:
-        return datetime.fromisoformat(run.created).strftime("%m-%d %H:%M:%S")
+        return _local(run.created).strftime("%m-%d %H:%M:%S")
     except (TypeError, ValueError):
         return run.run_id
 
@@ -88,36 +89,37 @@ def run_device(run: RunResult) -> str:
     return f"{device} ({name})" if name and name != device else device
 
 
-def entry_date(entry: HistoryEntry) -> str:
-    """A sortable date of an entry: the run's creation, else its folder name's, else its file's."""
+def entry_date(entry: HistoryEntry) -> float:
+    """An entry's place in the history (newest first): its creation time as the store orders its
+    runs (:func:`compile_studio.results.store.creation_time`: UTC in run.json, else the folder
+    name's time), else its file's time."""
     run = entry.listed
-    if run is not None and run.created:
-        try:
-            return datetime.fromisoformat(run.created).isoformat()
-        except ValueError:
-            pass
+    when = creation_time(run.created if run is not None else "", entry.path.name)
+    if when:
+        return when
     try:
-        return datetime.strptime(entry.path.name[:15], "%Y%m%d-%H%M%S").isoformat()
-    except ValueError:
-        pass
-    try:
-        return datetime.fromtimestamp(entry.path.stat().st_mtime).isoformat()
+        return entry.path.stat().st_mtime
     except OSError:
-        return ""
+        return 0.0
+
+
+def _local(created: str) -> datetime:
+    """``created`` as this machine's local time (a UTC time is converted; one without an offset,
+    as older versions wrote, is local already)."""
+    when = datetime.fromisoformat(created.strip().replace("Z", "+00:00"))
+    return when.astimezone() if when.tzinfo is not None else when
 
 
 def date_text(created: str) -> str:
     try:
-        return datetime.fromisoformat(created).strftime("%Y-%m-%d %H:%M")
+        return _local(created).strftime("%Y-%m-%d %H:%M")
     except (TypeError, ValueError):
         return created
 
 
 def date_text_of_folder(folder: Path) -> str:
-    try:
-        return datetime.strptime(folder.name[:15], "%Y%m%d-%H%M%S").strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return ""
+    when = creation_time("", folder.name)  # a name's UTC time (with its Z) is shown as local time
+    return datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M") if when else ""
 
 
 def samples_bytes(path: Path) -> int:
@@ -197,6 +199,6 @@ def run_line(run: RunResult, name: str | None = None) -> str:
 
 def _short_time(created: str) -> str:
     try:
-        return datetime.fromisoformat(created).strftime("%m-%d %H:%M")
+        return _local(created).strftime("%m-%d %H:%M")
     except (TypeError, ValueError):
         return ""

@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ..core.config import BenchmarkConfig
 from ..core.protocol import CompiledEvent, ErrorKind, Phase, RunStatus, VariantStatus
-from ..jobs.session import Progress
+from ..jobs.progress import Progress
 from ..jobs.workers import WorkerLauncher
 from ..results import RunResult, RunStore, SummaryRow
 from .benchmark_thread import BenchmarkThread, has_finished
@@ -270,11 +270,22 @@ class LiveRun(QObject):
         compiling = self.compile_elapsed_s()
         if compiling is not None:
             return f"{self._compiling}: compiling… {compiling:.0f} s"
+        progress = self.progress
+        if progress is not None and progress.after_timing() and self.running:
+            return f"every call timed: {self._finishing_words()}… {progress.after_timing_s():.0f} s"
         text = self._phase_text
         eta = self.eta_s()
         if eta is not None:
-            text += f" · ETA {format_duration(eta)}"
+            more = " + compiles" if progress is not None and progress.compiles_left() else ""
+            text += f" · ETA {format_duration(eta)}{more}"
         return text
+
+    def _finishing_words(self) -> str:
+        """What a run does after its timed calls, in words."""
+        thread = self.benchmark_thread
+        diagnostics = thread is not None and bool(getattr(thread.config, "diagnostics", False))
+        return ("checking outputs, collecting diagnostics (profile, graph breaks) and saving"
+                if diagnostics else "checking outputs and saving")
 
     # -- what the thread reports ---------------------------------------------------------------------
     def _on_phase(self, variant: str, phase: str, planned: int) -> None:

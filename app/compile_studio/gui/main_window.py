@@ -34,8 +34,11 @@ from PySide6.QtWidgets import (
 from ..core.config import BenchmarkConfig, EnvironmentInfo
 from ..core.env_vars import int_from_env
 from ..core.protocol import HelloEvent, RunStatus
+from ..jobs.trust import Agreement
 from ..results import RunResult, RunStore, SummaryRow, summarize
+from ..results.turns_text import turns_line
 from .benchmark_thread import EnvironmentProbe
+from .coldstart_view import ColdStartView
 from .config_panel import ConfigPanel
 from .draw_turns import DrawTurns
 from .export_actions import ExportActions
@@ -120,6 +123,7 @@ class MainWindow(QMainWindow):
     log_scale_action: QAction
     refresh_history_action: QAction
     sweep_view: SweepView
+    coldstart_view: ColdStartView
     target_chooser: TargetChooser
     help_menu: HelpMenu
     shortcut_guard: WindowShortcutGuard
@@ -348,9 +352,11 @@ class MainWindow(QMainWindow):
         if problems:
             self.show_error("Cannot run: " + "; ".join(str(p) for p in problems))
             return
-        if not self.form_code_agreed(config):
-            self.statusBar().showMessage(NOT_AGREED, 15000)
-            self.log.note(NOT_AGREED)
+        agreement = self.form_code_agreed(config)
+        if agreement is None:
+            said = self.code_consent.problem or NOT_AGREED
+            self.statusBar().showMessage(said, 15000)
+            self.log.note(said)
             return
         self.settings.set_last_config(config)
         self.settings.sync()
@@ -360,7 +366,7 @@ class MainWindow(QMainWindow):
             self.show_error(f"Cannot run on {self.target_chooser.current_name()}: {exc.args[0]}")
             return
         try:
-            self.live.start(config, self.store, launcher=launcher)
+            self.live.start(agreement.apply(config), self.store, launcher=launcher)
         except OSError as exc:
             self.show_error(f"Cannot create the run folder in {self.store.root}: {exc}")
 
@@ -425,6 +431,7 @@ class MainWindow(QMainWindow):
         self.plots.latency.set_steady_range(False)
         self.current_run = run
         self.why_view.set_run(run)
+        self.plots.summary.set_note(turns_line(run) or "")
         self.live.rename(run_display_name(run))
         if self.live.rows:
             self._summary_cache[self.run_keys.of(run)] = list(self.live.rows)
@@ -457,7 +464,12 @@ class MainWindow(QMainWindow):
     def _update_status(self) -> None:
         self.phase_label.setText(self.live.status_text())
         if self.live.running:
-            self.progress_bar.setValue(int(1000 * self.live.fraction()))
+            # while a variant compiles nothing is counted: the bar says it is busy, the
+            # status counts the compile's seconds
+            busy = self.live.compile_elapsed_s() is not None
+            self.progress_bar.setRange(0, 0 if busy else 1000)
+            if not busy:
+                self.progress_bar.setValue(int(1000 * self.live.fraction()))
 
     def plots_held(self) -> bool:
         """Whether the window paints nothing now: a worker on this machine times a block of
@@ -510,6 +522,7 @@ class MainWindow(QMainWindow):
             self.history.uncheck_all()
         self.current_run = run
         self._rebuild_views()
+        self.plots.summary.set_note(turns_line(run) or "")
         shown = f"Showing {self.history.names.of(run)} ({run.run_id})"
         if run.load_problems:
             read = "; ".join(run.load_problems)
@@ -539,10 +552,14 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Configuration loaded into the form", 5000)
         return True
 
-    def form_code_agreed(self, config: BenchmarkConfig) -> bool:
-        """Whether the code ``config`` (the form's) names may run: code still as a loaded
-        configuration had it is asked about (:class:`CodeTrustDialog`) unless agreed already."""
-        refs = code_from_loaded(config, self._loaded_code)
+    def form_code_agreed(
+        self, config: BenchmarkConfig, more: list[BenchmarkConfig] | None = None
+    ) -> Agreement | None:
+        """The agreement to run the code ``config`` (the form's) and ``more`` (the other
+        configurations of its job: a sweep's points) name, None when not agreed: code still as
+        a loaded configuration had it is asked about (:class:`CodeTrustDialog`) unless agreed
+        already; the job runs the agreed copies."""
+        refs = code_from_loaded(config, self._loaded_code, more)
         return self.code_consent.agreed(refs, self._loaded_from)
 
     def _export_run_of_history(self, run: RunResult) -> None:
@@ -602,6 +619,7 @@ class MainWindow(QMainWindow):
         # not the user's Stop: the run folder is left "incomplete", with its samples
         self.live.close(CLOSED_DURING_RUN, CLOSE_WAIT_MS)
         self.sweep_view.close_sweep(CLOSE_WAIT_MS)
+        self.coldstart_view.close_job(CLOSE_WAIT_MS)
         self.why_view.stop_trial(CLOSE_WAIT_MS, "the window was closed during the comparison")
         if self._probe is not None:
             self._probe.cancel()

@@ -8,9 +8,12 @@ receives copies of the sweep's record.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QObject, Signal
 
 from ..core import protocol
+from ..core.config import BenchmarkConfig
 from ..jobs.shape_sweep_run import ShapeSweepRun
 from ..jobs.sweep import SessionFactory, SweepRunner
 from ..results.sweep_store import ShapeSweepFolder, SweepFolder
@@ -64,7 +67,10 @@ class ShapeSweepThread(JobThread):
     #: a copy of the shape sweep's record (ShapeSweepRecord) after each point
     point_changed = Signal(object)
 
-    def __init__(self, folder: ShapeSweepFolder, parent: QObject | None = None):
+    def __init__(
+        self, folder: ShapeSweepFolder, parent: QObject | None = None,
+        pin: Callable[[BenchmarkConfig], BenchmarkConfig] | None = None,
+    ):
         super().__init__(parent=parent)
         self.folder = folder
-        self.runner = ShapeSweepRun(folder, on_point=self.point_changed.emit, on_log=self.log.emit)
+        self.runner = ShapeSweepRun(folder, on_point=self.point_changed.emit, on_log=self.log.emit, pin=pin)

@@ -33,12 +33,13 @@ from PySide6.QtWidgets import (
 from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError, EnvironmentInfo
 from ..jobs.shape_sweep_run import ShapeSweepOutcome, new_shape_sweep
-from ..jobs.sweep import SweepOutcome, new_sweep, spec_of
+from ..jobs.sweep import SweepOutcome, local_session, new_sweep, planned_configs, sweep_configs
 from ..jobs.sweep_spec import (
     SweepSpec,
     describe_points,
     value_text,
 )
+from ..jobs.trust import Agreement, code_of_configs
 from ..results import RunDamaged, RunResult, load_run
 from ..results.file_io import atomic_write_text
 from ..results.formatting import plural
@@ -57,7 +58,7 @@ from .plots.sweep_charts import SweepCharts
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
 from .sweep_dialogs import ShapeSweepDialog, SweepDialog
 from .sweep_thread import ShapeSweepThread, SweepThread
-from .trust_dialog import NOT_AGREED, CodeConsent, code_of_configs
+from .trust_dialog import NOT_AGREED, CodeConsent
 
 #: How often the progress bar follows a running sweep.
 PROGRESS_INTERVAL_MS = 250
@@ -99,10 +100,13 @@ class SweepView(QWidget):
         self.dock: QDockWidget | None = None
         #: asks before a sweep from a received folder runs the code it names (shared with the window)
         self.code_consent = CodeConsent(self)
-        #: whether the code a new sweep's base configuration names may run (the window's form rule)
-        self.agree_base: Callable[[BenchmarkConfig], bool] = lambda base: True
+        #: whether the code a new sweep's configurations name may run (the window's form rule):
+        #: called with the base and the other configurations the sweep will run (its points)
+        self.agree_base: Callable[..., Agreement | None] = lambda base, more=None: Agreement()
         #: the sweep folders started in this session: resuming one is not asked about
         self._own_folders: set[str] = set()
+        #: what was agreed when each of them started: a resume runs the same copies
+        self._agreements: dict[str, Agreement] = {}
 
         self.title = QLabel("No sweep")
         self.title.setTextFormat(Qt.TextFormat.PlainText)
@@ -256,8 +260,9 @@ class SweepView(QWidget):
         if busy:
             self.message.emit(busy)
             return False
-        if not self.agree_base(base):
-            self.message.emit(NOT_AGREED)
+        agreement = self.agree_base(base, planned_configs(spec, base)[1:])
+        if agreement is None:
+            self.message.emit(self.code_consent.problem or NOT_AGREED)
             return False
         try:
             folder = new_sweep(spec, base, self.root)
@@ -268,7 +273,8 @@ class SweepView(QWidget):
             self.message.emit(f"Cannot create the sweep folder in {self.root}: {exc.strerror or exc}")
             return False
         self._own_folders.add(os.path.abspath(folder.path))
-        return self._run(folder, concurrency)
+        self._agreements[os.path.abspath(folder.path)] = agreement
+        return self._run(folder, concurrency, agreement)
 
     def resume(self, concurrency: int | None = None) -> bool:
         """Run the points of the shown sweep that are missing (pending, stopped, cut off)."""
@@ -286,16 +292,19 @@ class SweepView(QWidget):
         if not any(p.missing for p in folder.record.points):
             self.message.emit("Nothing to resume: every point of this sweep has run")
             return False
+        agreement: Agreement | None = self._agreements.get(os.path.abspath(folder.path), Agreement())
         if os.path.abspath(folder.path) not in self._own_folders:
-            refs = code_of_configs(_configs_to_run(folder.record))
-            if not self.code_consent.agreed(refs, f"The sweep {folder.path}"):
-                self.message.emit(NOT_AGREED)
+            refs = code_of_configs(sweep_configs(folder.record))
+            agreement = self.code_consent.agreed(refs, f"The sweep {folder.path}")
+            if agreement is None:
+                self.message.emit(self.code_consent.problem or NOT_AGREED)
                 return False
-        return self._run(folder, concurrency or folder.record.concurrency)
+        return self._run(folder, concurrency or folder.record.concurrency, agreement)
 
-    def _run(self, folder: SweepFolder, concurrency: int) -> bool:
+    def _run(self, folder: SweepFolder, concurrency: int, agreement: Agreement | None = None) -> bool:
         self.folder = folder
-        thread = SweepThread(folder, concurrency=concurrency, parent=self)
+        factory = (agreement or Agreement()).sessions(local_session)  # the agreed copies run
+        thread = SweepThread(folder, concurrency=concurrency, parent=self, session_factory=factory)
         thread.point_changed.connect(self._on_point)
         thread.phase.connect(self._on_phase)
         thread.log.connect(self.log_line)
@@ -343,15 +352,16 @@ class SweepView(QWidget):
         except (ConfigError, TypeError, ValueError) as exc:
             self.message.emit(f"Cannot sweep: {exc}")
             return False
-        if not self.agree_base(base):
-            self.message.emit(NOT_AGREED)
+        agreement = self.agree_base(base)
+        if agreement is None:
+            self.message.emit(self.code_consent.problem or NOT_AGREED)
             return False
         try:
             folder = new_shape_sweep(request, self.root)
         except OSError as exc:
             self.message.emit(f"Cannot create the shape-sweep folder in {self.root}: {exc.strerror or exc}")
             return False
-        thread = ShapeSweepThread(folder, parent=self)
+        thread = ShapeSweepThread(folder, parent=self, pin=agreement.apply)
         thread.point_changed.connect(self.show_shape_record)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
@@ -559,19 +569,6 @@ class SweepView(QWidget):
             self.message.emit(str(exc))
             return False
         return True
-
-
-def _configs_to_run(record: SweepRecord) -> list[BenchmarkConfig]:
-    """The base configuration of a sweep and those of its points still to run."""
-    configs = [record.config]
-    spec = spec_of(record)
-    for point in record.points:
-        if point.missing:
-            try:
-                configs.append(spec.point_config(record.config, point.value))
-            except (ConfigError, TypeError, ValueError):
-                continue
-    return configs
 
 
 def shape_title(record: ShapeSweepRecord) -> str:

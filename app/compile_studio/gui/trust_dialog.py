@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..core.config import BenchmarkConfig
-from ..jobs.trust import CodeRef, code_from_file, describe, named_code
+from ..jobs.trust import Agreement, CodeChanged, CodeRef, agree, code_of_configs, describe
 from ..results.run_result import plain_text
 
 #: What the window says when the user did not agree to run the code.
@@ -107,6 +107,8 @@ class CodeConsent:
 
     def __init__(self, parent: QWidget | None = None) -> None:
         self._agreed: set[tuple[str, str, str | None, str | None]] = set()
+        #: why the last :meth:`agreed` gave no agreement though the code was agreed to ("" if none)
+        self.problem = ""
         #: asks about ``refs`` named by ``source``; replaceable (the default shows the dialog)
         self.ask: Callable[[list[CodeRef], str], bool] = lambda refs, source: ask_to_run_code(parent, refs, source)
 
@@ -114,15 +116,28 @@ class CodeConsent:
         """The refs not agreed to yet."""
         return [r for r in refs if _signature(r) not in self._agreed]
 
-    def agreed(self, refs: list[CodeRef], source: str) -> bool:
-        """Whether the code in ``refs`` may run: yes when there is none not agreed yet, else asked."""
+    def agreed(self, refs: list[CodeRef], source: str) -> Agreement | None:
+        """The agreement to run the code in ``refs`` (its agreed copies: the job runs those), or
+        None: not agreed (:attr:`problem` says why when it was not the user's no).
+
+        Code agreed already this session is not asked again; a file whose bytes changed since
+        it was shown is a new question (its copy is not made, the next try asks again).
+        """
+        self.problem = ""
         todo = self.pending(refs)
-        if not todo:
-            return True
-        if not self.ask(todo, source):
-            return False
+        if todo and not self.ask(todo, source):
+            return None
+        try:
+            agreement = agree(refs)
+        except CodeChanged as exc:
+            self._agreed.discard(_signature(exc.ref))
+            self.problem = f"Not run: {exc}"
+            return None
+        except OSError as exc:
+            self.problem = f"Not run: cannot keep a copy of the agreed code: {exc.strerror or exc}"
+            return None
         self._agreed.update(_signature(r) for r in todo)
-        return True
+        return agreement
 
 
 def code_fields(config: BenchmarkConfig) -> dict[str, Any]:
@@ -130,24 +145,16 @@ def code_fields(config: BenchmarkConfig) -> dict[str, Any]:
     return {"factory": config.factory.strip(), "backend_modules": [m.strip() for m in config.backend_modules]}
 
 
-def code_from_loaded(config: BenchmarkConfig, loaded: dict[str, Any] | None) -> list[CodeRef]:
-    """The code ``config`` names that is still as a loaded configuration had it (``loaded``:
-    its :func:`code_fields`; None: the configuration is the user's own)."""
+def code_from_loaded(
+    config: BenchmarkConfig, loaded: dict[str, Any] | None, more: list[BenchmarkConfig] | None = None
+) -> list[CodeRef]:
+    """The code ``config`` and ``more`` (the other configurations of its job: a sweep's points)
+    name that is still as a loaded configuration had it (``loaded``: its :func:`code_fields`;
+    None: the configuration is the user's own)."""
     if loaded is None:
         return []
     now = code_fields(config)
     edited = {name for name in CODE_FIELDS if now.get(name) != loaded.get(name)}
-    return code_from_file(config, edited)
+    return code_of_configs([config, *(more or [])], edited)
 
 
-def code_of_configs(configs: list[BenchmarkConfig]) -> list[CodeRef]:
-    """Every piece of code any of ``configs`` names, once (a sweep's base and its points)."""
-    refs: list[CodeRef] = []
-    seen_fields: set[tuple[Any, ...]] = set()
-    for config in configs:
-        key = (config.model, config.factory, config.model_path, tuple(config.backend_modules))
-        if key in seen_fields:
-            continue
-        seen_fields.add(key)
-        refs.extend(r for r in named_code(config) if r not in refs)
-    return refs

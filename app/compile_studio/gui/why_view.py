@@ -46,9 +46,9 @@ from PySide6.QtWidgets import (
 )
 
 from ..core.config import ConfigError
-from ..jobs.sweep import SessionFactory
-from ..jobs.trial import TrialOutcome, new_trial, not_tried_reason, trial_config
-from ..jobs.trust import code_from_file
+from ..jobs.sweep import SessionFactory, local_session
+from ..jobs.trial import TrialOutcome, new_trial, not_tried_reason, tried_configs
+from ..jobs.trust import code_of_configs
 from ..results import RunDamaged, RunResult
 from ..results.trial_record import (
     MIN_TRIAL_ROUNDS,
@@ -517,13 +517,14 @@ class WhyView(QWidget):
             self.try_note.setText(reason)
             return False
         try:
-            base, _ = trial_config(run, folder)
+            configs = tried_configs(run, folder, [(k, s)])
         except ConfigError as exc:
             self.try_note.setText("Cannot try it: " + "; ".join(str(p) for p in exc.problems))
             return False
-        refs = code_from_file(base)
-        if not self.consent.agreed(refs, f"the run {folder.name}"):
-            self.try_note.setText("Not tried: the code the run names was not agreed to.")
+        refs = code_of_configs(configs)
+        agreement = self.consent.agreed(refs, f"the run {folder.name}")
+        if agreement is None:
+            self.try_note.setText(self.consent.problem or "Not tried: the code the run names was not agreed to.")
             return False
         try:
             trial = new_trial(run, folder, [(k, s)], rounds=MIN_TRIAL_ROUNDS)
@@ -533,7 +534,8 @@ class WhyView(QWidget):
         except OSError as exc:
             self.try_note.setText(f"Cannot create the trial folder beside the run: {exc}")
             return False
-        thread = TrialThread(trial, session_factory=self.trial_session_factory, parent=self)
+        factory = agreement.sessions(self.trial_session_factory or local_session)  # the agreed copies run
+        thread = TrialThread(trial, session_factory=factory, parent=self)
         thread.run_changed.connect(self._trial_progress)
         thread.finished_job.connect(self._trial_done)
         thread.failed.connect(self._trial_failed)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction
 
+from .coldstart_view import install_coldstart_view
 from .export_actions import window_action
 from .help_menu import HelpMenu, WindowShortcutGuard
 from .sweep_dock import install_sweep_view
@@ -44,6 +45,7 @@ def build_menus(window: MainWindow) -> None:
     # a sweep's points start their own workers: none is started ahead beside them
     window.live.standby.also_busy(window.sweep_view.is_running)
     window.sweep_view.running_changed.connect(window._sweep_running_changed)
+    window.coldstart_view = install_coldstart_view(window)
     window.target_chooser = install_target_chooser(window)
     window.help_menu = HelpMenu(window)
     # every window shortcut works with the focus in a form field too

@@ -17,7 +17,6 @@ import itertools
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from ..launchers.supervisor import WorkerLauncher, WorkerProcess, WorkerStartFai
 from ..results.recorder import RunRecorder
 from ..results.run_result import RunResult
 from ..results.store import RunStore
+from .progress import Progress
 from .turn_log import TurnLog
 from .worker_watch import WatchLimits, WorkerWatch
 
@@ -111,60 +111,6 @@ def fresh_worker_reason(
     if not standby.matches(standby_launcher(launcher)):
         return "the worker's environment changed since it was started"
     return None
-
-
-class Progress:
-    """How far a run is: calls done of those planned, the phase, and an ETA.
-
-    Updated from the session's thread, read from any (plain attributes).
-    Compile time is excluded from the rate the ETA is based on: a compile is
-    shown as elapsed seconds instead.
-    """
-
-    def __init__(self, config: BenchmarkConfig, clock: Callable[[], float] = time.monotonic):
-        self._clock = clock
-        self.total = len(config.variants) * (config.iterations + config.warmup)
-        self.done = 0
-        self.variant = ""
-        self.phase = "starting"
-        self.started = clock()
-        self.phase_started = self.started
-        self.compile_spent_s = 0.0
-        self.compiling_since: float | None = None
-
-    def update(self, event: protocol.Event) -> None:
-        now = self._clock()
-        if isinstance(event, protocol.PhaseEvent) and event.variant:
-            if self.compiling_since is not None:
-                self.compile_spent_s += now - self.compiling_since
-                self.compiling_since = None
-            self.variant = event.variant
-            self.phase = str(event.phase)
-            self.phase_started = now
-            if event.phase == protocol.Phase.COMPILE:
-                self.compiling_since = now
-        elif isinstance(event, protocol.SamplesEvent):
-            self.done += len(event.wall_ms)
-
-    def fraction(self) -> float:
-        return min(1.0, self.done / self.total) if self.total else 0.0
-
-    def compile_elapsed_s(self) -> float | None:
-        """Seconds into the compile going on now; None when not compiling."""
-        since = self.compiling_since
-        return None if since is None else self._clock() - since
-
-    def eta_s(self) -> float | None:
-        """Seconds left at the rate of the calls so far (compiles excluded); None if unknown."""
-        if self.done <= 0:
-            return None
-        now = self._clock()
-        elapsed = now - self.started - self.compile_spent_s
-        since = self.compiling_since
-        if since is not None:
-            elapsed -= now - since
-        rate = self.done / max(elapsed, 1e-6)
-        return max(0, self.total - self.done) / rate
 
 
 @dataclass
@@ -558,6 +504,11 @@ class RunSession:
                 hello_timer.cancel()
             if self.watch_warnings:
                 recorder.run.measurement["worker_watch"] = list(self.watch_warnings)
+            if worker is not None and worker.refused:
+                # events the worker sent that were not kept: the run says so (see launchers.event_checks)
+                recorder.run.measurement["worker_refused"] = {
+                    "events": worker.refused, "first": list(worker.refused_why),
+                }
             if self.standby is not None:
                 # never reached the point of using it (the run failed first)
                 self.standby.close()
@@ -568,10 +519,16 @@ class RunSession:
                 if self._stopper is not None:
                     self._stopper.join()
                 worker.stop()
+                cut = worker.output_cut()
+                if cut:
+                    # lines the worker sent past the caps: how many, and the bytes not read
+                    recorder.run.measurement["worker_output_cut"] = cut
                 self._cleanup_launcher()
                 lost = self.launcher.lost_connection(worker)
                 if not saw_done and not refused and not write_failed:
-                    if lost is not None and not silent.is_set():
+                    if worker.garbage_stop is not None:
+                        recorder.fail(worker.garbage_stop)  # said as a protocol error already
+                    elif lost is not None and not silent.is_set():
                         self._session_error(ErrorKind.CRASHED, lost)
                         recorder.stop(lost)
                         recorder.cut_short(lost)
@@ -596,6 +553,8 @@ class RunSession:
             for name, kept in dict(recorder.run.measurement.get("turns") or {}).items():
                 self._record_turns(recorder, name, kept)  # paints that came after its end
             self._note_load(recorder, "load_after")
+            if recorder.finished:
+                recorder.save()  # ended by the worker's done: what was noted since is kept too
             recorder.finish()
             cores.close()
         folder = recorder.folder

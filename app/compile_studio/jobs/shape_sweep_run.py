@@ -129,8 +129,11 @@ class ShapeSweepRun:
         on_log: Callable[[str], None] | None = None,
         hello_timeout: float | None = None,
         watch_limits: WatchLimits | None = None,
+        pin: Callable[[BenchmarkConfig], BenchmarkConfig] | None = None,
     ):
         self.folder = folder
+        #: the configuration as it runs (an Agreement's apply: the agreed copies of its code)
+        self.pin = pin
         self.watch_limits = watch_limits
         #: what the worker watch warned of (a frozen or silent worker), in order
         self.watch_warnings: list[str] = []
@@ -203,6 +206,8 @@ class ShapeSweepRun:
 
     def _run(self) -> ShapeSweepOutcome:
         request = shape_request_of(self.folder.record)
+        if self.pin is not None:
+            request.config = self.pin(BenchmarkConfig.from_dict(request.config)).to_dict()
 
         def start(record: ShapeSweepRecord) -> None:
             record.owner_pid, record.owner_host = this_owner()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..core import protocol
-from ..core.config import BenchmarkConfig, ConfigProblem
+from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from ..core.protocol import RunStatus, VariantStatus
 from ..results.formatting import plural
 from ..results.owner_lock import RecordBusy, this_owner
@@ -108,6 +108,22 @@ def new_sweep(spec: SweepSpec, base: BenchmarkConfig, root: Path) -> SweepFolder
 def spec_of(record: SweepRecord) -> SweepSpec:
     """The spec a saved sweep was made from."""
     return SweepSpec(record.param, tuple(record.values), record.values_text)
+
+
+def planned_configs(spec: SweepSpec, base: BenchmarkConfig) -> list[BenchmarkConfig]:
+    """Every configuration a sweep of ``spec`` from ``base`` would run: the base and each point's."""
+    configs = [base]
+    for value in spec.values:
+        try:
+            configs.append(spec.point_config(base, value))
+        except (ConfigError, TypeError, ValueError):
+            continue
+    return configs
+
+
+def sweep_configs(record: SweepRecord) -> list[BenchmarkConfig]:
+    """Every configuration a saved sweep runs (its base and each point's), for the code question."""
+    return planned_configs(spec_of(record), record.config)
 
 
 @dataclass

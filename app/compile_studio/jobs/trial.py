@@ -101,7 +101,8 @@ from .session import STOPPED_BY_USER, RunOutcome, RunSession
 from .sweep import SessionFactory, local_session
 
 __all__ = [
-    "TrialOutcome", "TrialRunner", "new_trial", "not_tried_reason", "trial_config",
+    "TrialOutcome", "TrialRunner", "new_trial", "not_tried_reason", "trial_config", "trial_configs",
+    "tried_configs",
     "MIN_TRIAL_ROUNDS", "MAX_TRIAL_ROUNDS",
 ]
 
@@ -215,6 +216,29 @@ def _slug(suggestions: Sequence[Suggestion]) -> str:
     return rules[:60] or "trial"
 
 
+def tried_configs(
+    run: RunResult, run_folder: Path, chosen: Sequence[tuple[int, Suggestion]]
+) -> list[BenchmarkConfig]:
+    """Every configuration a trial of ``chosen`` would run: A (the run's own) and each B.
+
+    For the code question asked before the trial folder is made. Raises ConfigError as
+    :func:`new_trial` does.
+    """
+    base, _, suggestions = _plan(run, run_folder, chosen)
+    return [base, *(BenchmarkConfig.from_dict(s.config) for s in suggestions)]
+
+
+def trial_configs(record: TrialRecord) -> list[BenchmarkConfig]:
+    """Every configuration a saved trial runs: A and each B."""
+    configs = [record.config]
+    for s in record.suggestions:
+        try:
+            configs.append(BenchmarkConfig.from_dict(s.config))
+        except (ConfigError, TypeError, ValueError):
+            continue
+    return configs
+
+
 def new_trial(
     run: RunResult,
     run_folder: Path,
@@ -229,6 +253,19 @@ def new_trial(
     """
     if not MIN_TRIAL_ROUNDS <= rounds <= MAX_TRIAL_ROUNDS:
         raise ConfigError([ConfigProblem("rounds", f"must be {MIN_TRIAL_ROUNDS}–{MAX_TRIAL_ROUNDS}")])
+    base, notes, suggestions = _plan(run, run_folder, chosen)
+    record = TrialRecord(
+        trial_id="", created="",
+        source_run_id=run.run_id, source_path=str(run.source or run_folder), source_title=run.title(),
+        config=base, rounds=rounds, suggestions=suggestions, notes=notes, status=PENDING,
+    )
+    return TrialFolder.create(run_folder, _slug([s for _, s in chosen]), record)
+
+
+def _plan(
+    run: RunResult, run_folder: Path, chosen: Sequence[tuple[int, Suggestion]]
+) -> tuple[BenchmarkConfig, list[str], list[TrialSuggestion]]:
+    """Configuration A, the notes on it, and each B to try; ConfigError when one cannot be."""
     if not chosen:
         raise ConfigError([ConfigProblem("suggestions", "nothing to try")])
     if len(chosen) > MAX_TRIAL_SUGGESTIONS:
@@ -254,12 +291,7 @@ def new_trial(
                 a_variant=a_variant, b_variant=b_variant, config=b.to_dict(),
             )
         )
-    record = TrialRecord(
-        trial_id="", created="",
-        source_run_id=run.run_id, source_path=str(run.source or run_folder), source_title=run.title(),
-        config=base, rounds=rounds, suggestions=suggestions, notes=notes, status=PENDING,
-    )
-    return TrialFolder.create(run_folder, _slug([s for _, s in chosen]), record)
+    return base, notes, suggestions
 
 
 class _RoundStore(RunStore):

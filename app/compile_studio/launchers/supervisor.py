@@ -7,8 +7,10 @@ way: a :class:`WorkerLauncher` says which command line starts it, and
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -22,6 +24,27 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core import protocol
+from ..results.schema import MAX_NAME
+from .event_checks import (
+    DIAGNOSTICS_PREFIX,
+    MAX_DIAGNOSTICS_LINE,
+    MAX_PROTOCOL_LINE,
+    Refused,
+    check_event,
+)
+
+#: Longest log line shown (bytes of one stderr line, or of a stdout line that is no event); the rest is cut.
+MAX_LOG_LINE = 4096
+#: A worker whose stdout holds more than this many lines that are no event (cut, malformed, refused),
+#: or this many bytes of them, sends garbage: it is ended.
+MAX_GARBAGE_LINES = 1000
+MAX_GARBAGE_BYTES = 64 * 1024 * 1024
+_PIECE = 64 * 1024
+#: What ends a log line: a newline, or a carriage return (a progress bar redrawing its line).
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+#: Refused events said as a warning each (the rest are counted in :attr:`WorkerProcess.refused`).
+SHOWN_REFUSALS = 5
 
 #: A command put in front of the worker (e.g. ``ssh gpu-node``), split as a shell would (shlex).
 WORKER_PREFIX_ENV = "COMPILE_STUDIO_WORKER_PREFIX"
@@ -199,10 +222,6 @@ class WorkerProcess:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                bufsize=1,
                 env=launcher.environment(),
                 cwd=safe_start_folder(),
                 start_new_session=True,
@@ -220,10 +239,28 @@ class WorkerProcess:
                 f"the worker command {argv[0]!r} cannot be started: {exc.strerror or exc}"
             ) from None
         self.on_log = on_log
+        # bytes pipes, buffered (a stand-in Popen may hand over raw ones): lines are read capped
+        self._stdin = _buffered(self.proc.stdin, io.BufferedWriter)
+        self._stdout = _buffered(self.proc.stdout, io.BufferedReader)
+        self._stderr = _buffered(self.proc.stderr, io.BufferedReader)
         self.stderr_tail: list[str] = []
         self.started_at = time.monotonic()
         #: whether the worker's hello came through :meth:`events`
         self.said_hello = False
+        #: events the worker sent that were not kept (see :mod:`.event_checks`): how many, and
+        #: why for the first few
+        self.refused = 0
+        self.refused_why: list[str] = []
+        #: stdout lines longer than MAX_PROTOCOL_LINE (their bytes dropped), stdout lines that were
+        #: no event, and stderr lines cut to MAX_LOG_LINE: counted, not kept
+        self.cut_lines = 0
+        self.cut_bytes = 0
+        self.cut_log_lines = 0
+        self.cut_log_bytes = 0
+        self.garbage_lines = 0
+        self.garbage_bytes = 0
+        #: why this app ended a worker that kept sending garbage (None: it did not)
+        self.garbage_stop: str | None = None
         #: how this process ended when this app ended it: (signal, seconds after the start, how)
         self._ended_by_app: tuple[int, float, str] | None = None
         self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
@@ -240,12 +277,42 @@ class WorkerProcess:
         return self.proc.returncode
 
     def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            line = line.rstrip("\n")
-            self.stderr_tail.append(line)
-            del self.stderr_tail[:-200]
-            self._log(line)
+        """The worker's log, line by line (``\\n``, ``\\r\\n`` or a progress bar's ``\\r`` ends
+        one); a line is shown up to MAX_LOG_LINE bytes, the rest read, dropped and counted."""
+        stream = self._stderr
+        assert stream is not None
+        pending = b""  # the start of the line being read (at most MAX_LOG_LINE bytes)
+        cut = 0  # bytes of it dropped
+        after_cr = False
+        while True:
+            try:
+                chunk = stream.read1(_PIECE)
+            except (OSError, ValueError):
+                chunk = b""
+            if not chunk:
+                if pending or cut:
+                    self._log_line(pending, cut)
+                return
+            if after_cr and chunk.startswith(b"\n"):
+                chunk = chunk[1:]  # the \n of a \r\n split between two reads
+            after_cr = chunk.endswith(b"\r")
+            parts = _LINE_END.split(chunk)
+            for k, part in enumerate(parts):
+                room = MAX_LOG_LINE - len(pending)
+                pending += part[:room]
+                cut += max(0, len(part) - room)
+                if k < len(parts) - 1:  # a line end followed this part
+                    self._log_line(pending, cut)
+                    pending, cut = b"", 0
+
+    def _log_line(self, head: bytes, cut: int) -> None:
+        if cut:
+            self.cut_log_lines += 1
+            self.cut_log_bytes += cut
+        line = _shown(head, cut)
+        self.stderr_tail.append(line)
+        del self.stderr_tail[:-200]
+        self._log(line)
 
     def _log(self, line: str) -> None:
         if self.on_log is not None:
@@ -261,9 +328,9 @@ class WorkerProcess:
     def _write_line(self, text: str) -> bool:
         with self._write_lock:  # the session's thread and the window's may both write
             try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write(text + "\n")
-                self.proc.stdin.flush()
+                assert self._stdin is not None
+                self._stdin.write((text + "\n").encode("utf-8", "replace"))
+                self._stdin.flush()
                 return True
             except (BrokenPipeError, OSError, ValueError):
                 return False
@@ -272,14 +339,96 @@ class WorkerProcess:
         """Answer the worker's pause before timed block ``block`` (``drawn <block>``)."""
         return self._write_line(protocol.drawn_line(block))
 
+    def _read_line(self) -> tuple[bytes, int] | None:
+        """The next stdout line (at most MAX_PROTOCOL_LINE bytes; a diagnostics event's up to
+        MAX_DIAGNOSTICS_LINE) and the bytes cut from it; None at the end of the output.
+
+        An overlong line's rest is read in pieces and dropped, never held; a worker whose
+        garbage passes the limits meanwhile is ended (:attr:`garbage_stop`).
+        """
+        stream = self._stdout
+        assert stream is not None
+        try:
+            head = stream.readline(MAX_PROTOCOL_LINE + 1)
+        except (OSError, ValueError):
+            return None
+        if not head:
+            return None
+        if head.endswith(b"\n") or len(head) <= MAX_PROTOCOL_LINE:
+            return head, 0
+        if head.startswith(DIAGNOSTICS_PREFIX):
+            whole = bytearray(head)
+            while len(whole) <= MAX_DIAGNOSTICS_LINE:
+                piece = stream.readline(min(MAX_PROTOCOL_LINE, MAX_DIAGNOSTICS_LINE + 1 - len(whole)))
+                whole += piece
+                if not piece or piece.endswith(b"\n"):
+                    return bytes(whole), 0
+            head = bytes(whole)
+        cut = len(head) - MAX_LOG_LINE + _drop_rest_of_line(stream, self._over_garbage_limit)
+        return head[:MAX_LOG_LINE], cut
+
+    def output_cut(self) -> dict[str, int]:
+        """Lines cut from the worker's output so far (empty: none), once its log is read to the end."""
+        if self.proc.poll() is not None:
+            self._stderr_thread.join(2.0)
+        if not (self.cut_lines or self.cut_log_lines):
+            return {}
+        return {
+            "protocol_lines": self.cut_lines, "protocol_bytes": self.cut_bytes,
+            "log_lines": self.cut_log_lines, "log_bytes": self.cut_log_bytes,
+        }
+
+    def _over_garbage_limit(self, pending: int = 0) -> bool:
+        return (
+            self.garbage_lines > MAX_GARBAGE_LINES
+            or self.garbage_bytes + pending > MAX_GARBAGE_BYTES
+        )
+
+    def _garbage(self, size: int) -> protocol.ErrorEvent | None:
+        """Count a line that was no event; past the limits, end the worker and say why."""
+        self.garbage_lines += 1
+        self.garbage_bytes += size
+        if self.garbage_stop is not None or not self._over_garbage_limit():
+            return None
+        self.garbage_stop = (
+            f"the worker kept sending output that is not the protocol ({self.garbage_lines:,} lines, "
+            f"{self.garbage_bytes:,} bytes), so Compile Studio stopped it"
+        )
+        self._log(f"[compile studio] {self.garbage_stop}")
+        self.kill()
+        return protocol.ErrorEvent(kind=protocol.ErrorKind.PROTOCOL, message=self.garbage_stop)
+
     def events(self) -> Iterator[protocol.Event]:
-        """Protocol events until the worker closes stdout; other lines go to the log."""
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        """Protocol events until the worker closes stdout; other lines go to the log.
+
+        A line longer than MAX_PROTOCOL_LINE is cut (counted in :attr:`cut_lines` and
+        :attr:`cut_bytes`); lines that are no event, malformed or refused events count as
+        garbage, and a worker past MAX_GARBAGE_LINES or MAX_GARBAGE_BYTES of it is ended with
+        a ``protocol`` error.
+        """
+        while self.garbage_stop is None:
+            read = self._read_line()
+            if read is None:
+                return
+            raw, cut = read
+            if cut:
+                self.cut_lines += 1
+                self.cut_bytes += cut
+                self._log(_shown(raw, cut))
+                self._log(
+                    f"[compile studio] the worker sent a line of {len(raw) + cut:,} bytes on its "
+                    f"protocol output (at most {MAX_PROTOCOL_LINE:,}): cut, not read"
+                )
+                stop = self._garbage(len(raw) + cut)
+                if stop is not None:
+                    yield stop
+                continue
+            line = raw.decode("utf-8", "replace")
             event = protocol.decode(line)
             if event is None:
                 if line.strip():
-                    self._log(line.rstrip("\n"))
+                    text = raw.rstrip(b"\r\n")
+                    self._log(_shown(text[:MAX_LOG_LINE], max(0, len(text) - MAX_LOG_LINE)))
                     if _claims_to_be_an_event(line):
                         shown = line.strip()[:300]
                         self._log(f"[compile studio] malformed event from the worker: {shown}")
@@ -287,10 +436,35 @@ class WorkerProcess:
                             kind=protocol.ErrorKind.INTERNAL,
                             message=f"the worker sent a malformed event: {shown}",
                         )
+                    stop = self._garbage(len(raw))
+                    if stop is not None:
+                        yield stop
+                continue
+            try:
+                event = check_event(event)
+            except Refused as exc:
+                warning = self._refuse(event, str(exc))
+                if warning is not None:
+                    yield warning
+                stop = self._garbage(len(raw))
+                if stop is not None:
+                    yield stop
                 continue
             if isinstance(event, protocol.HelloEvent):
                 self.said_hello = True
             yield event
+
+    def _refuse(self, event: protocol.Event, why: str) -> protocol.WarningEvent | None:
+        """Count a refused event and log why; a warning for the first few (None after)."""
+        self.refused += 1
+        message = f"Compile Studio refused a '{event.TYPE}' event from the worker: {why}"
+        self._log(f"[compile studio] {message}")
+        if len(self.refused_why) >= SHOWN_REFUSALS:
+            return None
+        self.refused_why.append(why)
+        variant = getattr(event, "variant", None)
+        named = isinstance(variant, str) and 0 < len(variant) <= MAX_NAME
+        return protocol.WarningEvent(message=message, variant=variant if named else None)
 
     def request_stop(self) -> None:
         """Ask politely (the ``stop`` line); returns at once."""
@@ -356,8 +530,8 @@ class WorkerProcess:
 
     def _close_pipes(self) -> None:
         try:
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
+            if self._stdin is not None:
+                self._stdin.close()
         except (BrokenPipeError, OSError):
             pass
 
@@ -386,6 +560,39 @@ class WorkerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _buffered(stream: Any, kind: type) -> Any:
+    """``stream`` as a buffered bytes stream (a raw pipe is wrapped; None stays None)."""
+    if stream is None or isinstance(stream, (io.BufferedReader, io.BufferedWriter)):
+        return stream
+    return kind(stream)
+
+
+def _drop_rest_of_line(stream: Any, give_up: Callable[[int], bool] | None = None) -> int:
+    """Read the rest of an overlong line in pieces, keeping none; returns the bytes dropped.
+
+    ``give_up(dropped)`` True stops early (the worker is then ended).
+    """
+    dropped = 0
+    while True:
+        try:
+            piece = stream.readline(_PIECE)
+        except (OSError, ValueError):
+            return dropped
+        if not piece:
+            return dropped
+        if piece.endswith(b"\n"):
+            return dropped + len(piece) - 1
+        dropped += len(piece)
+        if give_up is not None and give_up(dropped):
+            return dropped
+
+
+def _shown(head: bytes, cut: int) -> str:
+    """A log line as shown: its first bytes as text, and how many were cut."""
+    text = head.rstrip(b"\r\n").decode("utf-8", "replace")
+    return f"{text} … [{cut:,} bytes cut]" if cut else text
 
 
 def _claims_to_be_an_event(line: str) -> bool:

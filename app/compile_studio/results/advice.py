@@ -133,6 +133,8 @@ class Suggestion:
         for key, value in self.delta.items():
             if key == "variants":
                 parts.append(f"variants+={','.join(value)}")
+            elif isinstance(value, list):
+                parts.append(f"{key}={','.join(str(v) for v in value)}")
             else:
                 shown = str(value).lower() if isinstance(value, bool) else str(value)
                 parts.append(f"{key}={shown}")

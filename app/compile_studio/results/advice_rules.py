@@ -276,6 +276,50 @@ def rule_fullgraph(facts: RunEvidence) -> Iterator[Suggestion]:
         return
 
 
+def _dynamo_flags(facts: RunEvidence) -> list[str]:
+    items = facts.config.get("dynamo_config")
+    return [str(i) for i in items] if isinstance(items, list) else []
+
+
+def dynamo_flag_delta(facts: RunEvidence, flag: str) -> dict[str, object] | None:
+    """The delta that sets ``torch._dynamo.config.<flag> = True``; None when the run already did."""
+    have = _dynamo_flags(facts)
+    if any(i.replace(" ", "").lower() == f"{flag}=true" for i in have):
+        return None
+    kept = [i for i in have if i.split("=", 1)[0].strip() != flag]
+    return {"dynamo_config": [*kept, f"{flag}=true"]}
+
+
+def rule_skipped(facts: RunEvidence) -> Iterator[Suggestion]:
+    """Dynamo gave up on a function (it ran eager) for want of a flag it names: set that flag."""
+    from ..core.config import DYNAMO_FLAGS
+
+    for v in _compiled(facts):
+        if v.why is None:
+            continue
+        graphs = v.why.compile.graphs if v.why.compile is not None else None
+        for b in v.why.frames_skipped:
+            flag = next((f for f in DYNAMO_FLAGS if f in b.reason), None)
+            delta = dynamo_flag_delta(facts, flag) if flag else None
+            if flag is None or delta is None:
+                continue
+            place = CodeChange(b.file, b.line).place
+            nothing = not graphs
+            yield Suggestion(
+                rule="dynamo-flag",
+                title=f"set torch._dynamo.config.{flag} = True: Dynamo gave up on "
+                + ("your model, so compile captured nothing" if nothing else "part of your model"),
+                evidence=("compile captured nothing: " if nothing else "")
+                + f"Dynamo skipped the function at {place or 'an unnamed line'}: "
+                + user_names(b.reason, v.name).splitlines()[0],
+                tier=TIER_GRAPH, effect=None,
+                effect_basis=f"{v.name}'s call: " + ("all of it ran eager" if nothing else "the skipped part ran eager"),
+                source_title=TROUBLESHOOTING[0], source_url=TROUBLESHOOTING[1],
+                variant=v.name, delta=delta,
+            )
+            break
+
+
 # -- tier 1: time per call ----------------------------------------------------------------------
 
 def rule_reduce_overhead(facts: RunEvidence) -> Iterator[Suggestion]:
@@ -313,7 +357,11 @@ def rule_batch(facts: RunEvidence) -> Iterator[Suggestion]:
     per_op = e.elements_per_op
     factor = 4
     if per_op:
-        factor = 2 ** math.ceil(math.log2(max(2.0, TINY_ELEMENTS["cpu"] / per_op)))
+        wanted = TINY_ELEMENTS["cpu"] / per_op
+        # a received figure may be any finite number: a ratio past the cap is the cap, not 2**inf
+        factor = (
+            2 ** math.ceil(math.log2(max(2.0, wanted))) if wanted < MAX_BATCH_FACTOR else MAX_BATCH_FACTOR
+        )
     factor = min(factor, MAX_BATCH_FACTOR)
     new = min(batch * factor, MAX_BATCH)
     delta: dict[str, object] = {}
@@ -452,6 +500,7 @@ def rule_cache(facts: RunEvidence) -> Iterator[Suggestion]:
 
 #: The table, in tie-breaking order. docs/advice.md describes each row.
 RULES = (
+    rule_skipped,
     rule_dynamic,
     rule_mark_dynamic,
     rule_python_value,
@@ -474,7 +523,13 @@ def advise(facts: RunEvidence, rules: Sequence[Rule] | None = None) -> list[Sugg
     out: list[Suggestion] = []
     seen: set[tuple[str, str, str]] = set()
     for order, rule in enumerate(rules):
-        for s in rule(facts):
+        try:
+            made = list(rule(facts))
+        except (ArithmeticError, ValueError):
+            # a received figure out of any rule's range (1e308 operators per call): the rule's
+            # evidence does not hold, so it suggests nothing
+            continue
+        for s in made:
             key = (s.rule, s.delta_text(), s.code.place if s.code else "")
             if key in seen or not feasible(s, facts):
                 continue

@@ -25,6 +25,7 @@ from .run_result import GPU_STATE_COLUMNS, NO_ROUND, PHASE_NAMES, RunResult
 from .schema import (
     MAX_CSV_BYTES,
     MAX_CSV_LINE,
+    MAX_TIMING_MS,
     MAX_VARIANTS,
     CsvLines,
     RunDamaged,
@@ -32,6 +33,7 @@ from .schema import (
     cell_int,
     cell_name,
     check_regular_file,
+    timing_ms_ok,
 )
 
 _SAMPLE_PHASES = frozenset(str(p) for p in Phase)
@@ -108,6 +110,8 @@ def _slow_rows(path: Path, start: int, width: int, run: RunResult) -> int:
                 raise ValueError("unknown phase")
             wall_ms = cell_float(row[3])
             device_ms = cell_float(row[4], optional=True)
+            if not timing_ms_ok(wall_ms) or (device_ms is not None and not timing_ms_ok(device_ms)):
+                raise ValueError("not a timing")
             round_index = cell_int(row[5], optional=True) if width > 5 else None
         except ValueError:
             skipped += 1
@@ -129,7 +133,7 @@ def _slow_rows(path: Path, start: int, width: int, run: RunResult) -> int:
 
 
 def _fast_piece(piece: bytes, width: int, run: RunResult) -> int | None:
-    """Whole lines of samples.csv parsed as columns; the rows skipped (not finite).
+    """Whole lines of samples.csv parsed as columns; the rows skipped (not a timing: see timing_ms_ok).
 
     None when the piece holds anything but plain rows (quotes, odd bytes,
     other widths, unknown names or phases, numbers that do not fit): the
@@ -180,7 +184,10 @@ def _fast_piece(piece: bytes, width: int, run: RunResult) -> int | None:
     except (ValueError, OverflowError):
         return None
     phase = np.fromiter(map(_PHASE_BYTES.__getitem__, cols[2]), np.int8, n)
-    keep = np.isfinite(wall) & ~np.isinf(device)
+    with np.errstate(invalid="ignore"):  # the same rule as timing_ms_ok (NaN device: none measured)
+        keep = (wall >= 0) & (wall <= MAX_TIMING_MS) & (
+            np.isnan(device) | ((device >= 0) & (device <= MAX_TIMING_MS))
+        )
     skipped = n - int(np.count_nonzero(keep))
     order = list(dict.fromkeys(cols[0]))
     codes = {cell: k for k, cell in enumerate(order)}
@@ -197,7 +204,7 @@ def read_samples_csv(path: Path, run: RunResult) -> int:
     """Load samples.csv rows into ``run``; returns the number of rows skipped.
 
     A row that does not fit (a last line cut short by a crash, undecodable
-    bytes, an overlong field, a value that is not a finite number) is skipped
+    bytes, an overlong field, a timing that is negative, not finite or over MAX_TIMING_MS) is skipped
     and counted, not fatal. Raises :class:`RunDamaged` when the file cannot be
     read or does not start with the samples header.
 

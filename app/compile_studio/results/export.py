@@ -24,6 +24,7 @@ from .run_files import (
 )
 from .run_result import RunResult
 from .summary import SummaryRow, flop_rate_line, summarize
+from .turns_text import turns_line
 from .why import markdown_lines as why_markdown_lines
 
 
@@ -204,6 +205,9 @@ def markdown_report(run: RunResult, plot_png: str | None = None, folder: str | P
     rate = flop_rate_line(run, rows)
     if rate:
         lines += ["", md_text(rate)]
+    turns = turns_line(run)
+    if turns:
+        lines += ["", md_text(turns)]
     judged = [r for r in rows if r.verdict and r.name != "eager"]
     if judged:
         lines += ["", "### Verdict", ""]

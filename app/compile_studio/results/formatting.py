@@ -56,6 +56,39 @@ HEADER_HELP = {
 }
 
 
+#: What a figure too large to be a measurement (or not finite, once computed) is shown as.
+OUT_OF_RANGE = "out of range"
+#: Figures shown are at most this large in magnitude (a received file may hold any finite number).
+MAX_SHOWN = 1e15
+
+
+def out_of_range(v: float) -> bool:
+    """Whether ``v`` is beyond what a figure may be shown as (not finite, or past MAX_SHOWN)."""
+    try:
+        return not math.isfinite(v) or abs(v) > MAX_SHOWN
+    except OverflowError:  # an int too large for a float
+        return True
+
+
+def worker_notes(run: RunResult) -> list[str]:
+    """What the supervisor refused or cut of the worker's output during ``run``, in words."""
+    m = run.measurement if isinstance(run.measurement, dict) else {}
+    notes = []
+    refused = m.get("worker_refused")
+    if isinstance(refused, dict) and isinstance(refused.get("events"), int) and refused["events"] > 0:
+        first = refused.get("first")
+        why = f" (first: {str(first[0])[:200]})" if isinstance(first, list) and first else ""
+        notes.append(f"{refused['events']:,} events from the worker were refused{why}")
+    cut = m.get("worker_output_cut")
+    if isinstance(cut, dict):
+        lines = [cut.get(k) for k in ("protocol_lines", "log_lines")]
+        if all(isinstance(n, int) for n in lines) and sum(lines) > 0:  # type: ignore[arg-type]
+            notes.append(
+                f"lines from the worker past the caps were cut: {lines[0]:,} protocol, {lines[1]:,} log"
+            )
+    return notes
+
+
 def fmt_ms(v: float | None) -> str:
     if v is None or not math.isfinite(v):
         return "–"

@@ -15,12 +15,13 @@ import errno
 import os
 import re
 import threading
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from .file_io import atomic_write_text
 from .owner_lock import OWNER_LOCK, RecordBusy, fcntl, open_lock
+from .store import folder_stamp
 
 
 class RecordFolder:
@@ -100,9 +101,10 @@ class RecordFolder:
 
     @classmethod
     def _create(cls, root: Path, slug: str, record: Any, when: datetime | None) -> Any:
-        when = when or datetime.now()
+        stamp = folder_stamp(when)
+        when = when or datetime.now(timezone.utc)
         safe = re.sub(r"[^A-Za-z0-9_.+-]", "-", slug)[:80].lstrip(".-") or cls.name_word
-        base = f"{when:%Y%m%d-%H%M%S}_{cls.name_word}_{safe}"
+        base = f"{stamp}_{cls.name_word}_{safe}"
         root = Path(root)
         root.mkdir(parents=True, exist_ok=True)
         for k in range(1000):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from ..core.config import BenchmarkConfig
 from ..core.protocol import ErrorKind, RunStatus, VariantStatus
 from .run_files import RunWriter
 from .run_result import RunResult, gpu_state_rows
-from .store import RunStore
+from .store import RunStore, folder_stamp
 from .summary import summarize
 from .why_files import compact as why_compact
 from .why_files import record_diagnostics
@@ -50,12 +50,12 @@ class RunRecorder:
     """
 
     def __init__(self, config: BenchmarkConfig | dict[str, Any], folder: Path | None = None):
-        now = datetime.now()
+        now = datetime.now(timezone.utc)  # the order of runs: UTC, whatever the local clock says
         if not isinstance(config, BenchmarkConfig):
             config = BenchmarkConfig.from_dict(config)
         self.run = RunResult(
-            run_id=folder.name if folder else f"{now:%Y%m%d-%H%M%S}",
-            created=now.isoformat(timespec="seconds"),
+            run_id=folder.name if folder else folder_stamp(now),
+            created=now.isoformat(timespec="milliseconds"),
             config=config,
             app_version=__version__,
         )
@@ -98,6 +98,10 @@ class RunRecorder:
     def _save(self) -> None:
         """run.json, with the summary as computed when a variant last ended (not computed again)."""
         self._write(RunWriter.write_run_json)
+
+    def save(self) -> None:
+        """Write run.json again: what the supervisor noted after the worker said ``done``."""
+        self._save()
 
     def _summarize(self) -> None:
         """A variant ended: the summary is computed now, once (rows of variants that did not

@@ -61,8 +61,13 @@ def plain_text(text: str, limit: int = 300) -> str:
 
 
 def _input_text(item: object) -> str:
+    """``4×32 int64``; a keyword input with its name: ``input_ids 4×32 int64``."""
     if not isinstance(item, dict):
         return "?"
+    name = item.get("name")
+    if isinstance(name, str) and name:
+        rest = _input_text({k: v for k, v in item.items() if k != "name"})
+        return f"{plain_text(name, 40)} {rest}"
     shape = item.get("shape")
     if isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
         dims = "×".join(str(d) for d in shape[:8]) + ("×…" if len(shape) > 8 else "")
@@ -138,6 +143,9 @@ class VariantResult:
     graphs: int | None = None
     graph_breaks: int | None = None
     break_reasons: list[str] = field(default_factory=list)
+    #: functions Dynamo gave up on (they ran eagerly), and why
+    frames_skipped: int | None = None
+    skip_reasons: list[str] = field(default_factory=list)
     recompiles: int | None = None
     recompiles_in_window: int | None = None
     peak_memory_bytes: int | None = None
@@ -181,6 +189,8 @@ class VariantResult:
         self.graphs = event.graphs
         self.graph_breaks = event.graph_breaks
         self.break_reasons = list(event.break_reasons)
+        self.frames_skipped = event.frames_skipped
+        self.skip_reasons = list(event.skip_reasons)
         self.recompiles = event.recompiles
         self.compile_timing = event.compile_timing
 
@@ -349,13 +359,16 @@ class RunResult:
         if isinstance(inputs, list) and inputs:
             parts = [_input_text(x) for x in inputs[:8]]
             more = f" and {len(inputs) - 8} more" if len(inputs) > 8 else ""
-            out.append("inputs: " + "; ".join(parts) + more)
+            out.append("inputs: " + ", ".join(parts) + more)
         conversions = m.get("conversions")
         if isinstance(conversions, list):
             out += [plain_text(c) for c in conversions[:4] if isinstance(c, str) and c]
         randomness = m.get("randomness")
         if isinstance(randomness, str) and randomness:
             out.append(plain_text(randomness))
+        reference = m.get("reference_note")
+        if isinstance(reference, str) and reference:
+            out.append("reference: " + plain_text(reference, 500))
         return out
 
     def title(self) -> str:

@@ -43,6 +43,9 @@ MAX_VARIANTS = 256
 MAX_DIGITS = 20
 #: Largest magnitude of a whole number read from a file.
 MAX_INT = 2**63 - 1
+#: Longest timing kept (ms; about 11.6 days): a longer one, a negative one or one that is not
+#: finite is no measurement, whether it comes from a file or from a worker.
+MAX_TIMING_MS = 1e9
 
 
 class RunDamaged(Exception):
@@ -379,7 +382,8 @@ RUN_DOCUMENT = _rules(
 ENVIRONMENT = _rules(
     "environment",
     {
-        **{k: str | None for k in ("torch", "cuda", "rocm", "driver", "device", "cpu", "python", "os")},
+        **{k: str | None for k in ("torch", "cuda", "rocm", "driver", "device", "cpu", "python", "os",
+                                             "triton", "triton_required")},
         "devices": list[str],
         "device_names": dict[str, str],
         "compile_modes": list[str],
@@ -425,6 +429,13 @@ def cell_float(text: str, optional: bool = False) -> float | None:
     if not math.isfinite(value):
         raise ValueError("not a finite number")
     return value
+
+
+def timing_ms_ok(value: object) -> bool:
+    """Whether ``value`` is a timing a run keeps: a finite number from 0 to MAX_TIMING_MS."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return 0.0 <= value <= MAX_TIMING_MS  # NaN compares false
 
 
 def cell_name(text: str) -> str:

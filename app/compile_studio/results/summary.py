@@ -349,6 +349,7 @@ def _compute_summary(run: RunResult) -> list[SummaryRow]:
                 error=v.error,
                 allclose=v.allclose,
                 correctness_problems=list((v.checks or {}).get("problems") or []),
+                reference=str((v.checks or {}).get("reference") or "fp64"),
                 interval=interval,
                 checks=own,
                 baseline_checks=checks.get("eager"),

@@ -151,6 +151,8 @@ class TrialSuggestion:
         for key, value in self.delta.items():
             if key == "variants" and isinstance(value, list):
                 parts.append(f"variants+={','.join(str(v) for v in value)}")
+            elif isinstance(value, list):
+                parts.append(f"{key}={','.join(str(v) for v in value)}")
             else:
                 shown = str(value).lower() if isinstance(value, bool) else str(value)
                 parts.append(f"{key}={shown}")

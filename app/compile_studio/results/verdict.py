@@ -73,7 +73,8 @@ class VerdictCause(str, Enum):
 #: What each cause says, after "decided by": the part of the rule that gave the verdict.
 CAUSE_WORDS = {
     VerdictCause.FAILED: "the variant failed: no timed call completed",
-    VerdictCause.INCORRECT: "the output differs from the fp64 reference beyond tolerance; speed does not count",
+    VerdictCause.INCORRECT: "the output, gradients or parameters differ from the reference beyond "
+    "tolerance; speed does not count",
     VerdictCause.INTERVAL_INCLUDES_ONE: "the speedup's 95 % interval includes 1.00: the rounds do not "
     "agree closely enough to say faster or slower",
     VerdictCause.CHECKS: "the checks (drift or two levels) make a median unfit, and the interval lies "
@@ -244,6 +245,43 @@ def _one_round_note(interval: SpeedupInterval) -> str:
     )
 
 
+#: What a correctness problem's prefix (engine.finish) names: the part of the check that failed.
+_CHECKED_PARTS = (
+    ("first call:", "the output"),
+    ("steady state:", "the output of a steady-state call"),
+    ("gradients:", "the gradients"),
+    ("parameters:", "the parameters after the training check's steps"),
+)
+
+
+def reference_words(reference: str) -> str:
+    """``the fp64 reference``, or ``the eager fp32 reference (the model cannot run in fp64)``."""
+    if not reference or reference == "fp64":
+        return "the fp64 reference"
+    return f"the {reference} reference (the model cannot run in fp64)"
+
+
+def incorrect_text(problems: list[str], reference: str = "fp64") -> str:
+    """Which of output, gradients and parameters failed, each with its own figure and bound."""
+    parts: list[str] = []
+    for problem in problems:
+        what = next(
+            ((name, problem[len(prefix):].strip()) for prefix, name in _CHECKED_PARTS
+             if problem.startswith(prefix)),
+            None,
+        )
+        if what is None:
+            parts.append(problem)
+        elif what[0].startswith("the parameters"):
+            parts.append(f"{what[0]} drifted from eager's: {what[1]}")
+        else:
+            verb = "differ" if what[0] == "the gradients" else "differs"
+            parts.append(f"{what[0]} {verb} from {reference_words(reference)}: {what[1]}")
+    if not parts:
+        return f"the output differs from {reference_words(reference)} beyond tolerance"
+    return "; ".join(parts)
+
+
 def judge(
     name: str,
     *,
@@ -257,21 +295,22 @@ def judge(
     floor: float | None,
     baseline_name: str = "eager",
     harness: str = "",
+    reference: str = "fp64",
 ) -> Verdict | None:
     """The verdict on variant ``name`` against the baseline; None when there is nothing to judge yet.
 
     ``floor`` is the A/A noise floor (:func:`noise_floor`), ignored for the
     A/A control itself, whose verdict states the floor instead. ``harness``
-    (:func:`harness_note`) follows the interval in the sentence.
+    (:func:`harness_note`) follows the interval in the sentence; ``reference``: what the
+    outputs were checked against ("fp64", or "eager fp32" for a model that cannot run in fp64).
     """
     if status == "failed":
         return Verdict(VerdictKind.FAILED, error or "no timed call completed", VerdictCause.FAILED)
     if allclose is False:
-        detail = f" ({correctness_problems[0]})" if correctness_problems else ""
         speed = f"; its speed ({interval.point:.2f}× eager) does not count" if interval else ""
         return Verdict(
             VerdictKind.INCORRECT,
-            f"the output differs from the fp64 reference beyond tolerance{detail}{speed}",
+            incorrect_text(correctness_problems or [], reference) + speed,
             VerdictCause.INCORRECT,
         )
     if interval is None:

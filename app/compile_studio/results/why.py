@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from .formatting import OUT_OF_RANGE, out_of_range
 from .summary import flop_rate_basis, fmt_flop_rate
 from .why_files import Recompile, VariantWhy, WhyReport
 from .why_rules import Evidence, _pct, evidence, fastest_majority, summary_row
@@ -24,11 +25,15 @@ from .why_rules import Evidence, _pct, evidence, fastest_majority, summary_row
 def _n(x: float | None) -> str:
     if x is None:
         return "?"
+    if out_of_range(x):
+        return OUT_OF_RANGE
     return f"{x:.0f}" if abs(x - round(x)) < 0.05 else f"{x:.1f}"
 
 
 def _si(x: float, unit: str) -> str:
     """``3.2 kFLOP``, ``512 elements``: a count with an SI prefix."""
+    if out_of_range(x):
+        return f"{unit}: {OUT_OF_RANGE}"
     for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(x) >= scale:
             return f"{x / scale:.1f} {prefix}{unit}" if unit.isupper() else f"{x / scale:.1f} {prefix} {unit}"
@@ -70,6 +75,12 @@ def lead(other: Evidence) -> str:
             f"compile did not run your model: the recompile limit was hit ({other.recompile_limit}); "
             "the timed calls ran eager"
         )
+    if other.frames_skipped > 0 and not other.graphs:
+        s = (
+            "compile captured nothing: Dynamo gave up on your model "
+            f"({other.skip_reason or 'no reason recorded'}) and the timed calls ran eager"
+        )
+        return s
     if other.graph_breaks > 0:
         n = other.graph_breaks
         s = f"compile did not run your model as one graph: {n} graph break{'' if n == 1 else 's'}"

@@ -155,6 +155,12 @@ def compact(why: dict[str, Any]) -> dict[str, Any]:
         short_break_reason(str(first.get("reason") or ""), str(first.get("source") or "")) or None
         if breaks else None
     )
+    skipped = [b for b in why.get("frames_skipped") or [] if isinstance(b, dict)]
+    out["frames_skipped"] = len(skipped)
+    out["skip_reason"] = _cut(str(skipped[0].get("reason") or ""), 300) or None if skipped else None
+    info = why.get("compile")
+    graphs = info.get("graphs") if isinstance(info, dict) else None
+    out["graphs"] = graphs if isinstance(graphs, int) and not isinstance(graphs, bool) else None
     out["recompiles"] = len(why.get("recompiles") or [])
     limit = why.get("recompile_limit")
     out["recompile_limit"] = short_limit(limit) if isinstance(limit, str) and limit.strip() else None
@@ -308,6 +314,8 @@ class VariantWhy:
     profile: Profile | None = None
     compile: CompileInfo | None = None
     graph_breaks: list[GraphBreak] = field(default_factory=list)
+    #: functions Dynamo gave up on: they ran eagerly (no graph), e.g. one holding a GRU
+    frames_skipped: list[GraphBreak] = field(default_factory=list)
     recompiles: list[Recompile] = field(default_factory=list)
     recompile_limit: str | None = None
     cudagraph_skips: list[str] = field(default_factory=list)
@@ -336,7 +344,7 @@ _COMPILE = Schema.of_dataclass("compile", CompileInfo)
 _CODE = Schema.of_dataclass("output code", CodeFile, skip=("file",))
 _VARIANT = Schema.of_dataclass(
     "variant", VariantWhy,
-    skip=("name", "profile", "compile", "graph_breaks", "recompiles", "code", "trace"),
+    skip=("name", "profile", "compile", "graph_breaks", "frames_skipped", "recompiles", "code", "trace"),
 )
 
 
@@ -365,6 +373,7 @@ def _variant(name: str, data: Any, folder: Path | None, problems: list[str]) -> 
     if isinstance(data.get("compile"), dict):
         v.compile = CompileInfo(**_COMPILE.read(data["compile"], problems))
     v.graph_breaks = _rows(data.get("graph_breaks"), _BREAK, GraphBreak, problems)
+    v.frames_skipped = _rows(data.get("frames_skipped"), _BREAK, GraphBreak, problems)
     v.recompiles = _rows(data.get("recompiles"), _RECOMPILE, Recompile, problems)
     v.code = _rows(data.get("output_code"), _CODE, CodeFile, problems)
     if folder is not None:

@@ -153,6 +153,10 @@ class Evidence:
     break_reason: str = ""
     #: Dynamo's recompile limit was hit (what it said, in a line)
     recompile_limit: str | None = None
+    #: functions Dynamo gave up on (they ran eagerly) and why the first was; graphs compiled
+    frames_skipped: int = 0
+    skip_reason: str = ""
+    graphs: int | None = None
     #: FLOPs per call of the achieved rate (:attr:`tflops`) when not ``flops_per_call``: the
     #: MLP's analytic count for a run without a counted one (the rule reads only the count)
     rate_flops_per_call: float | None = None
@@ -233,6 +237,8 @@ class Evidence:
 
 
 def _pct(x: float) -> str:
+    if not math.isfinite(x) or abs(x) > 1e6:
+        return "out of range"
     return f"{100.0 * x:.0f} %"
 
 
@@ -290,6 +296,9 @@ def evidence_of(
         break_places=int(_num(data.get("break_places")) or len(places)),
         break_reason=_text(data.get("break_reason")),
         recompile_limit=_text(data.get("recompile_limit"), 240) or None,
+        frames_skipped=int(_num(data.get("frames_skipped")) or 0),
+        skip_reason=_text(data.get("skip_reason")),
+        graphs=int(g) if (g := _num(data.get("graphs"))) is not None else None,
     )
 
 

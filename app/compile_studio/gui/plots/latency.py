@@ -3,10 +3,11 @@
 Measured calls come first: a series' warm-up calls (thousands for a tiny model
 under a time-based warm-up) are folded away once it has measured calls, until
 "Show warm-up calls" (the plot's context menu) brings them back, shaded. The
-y range is set by robust percentiles of the calls shown (p1–p99 of each
-series), not by their min and max; calls beyond the range are marked at its
-edge (▲ above, ▼ below) and counted in a note inside the plot, which exports
-carry too. Zooming by hand keeps the range until "Fit measured calls".
+y range is set by robust quantiles of the calls shown, not by their min and
+max: a linear axis from 0 up to the highest quantile (p99 … p90) that keeps
+95 % of each series' calls out of the bottom fifth of the plot (see
+robust_range.py); calls beyond the range are marked at its edge (▲ above, ▼
+below) and counted in a note inside the plot, which exports carry too. Zooming by hand keeps the range until "Fit measured calls".
 
 Before anything is shown it says what Run will do instead of drawing empty axes.
 What one series draws, and the span of its calls, is in latency_curves.py.
@@ -35,6 +36,7 @@ from ...results.formatting import plural
 from .buffers import Series
 from .hover import hover_label, track_mouse
 from .latency_curves import LatencyCurves
+from .robust_range import linear_range
 from .style import (
     LEGEND_BRUSH,
     MUTED,
@@ -87,6 +89,12 @@ class LatencyTab(PlotTab):
         #: the calls beyond the y range shown: (above, below), counted from the points drawn
         self.beyond: tuple[int, int] = (0, 0)
         self._beyond_exact = True
+        #: a series' calls spread too wide for the linear range (see robust_range)
+        self._too_wide = False
+        #: the user's choice of a log axis (None: chosen by the calls' spread)
+        self._log_chosen: bool | None = None
+        #: the axis is logarithmic because of the calls' spread (not chosen)
+        self._auto_log = False
         self.plot = pg.PlotWidget(background="w", axisItems={"left": PlainLogAxis("left")})
         item = self.plot.getPlotItem()
         style_plot_item(item, "latency (ms)", "iteration")
@@ -132,7 +140,7 @@ class LatencyTab(PlotTab):
         self.warmup_action.setToolTip("Draw the warm-up calls (shaded) before the measured ones")
         self.warmup_action.toggled.connect(self.set_warmup_shown)
         self.fit_action = menu.addAction("Fit measured calls")
-        self.fit_action.setToolTip("Range over p1–p99 of the calls shown; calls beyond it are marked at its edge")
+        self.fit_action.setToolTip("Range from 0 over the calls shown (up to p99, or lower so spikes do not flatten them); calls beyond it are marked at its edge")
         self.fit_action.triggered.connect(self.fit_calls)
 
         self.log_scale_checkbox = QCheckBox("Log scale")
@@ -232,6 +240,9 @@ class LatencyTab(PlotTab):
         self._warm_legend_shown = False
         self._fit = True
         self.beyond = (0, 0)
+        self._too_wide = self._auto_log = False
+        if self._log_chosen is None and self._log_y:
+            self._apply_log(False)  # chosen by the calls that were shown
         self._set_note()
         self.hide_crosshair()
         self.sync_legend()
@@ -316,7 +327,7 @@ class LatencyTab(PlotTab):
 
     # -- the range ---------------------------------------------------------------------------
     def fit_calls(self) -> None:
-        """Range over the calls shown (p1–p99 of each series) from now on, also as calls arrive."""
+        """Range over the calls shown (see robust_range) from now on, also as calls arrive."""
         self._fit = True
         self._refit()
 
@@ -372,8 +383,19 @@ class LatencyTab(PlotTab):
         if span <= 0:
             span = 0.1 if self._log_y else (abs(hi) * 0.1 or 1.0)
         y0, y1 = lo - RANGE_PAD * span, hi + RANGE_PAD * span
-        if not self._log_y and lo >= 0:
-            y0 = max(y0, 0.0)
+        choice = linear_range(
+            [q for c in self.curves.values() if (q := c.calls_quantiles(self.folded(c.series)))],
+            RANGE_PAD,
+        )
+        self._too_wide = choice is not None and choice.too_wide
+        # the measured calls decide (a slow warm-up shown beside them is a known level of its own)
+        measured = linear_range([q for c in self.curves.values() if (q := c.calls_quantiles(True))], RANGE_PAD)
+        self._auto_log = measured is not None and measured.wants_log and self._log_chosen is None
+        if self._auto_log and not self._log_y:
+            self._apply_log(True)  # calls in levels far apart: the log axis shows them (refits)
+            return
+        if not self._log_y and choice is not None:
+            y0, y1 = choice.bottom, choice.top
         x_range, y_range = (x0, x1 + 0.01 * (x1 - x0)), (y0, y1)
         if self._steady:
             x_range, y_range = self._steady_range(x_range, y_range)
@@ -416,6 +438,10 @@ class LatencyTab(PlotTab):
             parts.append(f"▲ {some}{plural(above, 'call')} above {plain_number(self._ms(y1))} ms")
         if below:
             parts.append(f"▼ {some}{plural(below, 'call')} below {plain_number(self._ms(y0))} ms")
+        if self._too_wide and not self._log_y:
+            parts.append("calls spread too wide for a linear axis: Log scale shows every call")
+        elif self._auto_log and self._log_y:
+            parts.append("log scale: the calls lie in levels too far apart for a linear axis")
         text = " · ".join(parts)
         self.note.setText(text)
         self.note.setVisible(bool(text))
@@ -431,12 +457,24 @@ class LatencyTab(PlotTab):
         self.note.setPos(2.0, vb.height() - 2.0)
 
     # -- log scale -----------------------------------------------------------------------
-    def set_log_scale(self, on: bool) -> None:
-        """Switch the latency axis between linear and logarithmic."""
-        on = bool(on)
-        if self.log_scale_checkbox.isChecked() != on:
-            self.log_scale_checkbox.setChecked(on)  # re-enters through toggled
+    def set_log_scale(self, on: bool | None) -> None:
+        """Switch the latency axis between linear and logarithmic, as the user chose; None: chosen
+        by the calls (logarithmic where no linear range shows them, see robust_range)."""
+        self._log_chosen = None if on is None else bool(on)
+        if on is None:
+            self._refit()
             return
+        self._apply_log(bool(on))
+
+    def log_scale(self) -> bool:
+        """Whether the latency axis is logarithmic now (chosen, or by the calls)."""
+        return self._log_y
+
+    def _apply_log(self, on: bool) -> None:
+        if self.log_scale_checkbox.isChecked() != on:
+            self.log_scale_checkbox.blockSignals(True)
+            self.log_scale_checkbox.setChecked(on)
+            self.log_scale_checkbox.blockSignals(False)
         if on == self._log_y:
             return
         self._log_y = on
@@ -529,6 +567,6 @@ register_tab(TabSpec(
     caption=(
         "Latency per call",
         "wide pale line = median of measured calls · dotted = a new round · shaded = warm-up (not in the statistics; "
-        "folded away unless shown) · ▲▼ = calls beyond the range (p1–p99 of the calls shown) · one colour per variant",
+        "folded away unless shown) · ▲▼ = calls beyond the range (0 to a high quantile of the calls shown) · one colour per variant",
     ),
 ))

@@ -9,6 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from .buffers import Series
+from .robust_range import call_quantiles
 from .style import WARMUP_SHADE, curve_pen, median_pen, warmup_pen
 
 #: The percentiles (in %) of each series' calls shown that set the y range.
@@ -58,6 +59,8 @@ class LatencyCurves:
             marks.setZValue(60)
         #: (what it was computed from, (first x, last x, low y, high y)) of the calls shown
         self.extent: tuple[tuple[int, int, bool, bool], tuple[float, float, float, float] | None] | None = None
+        #: (what they were computed from, quantiles in ms) of the calls shown
+        self.quantiles: tuple[tuple[int, int, bool], dict[float, float] | None] | None = None
 
     def new_round_lines(self) -> list[pg.InfiniteLine]:
         """Lines for the rounds that began since the last call (the caller adds them to the plot)."""
@@ -113,6 +116,20 @@ class LatencyCurves:
                 lo, hi = np.percentile(values, [LOW_PERCENTILE, HIGH_PERCENTILE])
                 out = (x_lo, x_hi, float(lo), float(hi))
         self.extent = (key, out)
+        return out
+
+    def calls_quantiles(self, folded: bool) -> dict[float, float] | None:
+        """The quantiles of the calls shown (ms; see robust_range.QUANTILES); None: none shown.
+        Kept until the series or what is shown changes."""
+        s = self.series
+        key = (s.meas.count, s.warm.count, folded)
+        if self.quantiles is not None and self.quantiles[0] == key:
+            return self.quantiles[1]
+        parts = [s.measured_values()] if s.meas.n else []
+        if not folded and s.warm.n:
+            parts.append(s.warm.ys)
+        out = call_quantiles(np.concatenate(parts)) if parts else None
+        self.quantiles = (key, out)
         return out
 
     def mark_beyond(

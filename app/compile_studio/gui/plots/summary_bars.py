@@ -45,6 +45,11 @@ SUMMARY_CAPTION = (
     "bar = median · box = p25–p75 · whiskers = p5–p95 (▲ value: a whisker beyond the range, cut at its edge)"
 )
 
+#: The caption above the summary bars.
+SUMMARY_BARS_CAPTION = (
+    "Bar: median · box: p25–p75 · whiskers: p5–p95, cut at the edge (▲) where they would squash the boxes"
+)
+
 
 def axis_ticks(bars: list[SummaryBar], px_per_bar: float, metrics: QFontMetrics) -> list[tuple[float, str]]:
     """The x axis's texts: each bar's variant; with several runs, a second line with the run's
@@ -183,11 +188,14 @@ class SummaryBarsTab(PlotTab):
             f"Logarithmic latency axis (on by itself when the boxes span more than {AUTO_LOG_SPREAD:g}×)"
         )
         self.log_scale_checkbox.toggled.connect(self._on_log_toggled)
-        self.caption = captioned_plot(
-            self,
-            "Bar: median · box: p25–p75 · whiskers: p5–p95, cut at the edge (▲) where they would squash the boxes",
-            self.log_scale_checkbox, self.plot,
-        )
+        self.caption = captioned_plot(self, SUMMARY_BARS_CAPTION, self.log_scale_checkbox, self.plot)
+        #: a line about the run shown under the caption (how its timed calls took turns with drawing)
+        self.run_note = ""
+
+    def set_note(self, text: str) -> None:
+        """Show ``text`` (a line about the run shown) under the caption; "" for none."""
+        self.run_note = text
+        self.caption.setText(SUMMARY_BARS_CAPTION + (f"\n{text}" if text else ""))
 
     # -- log scale ------------------------------------------------------------------------
     def log_scale(self) -> bool:

@@ -1,0 +1,100 @@
+"""Timed calls come in blocks of about half a second; between two blocks the worker waits for
+whoever draws (a window) to answer, at most a short cap (a CLI answers at once)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from compile_studio.cli import commands as cli
+from compile_studio.core import protocol
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.engine.turns import ANSWER_CAP_S, BLOCK_S
+from compile_studio.jobs.session import RunSession
+from compile_studio.results import RunStore
+from compile_studio.results.turns_text import turns_line
+
+
+def _eager_only(tiny_config: dict, iterations: int) -> BenchmarkConfig:
+    return BenchmarkConfig.from_dict(
+        {**tiny_config, "variants": ["eager"], "iterations": iterations, "warmup": 20,
+         "rounds": 1, "diagnostics": False}
+    )
+
+
+def _run(tmp_path, config: BenchmarkConfig, turn_taker=None) -> tuple[RunSession, list]:
+    events: list = []
+    session = RunSession(config, RunStore(tmp_path / "runs"), on_event=events.append, turn_taker=turn_taker)
+    outcome = session.run()
+    assert outcome.run.status == "complete", outcome.run.message
+    return session, events
+
+
+def _calls(events: list) -> tuple[np.ndarray, np.ndarray]:
+    """(start ns, end ns) of every timed call, from the samples' stamps."""
+    starts, ends = [], []
+    for e in events:
+        if isinstance(e, protocol.SamplesEvent) and e.phase == protocol.Phase.MEASURE:
+            assert e.starts_us is not None and len(e.starts_us) == len(e.wall_ms)
+            s = e.clock_ns + np.asarray(e.starts_us, dtype=np.int64) * 1000
+            starts.append(s)
+            ends.append(s + (np.asarray(e.wall_ms) * 1e6).astype(np.int64))
+    return np.concatenate(starts), np.concatenate(ends)
+
+
+@pytest.mark.parametrize("iterations", [200, 200_000])
+def test_blocks_last_about_half_a_second_whatever_the_iteration_count(tmp_path, tiny_config, iterations):
+    _, events = _run(tmp_path, _eager_only(tiny_config, iterations))
+    pauses = [e for e in events if isinstance(e, protocol.TurnEvent) and e.state == "pause"]
+    ends = [e for e in events if isinstance(e, protocol.TurnEvent) and e.state == "end"]
+    assert pauses and len(ends) == 1
+    assert [p.block for p in pauses] == list(range(len(pauses)))
+    starts, _ = _calls(events)
+    assert starts.size == iterations
+    # every timed call is in a block: after a pause, before the end
+    assert starts.min() > pauses[0].sent_ns and starts.max() < ends[0].sent_ns
+    # a block is never cut short: two pauses are at least a block apart
+    gaps = np.diff([p.sent_ns for p in pauses]) / 1e9
+    assert (gaps >= BLOCK_S).all(), gaps
+    # ... and never runs long: past BLOCK_S after a block's first timed call, at most one call starts
+    bounds = [p.sent_ns for p in pauses] + [ends[0].sent_ns]
+    for lo, hi in zip(bounds, bounds[1:]):
+        block = starts[(starts > lo) & (starts < hi)]
+        assert block.size, "no empty block"
+        assert int((block > block[0] + BLOCK_S * 1e9).sum()) <= 1
+    if iterations == 200_000:
+        span = (starts.max() - starts.min()) / 1e9
+        assert len(pauses) >= int(span / (BLOCK_S * 2)), (len(pauses), span)
+        assert len(pauses) >= 2
+
+
+def test_the_cli_answers_every_pause_at_once(tmp_path, tiny_config):
+    config = _eager_only(tiny_config, 60_000)
+    (tmp_path / "c.json").write_text(config.to_json())
+    code = cli.main(["run", "--out", str(tmp_path / "cli"), "--quiet", "--config", str(tmp_path / "c.json")])
+    assert code == cli.EXIT_OK
+    folder = next((tmp_path / "cli").iterdir())
+    turns = json.loads((folder / "run.json").read_text())["measurement"]["turns"]["eager"]
+    assert turns["blocks"] >= 1
+    assert turns["unanswered"] == 0
+    assert turns["wait_max_ms"] < ANSWER_CAP_S * 1000
+    assert turns["overlapped_repaint"] is None, "no window drew"
+
+
+def test_a_window_that_never_answers_does_not_stall_the_run_and_the_run_says_so(tmp_path, tiny_config):
+    taken: list[protocol.TurnEvent] = []
+    session, events = _run(tmp_path, _eager_only(tiny_config, 40_000), turn_taker=taken.append)
+    pauses = [e for e in taken if e.state == "pause"]
+    assert pauses, "the pauses went to the turn taker"
+    turns = session.recorder.run.measurement["turns"]["eager"]
+    assert turns["blocks"] == len(pauses)
+    assert turns["unanswered"] == len(pauses), "none was answered"
+    # the worker waited out the cap at each pause, and no longer
+    assert turns["wait_max_ms"] >= ANSWER_CAP_S * 1000 * 0.95
+    assert turns["wait_max_ms"] < ANSWER_CAP_S * 1000 + 2000
+    line = turns_line(session.recorder.run)
+    assert line is not None and f"{len(pauses)} pause" in line and "not answered" in line
+    saved = json.loads((session.folder / "run.json").read_text())["measurement"]["turns"]["eager"]
+    assert saved["unanswered"] == len(pauses)
