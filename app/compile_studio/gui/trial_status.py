@@ -29,5 +29,5 @@ def follow_trials(window: MainWindow) -> QLabel:
         window.phase_label.setVisible(not text)
 
     window.why_view.trial_status.connect(changed)
-    window.trial_status_label = label  # type: ignore[attr-defined]
+    window.trial_status_label = label
     return label
