@@ -24,7 +24,7 @@ TORCH_INDEX ?=
 PIP_INDEX_ARGS := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
 STAMP := $(VENV)/.compile-studio-setup
 
-.PHONY: setup run cli test test-stress lint package self-test icons install-desktop clean
+.PHONY: setup run cli test test-stress lint package self-test icons install-desktop clean screenshots
 
 setup: $(STAMP)
 
@@ -69,6 +69,11 @@ lint: setup
 	echo "== lint-imports"; PYTHONPATH=app $(BIN)/lint-imports --no-logo || status=1; \
 	echo "== mypy"; $(BIN)/mypy || status=1; \
 	exit $$status
+
+# the pictures of the README and docs/, made anew from the current code with the app's own
+# exports (docs/make_screenshots.py; offscreen without a display, or: xvfb-run -a make screenshots)
+screenshots: setup
+	$(BIN)/python docs/make_screenshots.py --out docs
 
 self-test: setup
 	$(BIN)/python -m compile_studio --self-test

@@ -28,7 +28,9 @@ SPECIFIC = set().union(*OWN_FIELDS.values())
 def panel(qtbot) -> ConfigPanel:
     p = ConfigPanel()
     qtbot.addWidget(p)
-    p.resize(420, 1400)
+    # the width the window gives the form (its whole width; a narrower form, beside the Sweep
+    # dock, cuts long captions rather than scroll sideways)
+    p.resize(p.sizeHint().width(), 1400)
     p.show()
     qtbot.waitExposed(p)
     return p

@@ -107,6 +107,9 @@ class ConfigPanel(QWidget):
         self.presets, self.preset_problem = load_presets(config_cls)
 
         self.preset_combo = QComboBox()
+        # a long preset name is cut in the box (the list shows it whole): it sets no least width
+        self.preset_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.preset_combo.setMinimumContentsLength(16)
         self.preset_combo.addItem(CUSTOM_PRESET)
         for preset in self.presets:
             self.preset_combo.addItem(preset["name"])
@@ -163,7 +166,9 @@ class ConfigPanel(QWidget):
         #: the Batch field while a custom model's factory decides the batch (None: no such fields)
         self.factory_batch: FactoryBatch | None = None
         if grouped and "batch_size" in self._editors:
-            self.factory_batch = FactoryBatch(self._editors["batch_size"].widget, self._rows["batch_size"][1])
+            spin = self._editors["batch_size"].widget
+            assert isinstance(spin, QSpinBox)  # an int field's editor
+            self.factory_batch = FactoryBatch(spin, self._rows["batch_size"][1])
 
         self.preset_combo.currentIndexChanged.connect(self._preset_chosen)
         self.set_config(config_cls())

@@ -7,15 +7,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QSizePolicy,
     QSpinBox,
+    QStyle,
     QWidget,
 )
 
@@ -139,8 +141,42 @@ class VariantChecklist(QListWidget):
 
 
 # -- one factory per widget kind ----------------------------------------------------
+class CaptionCheckBox(QCheckBox):
+    """A check box whose caption ends in "…" where the form is narrower than it (its tooltip
+    says it whole): a long caption never sets the form's least width."""
+
+    def __init__(self, caption: str, parent: QWidget | None = None) -> None:
+        super().__init__(caption, parent)
+        self.caption = caption
+        policy = self.sizePolicy()
+        policy.setHorizontalPolicy(QSizePolicy.Policy.Preferred)  # may be narrower than its caption
+        self.setSizePolicy(policy)
+
+    def _indicator(self) -> int:
+        style = self.style()
+        return (
+            style.pixelMetric(QStyle.PixelMetric.PM_IndicatorWidth, None, self)
+            + style.pixelMetric(QStyle.PixelMetric.PM_CheckBoxLabelSpacing, None, self) + 6
+        )
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        """As wide as the whole caption."""
+        return QSize(self._indicator() + self.fontMetrics().horizontalAdvance(self.caption), super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        """The box and a few letters of the caption."""
+        least = self._indicator() + self.fontMetrics().horizontalAdvance(self.caption[:8] + "…")
+        return QSize(min(least, self.sizeHint().width()), super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        """The caption cut to the width the box has."""
+        super().resizeEvent(event)
+        room = max(10, self.width() - self._indicator())
+        self.setText(self.fontMetrics().elidedText(self.caption, Qt.TextElideMode.ElideRight, room))
+
+
 def bool_editor(spec: FieldSpec, edited: Callable[..., None]) -> FieldEditor:
-    check = QCheckBox(spec.caption)
+    check = CaptionCheckBox(spec.caption)
     check.toggled.connect(edited)
     return FieldEditor(check, check.isChecked, lambda v: check.setChecked(bool(v)))
 

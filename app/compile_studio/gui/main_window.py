@@ -109,6 +109,8 @@ class MainWindow(QMainWindow):
     verdict_lines: VerdictLines
     env_label: QLabel
     phase_label: QLabel
+    #: what a Try it comparison is doing, in place of the phase while it runs (trial_status.py)
+    trial_status_label: QLabel
     progress_bar: QProgressBar
     _form_scroll: QScrollArea
     #: whether the panes keep the widths the window chose (until the user drags a handle)

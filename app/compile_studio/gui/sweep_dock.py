@@ -10,7 +10,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QStyle
 
 from .sweep_view import SweepView
-from .window_panes import keep_on_screen
+from .window_panes import centre_least_width, form_least_width, keep_on_screen
 
 
 def install_sweep_view(window: Any) -> SweepView:
@@ -70,17 +70,28 @@ def install_sweep_view(window: Any) -> SweepView:
     return view
 
 
-def show_dock(window: Any, dock: QDockWidget) -> None:
-    """Show the sweep dock over about half of the window's width.
+#: The share of the window's width the dock asks for (never less than its least width)
+DOCK_SHARE = 0.36
 
-    What the window's panes need stays theirs (the dock takes the rest, never
-    less than its own least width), and the window never grows past its screen.
+
+def show_dock(window: Any, dock: QDockWidget) -> None:
+    """Show the sweep dock beside the window's panes, over about a third of its width.
+
+    The panes keep what they need (the form without a horizontal scroll bar, the
+    plots and the history their least widths: :func:`fit_form_width` shares out
+    the rest); the dock takes the remainder, never less than its own least
+    width, and the window never grows past its screen.
     """
     dock.show()
     dock.raise_()
-    central = window.centralWidget()
-    panes = central.minimumSizeHint().width() if central is not None else 0
+    splitter = getattr(window, "main_splitter", None)
+    if splitter is not None:
+        handles = splitter.handleWidth() * max(0, splitter.count() - 1)
+        panes = form_least_width(window) + centre_least_width(window) + window.history.minimumWidth() + handles
+    else:
+        central = window.centralWidget()
+        panes = central.minimumSizeHint().width() if central is not None else 0
     room = window.width() - panes - window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
-    want = min(max(480, int(window.width() * 0.55)), room)
+    want = min(max(dock.minimumSizeHint().width(), int(window.width() * DOCK_SHARE)), room)
     window.resizeDocks([dock], [max(dock.minimumSizeHint().width(), want)], Qt.Orientation.Horizontal)
     keep_on_screen(window)

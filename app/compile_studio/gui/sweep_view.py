@@ -47,12 +47,13 @@ from ..results.shape_record import (
     ShapeSweepRecord,
     no_speedup_reason,
     shape_record_to_csv,
-    times_text,
+    speedup_spread,
 )
 from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
 from ..results.sweep_record import SweepDamaged, SweepRecord, record_to_csv
 from ..results.sweep_store import SweepFolder
 from .export import ExportError, save_plot_png, save_plot_svg
+from .plots.shape_sweep_plot import range_text
 from .plots.sweep_charts import SweepCharts
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
 from .sweep_dialogs import ShapeSweepDialog, SweepDialog
@@ -581,14 +582,15 @@ def shape_title(record: ShapeSweepRecord) -> str:
 
 
 def shape_speedups_text(record: ShapeSweepRecord, variant: str, mode: str) -> str:
-    """The speedups of one shape-sweep series in words, as rough as they are:
-    ``speedup ≈0.9–1.4× (5 calls each)`` ("" when none was measured)."""
+    """The speedups of one shape-sweep series in words, as far as its few calls support them:
+    ``speedup 0.8–1.5× across its calls (5 calls each)``, the range its calls' ratios span
+    (never a ratio of medians of a few calls as if it were a measurement); "" when no point
+    recorded that range."""
     points = record.points_of(variant, mode)
-    values = [p.speedup for p in points if no_speedup_reason(p) is None and p.speedup is not None]
-    if not values:
+    spreads = [s for p in points if no_speedup_reason(p) is None and (s := speedup_spread(p)) is not None]
+    if not spreads:
         return ""
     calls = {p.timed_calls for p in points if p.timed_calls is not None}
     n = calls.pop() if len(calls) == 1 else record.repeats
-    lo, hi = min(values), max(values)
-    shown = f"≈{times_text(lo)}×" if times_text(lo) == times_text(hi) else f"≈{times_text(lo)}–{times_text(hi)}×"
-    return f"speedup {shown} ({plural(n, 'call')} each)"
+    lo, hi = min(s[0] for s in spreads), max(s[1] for s in spreads)
+    return f"speedup {range_text(lo, hi)} across its calls ({plural(n, 'call')} each)"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QFontDatabase, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -99,9 +99,10 @@ def _plain_label(text: str = "", path: bool = False) -> QLabel:
     return label
 
 
-def _set_path_text(label: QLabel, text: str) -> None:
+def _set_path_text(label: QLabel, text: str, whole: str | None = None) -> None:
+    """``text`` in ``label``; ``whole`` (the text with the full path) in its tooltip."""
     label.setText(text)
-    label.setToolTip(text)
+    label.setToolTip(whole if whole is not None else text)
 
 
 def _ms(value: float | None) -> str:
@@ -129,6 +130,9 @@ def _trials_stamp(folder: Path | None) -> tuple[tuple[str, int], ...]:
 
 class WhyView(QWidget):
     """Why each variant is faster or slower: the evidence of the run's diagnostics."""
+
+    #: what a comparison started here is doing ("Trying 1. larger-batch: round 2/3 · …"); "" once it ended
+    trial_status = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -208,7 +212,11 @@ class WhyView(QWidget):
         self.try_table.setHorizontalHeaderLabels(TRY_COLUMNS)
         try_header = self.try_table.horizontalHeader()
         try_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # what to try and its result share the width, each wrapped in its cell: neither is cut off
         try_header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        try_header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.try_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        try_header.sectionResized.connect(lambda *_: self.try_table.resizeRowsToContents())
         self.try_table.verticalHeader().hide()
         self.try_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.try_table.setWordWrap(True)
@@ -250,10 +258,11 @@ class WhyView(QWidget):
         self.what_to_try = WhatToTry()
         body = QSplitter(Qt.Orientation.Vertical)
         body.setChildrenCollapsible(False)
+        # what to try (and Try it) first: seen as the tab opens, before the evidence it comes from
+        body.addWidget(try_box)
         body.addWidget(self.evidence)
         body.addWidget(self.texts)
-        body.addWidget(try_box)
-        for pane, stretch in enumerate((2, 1, 2)):
+        for pane, stretch in enumerate((2, 2, 1)):
             body.setStretchFactor(pane, stretch)
         self.trace_label = _plain_label(path=True)
         # below the variant row everything scrolls: in a low or narrow pane each part keeps the
@@ -353,11 +362,15 @@ class WhyView(QWidget):
             measured += [f"  {note}" for note in self.run.model_notes()]
         self.details.setPlainText("\n".join(measured + lines[1:]))
         self._fill_code(v)
-        _set_path_text(
-            self.trace_label,
-            f"Trace: {self.folder / v.trace} — {PERFETTO_NOTE}" if v.trace and self.folder
-            else "Trace: none kept for this variant",
-        )
+        if v.trace and self.folder:
+            # by its name in the run folder (Open run folder shows it); the full path in the tooltip
+            _set_path_text(
+                self.trace_label,
+                f"Trace: {v.trace} in the run folder — {PERFETTO_NOTE}",
+                f"Trace: {self.folder / v.trace} — {PERFETTO_NOTE}",
+            )
+        else:
+            _set_path_text(self.trace_label, "Trace: none kept for this variant")
         notes = []
         for n, w in self.report.variants.items():
             share = w.compile.named_share() if w.compile is not None else None
@@ -411,7 +424,9 @@ class WhyView(QWidget):
         if not 0 <= index < len(files):
             return
         c = files[index]
-        _set_path_text(self.code_path, f"Written by Inductor to {c.path}")
+        _set_path_text(
+            self.code_path, f"Written by Inductor as {Path(str(c.path)).name}", f"Written by Inductor to {c.path}"
+        )
         if c.file is None or self.folder is None:
             self.code.setPlainText("(this graph's code was not kept in the run folder)")
             return
@@ -459,6 +474,7 @@ class WhyView(QWidget):
             notes.append(f"Trial {t.folder.name} cannot be read: {t.problem}")
         if self.trial_thread is None:
             self.try_note.setText("\n".join(notes))
+        self.try_table.resizeRowsToContents()
         self._update_try_button()
 
     # -- try it ---------------------------------------------------------------------------------
@@ -525,6 +541,7 @@ class WhyView(QWidget):
         thread.failed.connect(self._trial_failed)
         self.trial_thread = thread
         self.try_note.setText(f"Trying {k}. {s.rule} ({s.delta_text()}): starting…")
+        self.trial_status.emit(self.try_note.text())
         self._update_try_button()
         thread.start()
         return True
@@ -539,8 +556,10 @@ class WhyView(QWidget):
         )
         state = "running…" if entry.status == RUNNING else entry.status
         self.try_note.setText(f"Trying {s.index}. {s.rule}: round {r}/{record.rounds} · {what} {state}")
+        self.trial_status.emit(self.try_note.text())
 
     def _trial_ended(self) -> None:
+        self.trial_status.emit("")
         thread, self.trial_thread = self.trial_thread, None
         if thread is not None:
             thread.wait()

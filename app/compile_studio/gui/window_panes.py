@@ -25,6 +25,7 @@ from .history_panel import HistoryPanel
 from .log_panel import LogPanel
 from .plots import PlotPanel
 from .summary_table import SummaryTableModel, SummaryTableView
+from .trial_status import follow_trials
 from .verdict_lines import VerdictLines
 from .why_view import WhyView
 
@@ -184,6 +185,7 @@ def build_panes(window: MainWindow) -> None:
     bar.addPermanentWidget(window.phase_label)
     bar.addPermanentWidget(window.progress_bar)
     bar.addPermanentWidget(window.env_label)
+    follow_trials(window)
     window.resize(1500, 900)
 
 
@@ -200,17 +202,45 @@ def form_width(window: MainWindow) -> int:
     )
 
 
+def form_least_width(window: MainWindow) -> int:
+    """The left pane's least width that shows the form without a horizontal scroll bar (its
+    long captions and names cut with "…")."""
+    scroll = window._form_scroll
+    left = scroll.parentWidget()
+    layout = left.layout() if left is not None else None
+    margins = layout.contentsMargins() if layout is not None else None
+    return (
+        window.config_panel.minimumSizeHint().width()
+        + scroll.verticalScrollBar().sizeHint().width() + 2 * scroll.frameWidth()
+        + (margins.left() + margins.right() if margins is not None else 0) + 2
+    )
+
+
+def centre_least_width(window: MainWindow) -> int:
+    """The least width of the plots and the tabs under them."""
+    return max(window.plots.minimumWidth(), window.centre_splitter.minimumSizeHint().width())
+
+
 def fit_form_width(window: MainWindow) -> None:
     """Keep the form whole and the history at its width, the plots taking the difference:
     when the form grows (the worker names its compile variants) or the window shrinks
-    (the splitter takes a little from every pane). Not after the user set the widths."""
+    (the splitter takes a little from every pane). Where that leaves the plots less than
+    their least width (a small window, the Sweep dock open), the history gives up to its
+    least width, then the form down to the width that needs no horizontal scroll bar.
+    Not after the user set the widths."""
     if not window._auto_widths:
         return
     form, centre, history = window.main_splitter.sizes()
+    total = form + centre + history
+    plots_least = centre_least_width(window)
     want_form, want_history = max(form, window._form_width()), max(history, HISTORY_WIDTH)
-    need = want_form - form + want_history - history
-    if need > 0 and centre - need >= window.plots.minimumWidth():
-        window.main_splitter.setSizes([want_form, centre - need, want_history])
+    if total - want_form - want_history < plots_least:
+        want_history = max(window.history.minimumWidth(), total - want_form - plots_least)
+    if total - want_form - want_history < plots_least:
+        want_form = max(form_least_width(window), total - want_history - plots_least)
+    want_centre = total - want_form - want_history
+    if [want_form, want_centre, want_history] != [form, centre, history] and want_centre >= plots_least:
+        window.main_splitter.setSizes([want_form, want_centre, want_history])
 
 
 def bottom_tab_changed(window: MainWindow, index: int) -> None:

@@ -27,6 +27,12 @@ def _positive(v: float | None) -> float | None:
     return v if v is not None and math.isfinite(v) and v > 0 else None
 
 
+def range_text(lo: float, hi: float) -> str:
+    """``0.61–0.72×``: the range of a point's call ratios (one figure where both read alike)."""
+    low, high = times_text(lo), times_text(hi)
+    return f"{low}×" if low == high else f"{low}–{high}×"
+
+
 class ShapeSweepPlot(pg.GraphicsLayoutWidget):
     """A shape sweep: first-call (compile or recompile) ms, recompiles and speedup per batch size, a line per mode.
 
@@ -185,10 +191,13 @@ class ShapeSweepPlot(pg.GraphicsLayoutWidget):
             )
             self._add("speedup", bars)
         if labels:
-            # a row of labels per series along the top of the plot (placed by _set_speedup_range)
+            # a row of labels per series along the top of the plot (placed by _set_speedup_range):
+            # a ratio of a few calls is written as the range its calls give, or not at all
             for x_, _, p in shown:
-                assert p.speedup is not None
-                label = pg.TextItem(f"≈{times_text(p.speedup)}×", color=color.darker(120), anchor=(0.5, -1.0 * row))
+                spread_of = speedup_spread(p)
+                if spread_of is None:
+                    continue
+                label = pg.TextItem(range_text(*spread_of), color=color.darker(120), anchor=(0.5, -1.0 * row))
                 label.setPos(x_, 0.0)
                 self._add("speedup", label)
                 self.speedup_labels.append(label)

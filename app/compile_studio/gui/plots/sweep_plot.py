@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QResizeEvent
 
 from ...jobs.sweep_spec import value_text, x_positions
 from ...results.formatting import fmt_interval, plural
@@ -129,6 +129,10 @@ class SweepPlot(pg.GraphicsLayoutWidget):
             "compile": ("compile time (first call)", "s"),
             "break_even": ("break-even (calls to repay the compile)", "calls"),
         }
+        #: each plot's whole title (cut with "…" to its column's width: see fit_titles)
+        self.titles = {name: title for name, (title, _) in titles.items()}
+        # room right of the right-hand plots for their last tick label and point
+        self.ci.setContentsMargins(2, 2, 16, 2)
         for k, name in enumerate(self.PLOTS):
             item = self.addPlot(row=k // 2, col=k % 2)
             title, unit = titles[name]
@@ -143,10 +147,12 @@ class SweepPlot(pg.GraphicsLayoutWidget):
         # room for tick labels such as 0.0156× from the first paint on (exports paint once)
         for item in self.plots.values():
             item.getAxis("left").setWidth(76)
+            # a narrow plot keeps its few values' labels (they are at most 12)
+            item.getAxis("bottom").setStyle(textFillLimits=[(0, 0.95), (4, 0.9), (8, 0.8), (12, 0.7)])
         #: one legend for all four plots (a variant has the same colour on each)
         self.legends = {"latency": make_legend(self.plots["latency"])}
         for legend in self.legends.values():
-            legend.setOffset((70, 8))  # top left: latencies rise to the right
+            legend.setOffset((4, 4))  # top left, inside a narrow plot too: latencies rise to the right
         #: the line at 1× (speedups are drawn as log10: 1× is at 0)
         self.one_line = pg.InfiniteLine(
             pos=0.0, angle=0, pen=pg.mkPen(MUTED, width=1, style=Qt.PenStyle.DashLine)
@@ -165,6 +171,23 @@ class SweepPlot(pg.GraphicsLayoutWidget):
         self._hover_plot: pg.PlotItem | None = None
         self._mouse = track_mouse(self, self._on_mouse_moved, self.hide_hover, self)
         self.scene().sigMouseClicked.connect(self._on_clicked)
+
+    def fit_titles(self) -> None:
+        """Each plot's title cut with "…" to its column's width (whole in a wide dock): titles
+        of plots side by side never run into each other."""
+        font = QFont()
+        font.setPointSizeF(10)
+        metrics = QFontMetrics(font)
+        room = max(40, (self.width() - 40) // 2 - 12)
+        for name, item in self.plots.items():
+            text = metrics.elidedText(self.titles[name], Qt.TextElideMode.ElideRight, room)
+            if item.titleLabel.text != text:
+                item.setTitle(text, color=FOREGROUND, size="10pt")
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if getattr(self, "plots", None) and len(self.plots) == len(self.PLOTS):
+            self.fit_titles()
 
     # -- drawing ------------------------------------------------------------------------------
     def clear_items(self) -> None:
@@ -188,8 +211,12 @@ class SweepPlot(pg.GraphicsLayoutWidget):
         self.record = record
         self.clear_items()
         if record is None or not record.points:
-            self.empty_text.setText("No sweep: Sweep → New sweep… or Open sweep…")
-            self.empty_text.setPos(0.5, 0.0)
+            self.empty_text.setText("No sweep yet:\nSweep → New…\nor Sweep → Open…")
+            # in the middle of the upper half: clear of the line at 1× (y = 0) and of the axes
+            item = self.plots["speedup"]
+            item.setXRange(0.0, 1.0, padding=0)
+            item.setYRange(-1.0, 1.0, padding=0)
+            self.empty_text.setPos(0.5, 0.5)
             return
         xs, self.log_x = x_positions(record.values)
         x_of = {p.index: x for p, x in zip(record.points, xs)}
@@ -234,7 +261,9 @@ class SweepPlot(pg.GraphicsLayoutWidget):
         pad = 0.08 * span if span > 0 else 0.5
         for item in self.plots.values():
             item.enableAutoRange()
-            item.setXRange(min(xs) - pad, max(xs) + pad, padding=0)
+            # more room on the right: the last value's label is centred on its point, and a
+            # label that would reach past the plot's edge is left out
+            item.setXRange(min(xs) - pad, max(xs) + 1.6 * pad, padding=0)
         self._set_speedup_axis()
         for name in ("compile", "break_even"):
             ys = [m.y for m in self.markers if m.plot == name]
