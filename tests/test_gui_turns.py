@@ -65,3 +65,57 @@ def test_a_run_from_the_window_draws_in_the_pauses_and_no_timed_call_meets_a_rep
     window.plots.summary.set_note("")
     assert window.show_run(run)
     assert window.plots.summary.run_note == line
+
+
+class _Thread:
+    """What DrawTurns needs of a run's thread: the turn signal, take_turns and the answers."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QObject, Signal
+
+        class _Signals(QObject):
+            turn = Signal(object)
+
+        self._signals = _Signals()
+        self.turn = self._signals.turn
+        self.answers: list[int] = []
+
+    def take_turns(self, on: bool) -> None:
+        self.taken = on
+
+    def answer_turn(self, block: int, paints) -> None:
+        self.answers.append(block)
+
+
+def test_a_pause_whose_update_outlasts_the_cap_paints_nothing_until_the_next_pause(qtbot):
+    from PySide6.QtWidgets import QLabel
+
+    from compile_studio.gui.draw_turns import DrawTurns
+
+    window = QLabel("plots")
+    qtbot.addWidget(window)
+    window.show()
+    slow = {"s": 0.0}
+
+    def draw() -> None:
+        window.setText(f"drawn at {time.monotonic()}")
+        time.sleep(slow["s"])
+
+    turns = DrawTurns(window, draw)
+    thread = _Thread()
+    turns.follow(thread)
+
+    def pause(block: int) -> protocol.TurnEvent:
+        return protocol.TurnEvent(block=block, state="pause", variant="eager",
+                                  sent_ns=time.monotonic_ns(), cap_ms=50.0)
+
+    turns._on_turn(pause(0))  # a quick update: painted, answered, then nothing painted
+    assert thread.answers == [0] and turns.drawn == 1
+    assert turns.in_block and not window.updatesEnabled()
+    slow["s"] = 0.08  # past the 50 ms cap: the worker has gone on
+    turns._on_turn(pause(1))
+    assert thread.answers == [0] and turns.overran == 1 and turns.drawn == 1
+    assert turns.in_block and not window.updatesEnabled(), "nothing painted while the worker times"
+    turns._on_turn(protocol.TurnEvent(block=1, state="end", variant="eager", sent_ns=time.monotonic_ns()))
+    assert not turns.in_block and window.updatesEnabled()
+    turns.release()

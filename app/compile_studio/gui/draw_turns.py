@@ -3,9 +3,11 @@
 A worker on this machine times its calls in blocks of about half a second and
 pauses before each (``turn`` events, see ``engine/turns.py``). In a pause the
 window brings its plots and status up to date, paints them at once, and
-answers; from its answer to the next pause it paints nothing of its own (the
-refresh timer skips, samples wait for the pause). A pause the window reaches
-after the worker's cap has passed is not drawn: the worker is timing again.
+answers; from its answer to the next pause it paints nothing at all (its
+updates are off, the refresh timer skips, samples wait for the pause). A pause
+the window reaches after the worker's cap has passed is not drawn, nor is one
+whose update took past the cap: the worker is timing again, and what changed
+is painted in the next pause.
 
 :class:`PaintTimes` times every repaint of the window (each backing-store
 sync, from the update request that starts it to its end) on the monotonic
@@ -74,12 +76,15 @@ class DrawTurns(QObject):
     def __init__(self, window: QWidget, draw: Callable[[], None]) -> None:
         super().__init__(window)
         self.paints = PaintTimes(window)
+        self._window = window
         self._draw = draw
         self._thread: Any = None
         self._in_block = False
-        #: pauses drawn, and pauses reached too late to draw (the worker had gone on)
+        #: pauses drawn; pauses reached too late to draw, and draws that outlasted the cap
+        #: (the worker had gone on: nothing was painted, the next pause paints it)
         self.drawn = 0
         self.late = 0
+        self.overran = 0
 
     @property
     def in_block(self) -> bool:
@@ -93,10 +98,17 @@ class DrawTurns(QObject):
         thread.turn.connect(self._on_turn)
         thread.take_turns(True)
 
+    def _block(self, on: bool) -> None:
+        """In a block the window paints nothing at all (updates off; what changed is painted
+        when they come back on, in the next pause)."""
+        self._in_block = on
+        if self._window.updatesEnabled() == on:
+            self._window.setUpdatesEnabled(not on)
+
     def release(self) -> None:
         """The followed run ended: the window draws freely again."""
         thread, self._thread = self._thread, None
-        self._in_block = False
+        self._block(False)
         if thread is not None:
             thread.take_turns(False)
             try:
@@ -109,17 +121,23 @@ class DrawTurns(QObject):
         if thread is None:
             return
         if event.state != "pause":
-            self._in_block = False
+            self._block(False)
             self._draw()
             return
         cap_ns = int(max(0.0, float(event.cap_ms)) * 1e6)
-        if time.monotonic_ns() >= int(event.sent_ns) + cap_ns:
-            self.late += 1  # the worker stopped waiting: it times calls now, draw nothing
-            self._in_block = True
+        deadline = int(event.sent_ns) + cap_ns
+        if time.monotonic_ns() >= deadline:
+            self.late += 1  # the worker stopped waiting: it times calls now, paint nothing
+            self._block(True)
             return
-        self._in_block = False
+        self._block(False)
         self._draw()
+        if time.monotonic_ns() >= deadline:
+            # bringing the plots up to date took past the cap: the worker times calls again
+            self.overran += 1
+            self._block(True)
+            return
         self.paints.paint_now()
         self.drawn += 1
-        self._in_block = True
+        self._block(True)
         thread.answer_turn(event.block, self.paints.take())
