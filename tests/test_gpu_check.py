@@ -464,3 +464,6 @@ def test_the_fixed_point_judges_fail_on_the_old_behaviour():
     assert fixed.judge_sweep_order("EVfEfVfEfVfEfVfEfV")[0] is False  # flushed, eager first
     assert fixed.judge_sweep_order("EVEVVEEVVE")[0] is False  # alternating, cold L2 ignored
     assert fixed.judge_sweep_order("EVfEfVfVfEfEfVfVfE")[0] is True
+    # on CUDA a sample's device-timed call needs its own flush too
+    assert fixed.judge_sweep_order("EVfEfVfVfEfEfVfVfE", between=0, cuda=True)[0] is False
+    assert fixed.judge_sweep_order("EVfEfVfVfEfEfVfVfE", between=8, cuda=True)[0] is True

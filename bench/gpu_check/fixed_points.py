@@ -274,30 +274,59 @@ def judge_pinning(found: dict[str, Any]) -> tuple[bool, str]:
 # -- the shape sweep's pairs ------------------------------------------------------------------------
 
 
-def record_sweep_order(device: str) -> str:
+def record_sweep_order(device: str) -> tuple[str, int]:
     """The order of eager (E), the variant (V) and flushes (f) in a cold-L2 shape-sweep point's
-    timed pairs (one warm-up pair first), through the sweep's own timing."""
+    timed pairs (one warm-up pair first), through the sweep's own timing; and the flushes
+    made inside timed samples (on CUDA: before each device-timed call).
+
+    A CUDA sample calls its step twice (wall, then device): each sample is one letter.
+    """
     from compile_studio.engine.cache_flush import CacheFlush
     from compile_studio.engine.shape_sweep import ShapeSweepRunner
 
     log: list[str] = []
+    inside: list[int] = []
+    between = [0]
     evict = CacheFlush.evict
 
     def flush(self: Any) -> None:
-        log.append("f")
+        if inside:
+            between[0] += 1
+        else:
+            log.append("f")
         evict(self)
+
+    def step(mark: str) -> Any:
+        def call(x: Any) -> None:
+            if not inside:
+                log.append(mark)  # a warm-up call
+            elif inside[-1] == 0:
+                log.append(mark)
+                inside[-1] += 1
+        return call
 
     config = _config(device, cold_l2=True, warmup=1)
     request = protocol.ShapeSweepRequest(config=config.to_dict(), batches=[8], repeats=4)
     with patched(CacheFlush, "evict", flush):
         runner = ShapeSweepRunner(config, request, sink=None)
+        time_call = runner.timer.time
+
+        def time_once(fn: Any) -> Any:
+            inside.append(0)
+            try:
+                return time_call(fn)
+            finally:
+                inside.pop()
+
+        runner.timer.time = time_once  # type: ignore[method-assign]
         log.clear()
-        runner._timed(lambda x: log.append("E"), lambda x: log.append("V"), (None,))
-    return "".join(log)
+        runner._timed(step("E"), step("V"), (None,))
+    return "".join(log), between[0]
 
 
-def judge_sweep_order(seq: str) -> tuple[bool, str]:
-    """After the warm-up pair: each side first in half the pairs, a flush before every call."""
+def judge_sweep_order(seq: str, between: int = 0, cuda: bool = False) -> tuple[bool, str]:
+    """After the warm-up pair: each side first in half the pairs, a flush before every timed
+    sample, and on CUDA a flush before each device-timed call too."""
     calls = seq.replace("f", "")
     timed = calls[2:]
     pairs = [timed[i:i + 2] for i in range(0, len(timed), 2)]
@@ -313,7 +342,11 @@ def judge_sweep_order(seq: str) -> tuple[bool, str]:
                 break
     rest = seq[cut:]
     flushed = bool(timed) and rest == "".join("f" + c for c in timed)
-    return alternates and flushed, f"pairs {' '.join(pairs)}; order {seq}"
+    cold_device = not cuda or between == len(timed)
+    return alternates and flushed and cold_device, (
+        f"pairs {' '.join(pairs)}; order {seq}"
+        + (f"; {between} flushes before {len(timed)} device-timed calls" if cuda else "")
+    )
 
 
 # -- the stage ---------------------------------------------------------------------------------------
@@ -365,9 +398,9 @@ def stage_fixed_points(report: Report, device: torch.device, dev: str, work: Pat
 
     name = "shape sweep: each side first in half the timed pairs, cold L2 flushed before each call"
     with report.guard("fixed.sweep_order", name):
-        seq = record_sweep_order(dev)
-        figures["sweep_order"] = seq
-        report.check("fixed.sweep_order", name, *judge_sweep_order(seq))
+        seq, between = record_sweep_order(dev)
+        figures["sweep_order"] = {"order": seq, "flushes_before_device_calls": between}
+        report.check("fixed.sweep_order", name, *judge_sweep_order(seq, between, cuda))
 
     name = "the environment records Triton and torch's requirement, and says when they differ"
     with report.guard("fixed.triton_recorded", name):

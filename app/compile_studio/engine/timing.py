@@ -187,8 +187,11 @@ class CallTimer:
     def recalibrate(self) -> None:
         """Calibrate the sleep again (call once the clocks are warm: after the warm-up)."""
         if self.use_events:
-            self._cycles_per_ms = None
-            self.calibrate()
+            before, self._cycles_per_ms = self._cycles_per_ms, None
+            try:
+                self.calibrate()
+            except (RuntimeError, ValueError):  # no usable run: the earlier calibration stays
+                self._cycles_per_ms = before
 
     def counts(self) -> tuple[int, int]:
         """(device samples, of which uncovered) so far."""
