@@ -70,6 +70,30 @@ def test_blocks_last_about_half_a_second_whatever_the_iteration_count(tmp_path, 
         assert len(pauses) >= 2
 
 
+def test_a_variant_timed_only_in_blocks_another_opened_still_has_its_calls_counted(tmp_path, tiny_config):
+    # rounds alternate the variants within one block: 2 × 200 tiny calls take far less than a block
+    config = BenchmarkConfig.from_dict(
+        {**tiny_config, "variants": ["eager", "eager-aa"], "iterations": 200, "warmup": 20,
+         "rounds": 4, "diagnostics": False}
+    )
+    taken: list[protocol.TurnEvent] = []
+    session = None
+
+    def answer(event: protocol.TurnEvent) -> None:
+        taken.append(event)
+        if event.state == "pause":
+            session.answer_turn(event.block, [])  # a window that drew nothing
+
+    session = RunSession(config, RunStore(tmp_path / "runs"), on_event=lambda e: None, turn_taker=answer)
+    assert session.run().run.status == "complete"
+    turns = session.recorder.run.measurement["turns"]
+    for v in config.variants:
+        assert turns[v]["timed_calls_stamped"] == 200, turns
+        assert turns[v]["overlapped_repaint"] == 0, turns
+    line = turns_line(session.recorder.run)
+    assert line is not None and "met a repaint of the window: 0 of 400" in line
+
+
 def test_the_cli_answers_every_pause_at_once(tmp_path, tiny_config):
     config = _eager_only(tiny_config, 60_000)
     (tmp_path / "c.json").write_text(config.to_json())

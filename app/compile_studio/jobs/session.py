@@ -221,8 +221,14 @@ class RunSession:
 
     def _record_turns(self, recorder: RunRecorder, variant: str, worker_turns: dict[str, Any]) -> None:
         """``variant``'s pauses and the calls that met a repaint, in ``measurement.turns``."""
-        if not isinstance(worker_turns, dict) or not worker_turns:
+        if not isinstance(worker_turns, dict):
             return
+        if not worker_turns:
+            # no pause of its own: its timed calls ran in blocks another variant opened (rounds
+            # alternate within a block); they are still counted against the repaints
+            if not self.turn_log.overlapped(variant)[1]:
+                return
+            worker_turns = {"blocks": 0}
         turns = recorder.run.measurement.setdefault("turns", {})
         turns[variant] = self.turn_log.record(variant, worker_turns)
 
