@@ -35,10 +35,10 @@ from ..core.config import BenchmarkConfig
 from ..core.protocol import EAGER_START, START_KINDS, ColdStartPointEvent, ColdStartSettings
 from .file_io import json_safe, safe_cell
 from .record_folder import RecordFolder
-from .record_load import is_record_folder, load_record, read_environment, read_fields
-from .run_result import config_from_saved
+from .record_load import is_record_folder, load_record, read_environment
 from .schema import Schema
-from .sweep_record import COMPLETE, MAX_SWEEP_JSON_BYTES, PENDING, RUNNING, STOPPED, SweepDamaged
+from .sweep_load import job_fields, mark_job_interrupted, read_job_head
+from .sweep_record import COMPLETE, MAX_SWEEP_JSON_BYTES, PENDING, SweepDamaged
 
 COLDSTART_JSON = "coldstart.json"
 COLDSTART_CSV = "coldstart.csv"
@@ -315,15 +315,8 @@ def load_coldstart(path: str | Path) -> ColdStartRecord:
 
 
 def _read(folder: Path, doc: Any) -> ColdStartRecord:
-    if not isinstance(doc, dict) or doc.get("kind") != COLDSTART_KIND or not isinstance(doc.get("points"), list):
-        raise SweepDamaged(f"{COLDSTART_JSON} is not a Compile Studio cold-start record")
     problems: list[str] = []
-    top = read_fields(doc, _TOP, COLDSTART_JSON, problems)
-    config = config_from_saved(doc.get("config"))
-    if config is None:
-        raise SweepDamaged(f"{COLDSTART_JSON}: the configuration is missing")
-    if len(doc["points"]) > MAX_COLDSTART_POINTS:
-        raise SweepDamaged(f"{COLDSTART_JSON}: more than {MAX_COLDSTART_POINTS:,} points")
+    top, config = read_job_head(doc, COLDSTART_KIND, COLDSTART_JSON, "cold-start", _TOP, MAX_COLDSTART_POINTS, problems)
     points = []
     for k, item in enumerate(doc["points"]):
         own: list[str] = []
@@ -338,23 +331,16 @@ def _read(folder: Path, doc: Any) -> ColdStartRecord:
         return v[:1000] if isinstance(v, str) else None
 
     record = ColdStartRecord(
-        sweep_id=top.get("sweep_id") or folder.name, created=top.get("created") or "", config=config,
+        **job_fields(top, folder), config=config,
         rounds=top.get("rounds") or 1, kinds=kinds or list(START_KINDS), calls=top.get("calls") or 20,
         points=points, environment=read_environment(doc.get("environment"), COLDSTART_JSON, problems),
-        status=top.get("status") or "incomplete", message=top.get("message") or "",
-        owner_pid=top.get("owner_pid") or 0, owner_host=top.get("owner_host") or "",
         loaded_cache=text("loaded_cache"), saved_cache=text("saved_cache"),
         notes=[n[:1000] for n in doc.get("notes", []) if isinstance(n, str)][:20]
         if isinstance(doc.get("notes"), list) else [],
-        app_version=top.get("app_version") or "", schema_version=top.get("schema_version") or 1,
+        schema_version=top.get("schema_version") or 1,
         load_problems=problems,
     )
-    if record.status == RUNNING:
-        from .sweep_load import _owner_gone
-
-        if _owner_gone(record, folder):  # type: ignore[arg-type]
-            record.status = STOPPED
-            record.message = "interrupted: the process running the cold-start job ended"
+    mark_job_interrupted(record, folder, "cold-start job")
     return record
 
 
