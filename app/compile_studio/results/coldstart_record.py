@@ -59,7 +59,7 @@ COLDSTART_CSV_COLUMNS = [
 
 __all__ = [
     "COLDSTART_JSON", "ColdStartFolder", "ColdStartPoint", "ColdStartRecord", "StartSummary",
-    "load_coldstart", "is_coldstart_folder", "summarize", "break_even_text",
+    "load_coldstart", "is_coldstart_folder", "summarize", "break_even_text", "SUMMARY_COLUMNS", "summary_rows",
 ]
 
 
@@ -181,6 +181,27 @@ def break_even_text(s: StartSummary) -> str:
     if spread is not None and spread[0] != spread[1]:
         text += f" ({spread[0]:,.0f}–{spread[1]:,.0f})"
     return text
+
+
+#: The columns of a cold-start job's table, in the CLI and in the window.
+SUMMARY_COLUMNS = ["variant", "start", "first result", "first fast call", "compile (1st call)", "per call",
+                   "eager per call", "break-even"]
+
+
+def summary_rows(summary: list[StartSummary]) -> list[list[str]]:
+    """The table's cells (:data:`SUMMARY_COLUMNS`), a row per variant and start kind."""
+    rows = []
+    for s in summary:
+        rows.append([
+            s.variant, s.start,
+            s.first_result.text() if s.first_result else "–",
+            s.first_fast.text() if s.first_fast else "–",
+            s.first_call.text() if s.first_call and s.start != "eager" else "–",
+            f"{s.call_ms:.3f} ms" if s.call_ms is not None else "–",
+            f"{s.eager_ms:.3f} ms" if s.eager_ms is not None else "–",
+            "–" if s.start == "eager" else break_even_text(s),
+        ])
+    return rows
 
 
 def summarize(record: ColdStartRecord) -> list[StartSummary]:
