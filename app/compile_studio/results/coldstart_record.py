@@ -26,7 +26,6 @@ import json
 import math
 import statistics
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -291,12 +290,6 @@ class ColdStartFolder(RecordFolder):
     record: ColdStartRecord
     _to_json = staticmethod(coldstart_to_json)
     _to_csv = staticmethod(coldstart_to_csv)
-
-    @classmethod
-    def create(cls, root: Path, slug: str, record: ColdStartRecord, when: datetime | None = None) -> ColdStartFolder:
-        """A new folder under ``root`` named ``<time>_coldstart_<slug>``; writes coldstart.json."""
-        folder: ColdStartFolder = cls._create(root, slug, record, when)
-        return folder
 
 
 # -- reading back --------------------------------------------------------------------------------
