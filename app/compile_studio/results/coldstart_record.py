@@ -30,14 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..core.config import BenchmarkConfig
 from ..core.protocol import EAGER_START, START_KINDS, ColdStartPointEvent, ColdStartSettings
 from .file_io import json_safe, safe_cell
 from .record_folder import RecordFolder
 from .record_load import is_record_folder, load_record, read_environment
 from .schema import Schema
 from .sweep_load import job_fields, mark_job_interrupted, read_job_head
-from .sweep_record import COMPLETE, MAX_SWEEP_JSON_BYTES, PENDING, SweepDamaged
+from .sweep_record import COMPLETE, MAX_SWEEP_JSON_BYTES, JobRecord, SweepDamaged
 
 COLDSTART_JSON = "coldstart.json"
 COLDSTART_CSV = "coldstart.csv"
@@ -72,18 +71,10 @@ class ColdStartPoint(ColdStartPointEvent):
 
 
 @dataclass(kw_only=True)
-class ColdStartRecord(ColdStartSettings):
+class ColdStartRecord(JobRecord, ColdStartSettings):
     """What coldstart.json holds: the config, the settings, every point, and the cache carried."""
 
-    sweep_id: str
-    created: str
-    config: BenchmarkConfig
     points: list[ColdStartPoint] = field(default_factory=list)
-    environment: dict[str, Any] = field(default_factory=dict)
-    status: str = PENDING
-    message: str = ""
-    owner_pid: int = 0
-    owner_host: str = ""
     #: the cache file the carried starts loaded (None: this machine's own cold starts' artifacts)
     loaded_cache: str | None = None
     #: where the artifacts were saved (--save-cache), and what for
