@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import protocol
-from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
+from ..core.config import BenchmarkConfig, ConfigProblem
 from ..launchers.supervisor import WorkerLauncher
 from ..results.cache_file import CacheFile, cache_mismatches, environment_of, write_cache_file
 from ..results.coldstart_record import (
@@ -37,7 +37,7 @@ from ..results.coldstart_record import (
     point_from_dict,
 )
 from ..results.sweep_record import FAILED
-from .one_worker import OneWorkerJob, OneWorkerOutcome
+from .one_worker import OneWorkerJob, OneWorkerOutcome, checked_request
 from .worker_watch import WatchLimits
 
 __all__ = ["ColdStartOutcome", "ColdStartRun", "coldstart_request", "new_coldstart"]
@@ -50,13 +50,7 @@ def coldstart_request(
     request = protocol.ColdStartRequest(
         config=config.to_dict(), rounds=rounds, kinds=list(kinds or protocol.START_KINDS), calls=calls,
     )
-    problems = [ConfigProblem(f"--{f}", m) for f, m in request.problems()]
-    problems += config.problems()
-    if not config.compiled_variants():
-        problems.append(ConfigProblem("variants", "a cold-start job needs a compiled variant besides eager"))
-    if problems:
-        raise ConfigError(problems)
-    return request
+    return checked_request(request, config, "a cold-start job")
 
 
 def new_coldstart(request: protocol.ColdStartRequest, root: Path) -> ColdStartFolder:

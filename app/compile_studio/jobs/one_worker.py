@@ -15,10 +15,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..core import protocol
-from ..core.config import ConfigProblem
+from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from ..core.protocol import RunStatus
 from ..launchers.supervisor import HelloTimer, WorkerLauncher, WorkerProcess
 from ..results.owner_lock import RecordBusy, this_owner
@@ -28,7 +28,26 @@ from .job import StopSwitch
 from .session import STOPPED_BY_USER, hello_timeout_s
 from .worker_watch import WatchLimits, WorkerWatch
 
-__all__ = ["OneWorkerJob", "OneWorkerOutcome"]
+__all__ = ["OneWorkerJob", "OneWorkerOutcome", "checked_request"]
+
+
+class _Request(Protocol):
+    def problems(self) -> list[tuple[str, str]]: ...
+
+
+RequestT = TypeVar("RequestT", bound=_Request)
+
+
+def checked_request(request: RequestT, config: BenchmarkConfig, what: str, skip: tuple[str, ...] = ()) -> RequestT:
+    """``request`` when it can run as ``what`` (``a shape sweep``); ConfigError listing every
+    problem: the request's settings, ``config``'s (less the fields in ``skip``), no compiled variant."""
+    problems = [ConfigProblem(f"--{f.replace('_', '-')}", m) for f, m in request.problems()]
+    problems += [p for p in config.problems() if p.field not in skip]
+    if not config.compiled_variants():
+        problems.append(ConfigProblem("variants", f"{what} needs a compiled variant besides eager"))
+    if problems:
+        raise ConfigError(problems)
+    return request
 
 
 @dataclass

@@ -17,7 +17,7 @@ from ..core.config import MAX_BATCH, BenchmarkConfig, ConfigError, ConfigProblem
 from ..launchers.supervisor import WorkerLauncher
 from ..results.shape_record import ShapePoint, ShapeSweepRecord
 from ..results.sweep_store import ShapeSweepFolder
-from .one_worker import OneWorkerJob, OneWorkerOutcome
+from .one_worker import OneWorkerJob, OneWorkerOutcome, checked_request
 from .session import compile_host_flags
 from .sweep_spec import SweepSpec
 from .worker_watch import WatchLimits
@@ -57,13 +57,7 @@ def shape_request(
         config=config.to_dict(), batches=list(batches), modes=list(modes),
         recompile_limit=recompile_limit, repeats=repeats,
     )
-    problems = [ConfigProblem(f"--{f.replace('_', '-')}", m) for f, m in request.problems()]
-    problems += [p for p in config.problems() if p.field != "batch_size"]
-    if not config.compiled_variants():
-        problems.append(ConfigProblem("variants", "a shape sweep needs a compiled variant besides eager"))
-    if problems:
-        raise ConfigError(problems)
-    return request
+    return checked_request(request, config, "a shape sweep", skip=("batch_size",))
 
 
 def new_shape_sweep(request: protocol.ShapeSweepRequest, root: Path) -> ShapeSweepFolder:
