@@ -35,7 +35,7 @@ from .file_io import json_safe, safe_cell
 from .record_folder import RecordFolder
 from .record_load import is_record_folder, load_record, read_environment
 from .schema import Schema
-from .sweep_load import job_fields, mark_job_interrupted, read_job_head
+from .sweep_load import job_fields, job_top, mark_job_interrupted, read_job_head
 from .sweep_record import COMPLETE, MAX_SWEEP_JSON_BYTES, JobRecord, SweepDamaged
 
 COLDSTART_JSON = "coldstart.json"
@@ -291,10 +291,7 @@ def is_coldstart_folder(path: str | Path) -> bool:
 
 
 _POINT = Schema.of_dataclass("cold-start point", ColdStartPoint)
-_TOP: dict[str, Any] = {
-    "app_version": str, "sweep_id": str, "created": str, "status": str, "message": str,
-    "owner_pid": int, "owner_host": str, "rounds": int, "calls": int, "schema_version": int,
-}
+_TOP = job_top(rounds=int, calls=int)
 
 
 def point_from_dict(item: Any, problems: list[str]) -> ColdStartPoint | None:

@@ -229,10 +229,18 @@ def is_shape_sweep_folder(path: str | Path) -> bool:
 
 
 _SHAPE_POINT = Schema.of_dataclass("shape point", ShapePoint)
-_SHAPE_TOP: dict[str, Any] = {
-    "app_version": str, "sweep_id": str, "created": str, "status": str, "message": str,
-    "owner_pid": int, "owner_host": str, "recompile_limit": int, "repeats": int, "schema_version": int,
-}
+
+
+def job_top(**own: Any) -> dict[str, Any]:
+    """The top fields of a one-worker job's record and their types: the common ones, the kind's
+    ``own`` (its settings), then the schema version (the order problems are listed in)."""
+    return {
+        "app_version": str, "sweep_id": str, "created": str, "status": str, "message": str,
+        "owner_pid": int, "owner_host": str, **own, "schema_version": int,
+    }
+
+
+_SHAPE_TOP = job_top(recompile_limit=int, repeats=int)
 
 
 def load_shape_sweep(path: str | Path) -> ShapeSweepRecord:
