@@ -22,11 +22,12 @@ from ..core.config import ConfigError, ConfigProblem
 from ..core.protocol import START_KINDS
 from ..results.coldstart_record import (
     PHASES,
+    SUMMARY_COLUMNS,
     ColdStartRecord,
-    break_even_text,
     is_coldstart_folder,
     load_coldstart,
     summarize,
+    summary_rows,
 )
 from ..results.formatting import text_table
 from ..results.locations import default_data_dir
@@ -47,10 +48,6 @@ from .job_end import report_end, run_to_end
 def default_coldstart_root() -> Path:
     """Where cold-start folders go by default: beside the run store (as the window keeps them)."""
     return default_data_dir() / "coldstart"
-
-
-HEADERS = ["variant", "start", "first result", "first fast call", "compile (1st call)", "per call",
-           "eager per call", "break-even"]
 
 
 def register(sub: Any) -> None:
@@ -97,19 +94,8 @@ def print_coldstart(record: ColdStartRecord, out: TextIO) -> None:
              str(env['triton']) if isinstance(env.get("triton"), str) else "",
              f"{record.rounds} rounds", f"job {record.sweep_id}"]
     out.write(escape_controls(" · ".join(p for p in parts if p) + "\n"))
-    rows = []
     summary = summarize(record)
-    for s in summary:
-        rows.append([
-            s.variant, s.start,
-            s.first_result.text() if s.first_result else "–",
-            s.first_fast.text() if s.first_fast else "–",
-            s.first_call.text() if s.first_call and s.start != "eager" else "–",
-            f"{s.call_ms:.3f} ms" if s.call_ms is not None else "–",
-            f"{s.eager_ms:.3f} ms" if s.eager_ms is not None else "–",
-            "–" if s.start == "eager" else break_even_text(s),
-        ])
-    out.write(escape_controls(text_table(HEADERS, rows, left=2)) + "\n")
+    out.write(escape_controls(text_table(SUMMARY_COLUMNS, summary_rows(summary), left=2)) + "\n")
     out.write("times from the process's start (imports included): median (lowest–highest over rounds); "
               "per call: the median over all the variant's processes\n")
     phased = [s for s in summary if s.phases]

@@ -43,18 +43,17 @@ from ..jobs.coldstart_run import ColdStartOutcome, ColdStartRun, coldstart_reque
 from ..results.cache_file import CacheFile, CacheFileError, read_cache_file
 from ..results.coldstart_record import (
     PHASES,
+    SUMMARY_COLUMNS,
     ColdStartFolder,
     ColdStartRecord,
-    break_even_text,
     is_coldstart_folder,
     load_coldstart,
     summarize,
+    summary_rows,
 )
 from ..results.sweep_record import SweepDamaged
 from .job_thread import JobThread
 
-COLUMNS = ["variant", "start", "first result", "first fast call", "compile (1st call)", "per call",
-           "eager per call", "break-even"]
 #: One colour per phase, in the order of :data:`PHASES`.
 PHASE_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c9c9c"]
 
@@ -109,22 +108,6 @@ class ColdStartDialog(QDialog):
         return (Path(save).expanduser() if save else None, Path(load).expanduser() if load else None)
 
 
-def summary_rows(record: ColdStartRecord) -> list[list[str]]:
-    """The table's cells, as the CLI prints them."""
-    rows = []
-    for s in summarize(record):
-        rows.append([
-            s.variant, s.start,
-            s.first_result.text() if s.first_result else "–",
-            s.first_fast.text() if s.first_fast else "–",
-            s.first_call.text() if s.first_call and s.start != "eager" else "–",
-            f"{s.call_ms:.3f} ms" if s.call_ms is not None else "–",
-            f"{s.eager_ms:.3f} ms" if s.eager_ms is not None else "–",
-            "–" if s.start == "eager" else break_even_text(s),
-        ])
-    return rows
-
-
 class ColdStartView(QWidget):
     """The cold-start job's table, its phases as stacked bars, progress and Stop."""
 
@@ -147,8 +130,8 @@ class ColdStartView(QWidget):
         self.title = QLabel("No start-up job yet: Run ▸ Start-up cost…")
         self.title.setWordWrap(True)
         layout.addWidget(self.title)
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table = QTableWidget(0, len(SUMMARY_COLUMNS))
+        self.table.setHorizontalHeaderLabels(SUMMARY_COLUMNS)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         layout.addWidget(self.table)
         self.plot = pg.PlotWidget()
@@ -297,7 +280,7 @@ class ColdStartView(QWidget):
     def show_record(self, record: ColdStartRecord) -> None:
         self.record = record
         self.title.setText(f"{record.title()}  [{record.status}]")
-        rows = summary_rows(record)
+        rows = summary_rows(summarize(record))
         self.table.setRowCount(len(rows))
         for r, row in enumerate(rows):
             for c, text in enumerate(row):

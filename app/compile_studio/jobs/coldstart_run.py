@@ -19,19 +19,16 @@ timed. No Qt, no torch here.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import functools
 import hashlib
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core import protocol
-from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
-from ..core.protocol import RunStatus
-from ..launchers.supervisor import HelloTimer, WorkerLauncher, WorkerProcess
+from ..core.config import BenchmarkConfig, ConfigProblem
+from ..launchers.supervisor import WorkerLauncher
 from ..results.cache_file import CacheFile, cache_mismatches, environment_of, write_cache_file
 from ..results.coldstart_record import (
     ColdStartFolder,
@@ -39,11 +36,9 @@ from ..results.coldstart_record import (
     ColdStartRecord,
     point_from_dict,
 )
-from ..results.owner_lock import RecordBusy, this_owner
-from ..results.sweep_record import COMPLETE, FAILED, RUNNING, STOPPED
-from .job import StopSwitch
-from .session import STOPPED_BY_USER, hello_timeout_s
-from .worker_watch import WatchLimits, WorkerWatch
+from ..results.sweep_record import FAILED
+from .one_worker import OneWorkerJob, OneWorkerOutcome, checked_request
+from .worker_watch import WatchLimits
 
 __all__ = ["ColdStartOutcome", "ColdStartRun", "coldstart_request", "new_coldstart"]
 
@@ -55,13 +50,7 @@ def coldstart_request(
     request = protocol.ColdStartRequest(
         config=config.to_dict(), rounds=rounds, kinds=list(kinds or protocol.START_KINDS), calls=calls,
     )
-    problems = [ConfigProblem(f"--{f}", m) for f, m in request.problems()]
-    problems += config.problems()
-    if not config.compiled_variants():
-        problems.append(ConfigProblem("variants", "a cold-start job needs a compiled variant besides eager"))
-    if problems:
-        raise ConfigError(problems)
-    return request
+    return checked_request(request, config, "a cold-start job")
 
 
 def new_coldstart(request: protocol.ColdStartRequest, root: Path) -> ColdStartFolder:
@@ -72,26 +61,24 @@ def new_coldstart(request: protocol.ColdStartRequest, root: Path) -> ColdStartFo
 
 
 @dataclass
-class ColdStartOutcome:
+class ColdStartOutcome(OneWorkerOutcome):
     """How a cold-start job ended."""
 
     record: ColdStartRecord
-    folder: Path
-    stop_requested: bool = False
-    refused: list[ConfigProblem] | None = None
-    write_error: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.record.status == FAILED or any(p.error for p in self.record.points)
 
 
 def _add(record: ColdStartRecord, point: ColdStartPoint) -> None:
     record.points.append(point)
 
 
-class ColdStartRun:
+class ColdStartRun(OneWorkerJob[ColdStartOutcome]):
     """Runs a cold-start job in one worker; ``on_point`` gets a copy of the record after each point."""
+
+    outcome_class = ColdStartOutcome
+    stop_thread = "coldstart-stop"
+    refusal_fails = True
+    folder: ColdStartFolder
+    on_point: Callable[[ColdStartRecord], None] | None
 
     def __init__(
         self,
@@ -104,59 +91,16 @@ class ColdStartRun:
         hello_timeout: float | None = None,
         watch_limits: WatchLimits | None = None,
     ):
-        self.folder = folder
-        self.launcher = launcher or WorkerLauncher.local()
-        self.on_point = on_point
-        self.on_log = on_log
+        super().__init__(folder, launcher, on_point, on_log, hello_timeout, watch_limits)
         self.load_cache = load_cache
         self.save_cache = save_cache
-        self.watch_limits = watch_limits
-        self.hello_timeout = hello_timeout if hello_timeout is not None else hello_timeout_s()
-        self.hello: protocol.HelloEvent | None = None
         self._artifacts: dict[str, protocol.CacheArtifactsEvent] = {}
-        self._worker: WorkerProcess | None = None
-        self._lock = threading.Lock()
-        self._stop = StopSwitch(self._lock)
-
-    @property
-    def stop_requested(self) -> bool:
-        return self._stop.requested
-
-    def request_stop(self, message: str = STOPPED_BY_USER) -> None:
-        """Stop the worker (its points so far are kept); returns at once."""
-        if not self._stop.trip(message):
-            return
-        with self._lock:
-            worker = self._worker
-        if worker is not None:
-            self._stopper(worker)
-
-    def _stopper(self, worker: WorkerProcess) -> None:
-        threading.Thread(
-            target=lambda: self.launcher.stop_worker(worker, self.hello), name="coldstart-stop", daemon=True
-        ).start()
-
-    def _log(self, line: str) -> None:
-        if self.on_log is not None:
-            self.on_log(line)
 
     def fraction(self) -> float:
         record = self.folder.record
         per_round = 1 + len(record.config.compiled_variants()) * max(1, len(record.kinds))
         total = record.rounds * per_round
         return min(1.0, len(record.points) / total) if total else 1.0
-
-    def run(self) -> ColdStartOutcome:
-        """Run the job to its end (blocking); refused while another live process runs the folder."""
-        try:
-            self.folder.claim()
-        except RecordBusy as exc:
-            return ColdStartOutcome(self.folder.snapshot(), self.folder.path,
-                                    refused=[ConfigProblem("cold-start job", str(exc))])
-        try:
-            return self._run()
-        finally:
-            self.folder.release()
 
     def _request(self) -> protocol.ColdStartRequest:
         record = self.folder.record
@@ -181,107 +125,32 @@ class ColdStartRun:
             return None
         return [ConfigProblem("--load-cache", f"{path.name} will not help: {r}") for r in reasons]
 
+    def _start(self, record: ColdStartRecord) -> None:
+        super()._start(record)
+        if self.load_cache is not None:
+            record.loaded_cache = str(self.load_cache[0])
+
+    def _event(self, event: object) -> None:
+        if isinstance(event, protocol.ColdStartPointEvent):
+            # a worker's output is input: checked with the loader's rules
+            problems: list[str] = []
+            point = point_from_dict(protocol.to_dict(event), problems)
+            for problem in problems:
+                self._log(f"[compile studio] a cold-start point from the worker: {problem}")
+            if point is None:
+                return
+            snapshot = self.folder.update(functools.partial(_add, point=point))
+            if self.on_point is not None:
+                self.on_point(snapshot)
+        elif isinstance(event, protocol.CacheArtifactsEvent):
+            self._artifacts.setdefault(event.variant, event)
+
     def _run(self) -> ColdStartOutcome:
         request = self._request()
-
-        def start(record: ColdStartRecord) -> None:
-            record.owner_pid, record.owner_host = this_owner()
-            record.status, record.message, record.points = RUNNING, "", []
-            if self.load_cache is not None:
-                record.loaded_cache = str(self.load_cache[0])
-
-        self.folder.update(start)
-        refused: list[ConfigProblem] | None = None
-        status, message = FAILED, ""
-        worker: WorkerProcess | None = None
-        silent = threading.Event()
-        timer: HelloTimer | None = None
-        watch = WorkerWatch(
-            warn=lambda m: self._log(f"[compile studio] {m}"),
-            stop=lambda m: (self._log(f"[compile studio] {m}"), self.request_stop(m)),
-            recovered=lambda m: self._log(f"[compile studio] {m}"), limits=self.watch_limits,
+        self.folder.update(self._start)
+        status, message, refused = self._drive(
+            request, (protocol.COLDSTART_FLAG, protocol.NO_COMPILE_HOST_AHEAD_FLAG)
         )
-        try:
-            self.launcher.prepare(self._log)
-            worker = WorkerProcess(on_log=self.on_log, launcher=self.launcher,
-                                   args=(protocol.COLDSTART_FLAG, protocol.NO_COMPILE_HOST_AHEAD_FLAG))
-
-            def expire() -> None:
-                silent.set()
-                assert worker is not None
-                worker.kill()
-
-            timer = self.launcher.hello_timer(
-                self.hello_timeout, expire, lambda state: self._log(f"[compile studio] {state}")
-            )
-            with self._lock:
-                self._worker = worker
-                stop_now = self._stop.requested
-            if stop_now:
-                self._stopper(worker)
-            done: protocol.DoneEvent | None = None
-            errors: list[str] = []
-            watch.start()
-            for event in worker.events():
-                watch.saw(event)
-                event = self.launcher.explain(event)
-                if isinstance(event, protocol.HelloEvent):
-                    timer.cancel()
-                    self.hello = protocol.check_hello(event, f"the worker on {self.launcher.describe()}")
-                    env = dict(event.environment)
-                    self.folder.update(lambda r, env=env: setattr(r, "environment", env))
-                    refused = self._refusal(self.hello)
-                    if refused is not None:
-                        worker.request_stop()
-                        worker.close_stdin()
-                    elif not self._stop.requested:
-                        sent = dataclasses.replace(request, config=self.launcher.worker_config(request.config))
-                        worker.send_config(sent.to_json())
-                elif isinstance(event, protocol.ColdStartPointEvent):
-                    # a worker's output is input: checked with the loader's rules
-                    problems: list[str] = []
-                    point = point_from_dict(protocol.to_dict(event), problems)
-                    for problem in problems:
-                        self._log(f"[compile studio] a cold-start point from the worker: {problem}")
-                    if point is None:
-                        continue
-                    snapshot = self.folder.update(functools.partial(_add, point=point))
-                    if self.on_point is not None:
-                        self.on_point(snapshot)
-                elif isinstance(event, protocol.CacheArtifactsEvent):
-                    self._artifacts.setdefault(event.variant, event)
-                elif isinstance(event, protocol.ErrorEvent):
-                    if event.is_config_error and event.problems:
-                        refused = [ConfigProblem(p.get("field", "?"), p.get("message", "")) for p in event.problems]
-                    errors.append(event.message)
-                elif isinstance(event, protocol.DoneEvent):
-                    done = event
-            worker.wait(30)
-            if refused is not None:
-                status, message = FAILED, "refused: " + "; ".join(p.message for p in refused)
-            elif self._stop.requested:
-                status, message = STOPPED, self._stop.message
-            elif done is None:
-                why = "did not say hello in time" if silent.is_set() else worker.exit_description()
-                status, message = FAILED, f"the worker ended without finishing ({why})"
-            elif done.status == RunStatus.COMPLETE:
-                status, message = COMPLETE, ""
-            elif done.status == RunStatus.STOPPED:
-                status, message = STOPPED, done.reason or "stopped"
-            else:
-                status, message = FAILED, "; ".join(errors)[:1000] or (done.reason or "the worker failed")
-        except (OSError, protocol.ProtocolMismatch) as exc:
-            status, message = FAILED, str(exc)
-        finally:
-            watch.close()
-            if timer is not None:
-                timer.cancel()
-            if worker is not None:
-                worker.stop(grace_s=1.0, term_s=1.0)
-            try:
-                self.launcher.cleanup(self.hello)
-            except Exception as exc:  # noqa: BLE001 - reported; the points are kept
-                self._log(f"[compile studio] cleaning up after the worker failed: {exc}")
         saved_note = self._save() if refused is None else None
 
         def finish(record: ColdStartRecord) -> None:
@@ -294,8 +163,7 @@ class ColdStartRun:
                     and not any(p.start == "carried" and not p.error for p in record.points):
                 record.notes.append("no carried start was measured")
 
-        final = self.folder.update(finish)
-        return ColdStartOutcome(final, self.folder.path, self._stop.requested, refused, self.folder.write_error)
+        return self._outcome(self.folder.update(finish), refused)
 
     def _save(self) -> tuple[str | None, str] | None:
         """Write the artifacts to ``save_cache``: (its path or None, a note in words)."""

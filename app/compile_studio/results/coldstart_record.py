@@ -26,19 +26,17 @@ import json
 import math
 import statistics
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..core.config import BenchmarkConfig
 from ..core.protocol import EAGER_START, START_KINDS, ColdStartPointEvent, ColdStartSettings
 from .file_io import json_safe, safe_cell
 from .record_folder import RecordFolder
-from .record_load import is_record_folder, load_record, read_environment, read_fields
-from .run_result import config_from_saved
+from .record_load import is_record_folder, load_record, read_environment
 from .schema import Schema
-from .sweep_record import COMPLETE, MAX_SWEEP_JSON_BYTES, PENDING, RUNNING, STOPPED, SweepDamaged
+from .sweep_load import job_fields, job_top, mark_job_interrupted, read_job_head
+from .sweep_record import COMPLETE, MAX_SWEEP_JSON_BYTES, JobRecord, SweepDamaged
 
 COLDSTART_JSON = "coldstart.json"
 COLDSTART_CSV = "coldstart.csv"
@@ -59,7 +57,7 @@ COLDSTART_CSV_COLUMNS = [
 
 __all__ = [
     "COLDSTART_JSON", "ColdStartFolder", "ColdStartPoint", "ColdStartRecord", "StartSummary",
-    "load_coldstart", "is_coldstart_folder", "summarize", "break_even_text",
+    "load_coldstart", "is_coldstart_folder", "summarize", "break_even_text", "SUMMARY_COLUMNS", "summary_rows",
 ]
 
 
@@ -73,18 +71,10 @@ class ColdStartPoint(ColdStartPointEvent):
 
 
 @dataclass(kw_only=True)
-class ColdStartRecord(ColdStartSettings):
+class ColdStartRecord(JobRecord, ColdStartSettings):
     """What coldstart.json holds: the config, the settings, every point, and the cache carried."""
 
-    sweep_id: str
-    created: str
-    config: BenchmarkConfig
     points: list[ColdStartPoint] = field(default_factory=list)
-    environment: dict[str, Any] = field(default_factory=dict)
-    status: str = PENDING
-    message: str = ""
-    owner_pid: int = 0
-    owner_host: str = ""
     #: the cache file the carried starts loaded (None: this machine's own cold starts' artifacts)
     loaded_cache: str | None = None
     #: where the artifacts were saved (--save-cache), and what for
@@ -183,6 +173,27 @@ def break_even_text(s: StartSummary) -> str:
     return text
 
 
+#: The columns of a cold-start job's table, in the CLI and in the window.
+SUMMARY_COLUMNS = ["variant", "start", "first result", "first fast call", "compile (1st call)", "per call",
+                   "eager per call", "break-even"]
+
+
+def summary_rows(summary: list[StartSummary]) -> list[list[str]]:
+    """The table's cells (:data:`SUMMARY_COLUMNS`), a row per variant and start kind."""
+    rows = []
+    for s in summary:
+        rows.append([
+            s.variant, s.start,
+            s.first_result.text() if s.first_result else "–",
+            s.first_fast.text() if s.first_fast else "–",
+            s.first_call.text() if s.first_call and s.start != "eager" else "–",
+            f"{s.call_ms:.3f} ms" if s.call_ms is not None else "–",
+            f"{s.eager_ms:.3f} ms" if s.eager_ms is not None else "–",
+            "–" if s.start == "eager" else break_even_text(s),
+        ])
+    return rows
+
+
 def summarize(record: ColdStartRecord) -> list[StartSummary]:
     """Per variant and start kind (eager first), in the order they ran."""
     eager_points = [p for p in record.points if p.start == EAGER_START and p.error is None]
@@ -271,12 +282,6 @@ class ColdStartFolder(RecordFolder):
     _to_json = staticmethod(coldstart_to_json)
     _to_csv = staticmethod(coldstart_to_csv)
 
-    @classmethod
-    def create(cls, root: Path, slug: str, record: ColdStartRecord, when: datetime | None = None) -> ColdStartFolder:
-        """A new folder under ``root`` named ``<time>_coldstart_<slug>``; writes coldstart.json."""
-        folder: ColdStartFolder = cls._create(root, slug, record, when)
-        return folder
-
 
 # -- reading back --------------------------------------------------------------------------------
 
@@ -286,10 +291,7 @@ def is_coldstart_folder(path: str | Path) -> bool:
 
 
 _POINT = Schema.of_dataclass("cold-start point", ColdStartPoint)
-_TOP: dict[str, Any] = {
-    "app_version": str, "sweep_id": str, "created": str, "status": str, "message": str,
-    "owner_pid": int, "owner_host": str, "rounds": int, "calls": int, "schema_version": int,
-}
+_TOP = job_top(rounds=int, calls=int)
 
 
 def point_from_dict(item: Any, problems: list[str]) -> ColdStartPoint | None:
@@ -315,15 +317,8 @@ def load_coldstart(path: str | Path) -> ColdStartRecord:
 
 
 def _read(folder: Path, doc: Any) -> ColdStartRecord:
-    if not isinstance(doc, dict) or doc.get("kind") != COLDSTART_KIND or not isinstance(doc.get("points"), list):
-        raise SweepDamaged(f"{COLDSTART_JSON} is not a Compile Studio cold-start record")
     problems: list[str] = []
-    top = read_fields(doc, _TOP, COLDSTART_JSON, problems)
-    config = config_from_saved(doc.get("config"))
-    if config is None:
-        raise SweepDamaged(f"{COLDSTART_JSON}: the configuration is missing")
-    if len(doc["points"]) > MAX_COLDSTART_POINTS:
-        raise SweepDamaged(f"{COLDSTART_JSON}: more than {MAX_COLDSTART_POINTS:,} points")
+    top, config = read_job_head(doc, COLDSTART_KIND, COLDSTART_JSON, "cold-start", _TOP, MAX_COLDSTART_POINTS, problems)
     points = []
     for k, item in enumerate(doc["points"]):
         own: list[str] = []
@@ -338,23 +333,16 @@ def _read(folder: Path, doc: Any) -> ColdStartRecord:
         return v[:1000] if isinstance(v, str) else None
 
     record = ColdStartRecord(
-        sweep_id=top.get("sweep_id") or folder.name, created=top.get("created") or "", config=config,
+        **job_fields(top, folder), config=config,
         rounds=top.get("rounds") or 1, kinds=kinds or list(START_KINDS), calls=top.get("calls") or 20,
         points=points, environment=read_environment(doc.get("environment"), COLDSTART_JSON, problems),
-        status=top.get("status") or "incomplete", message=top.get("message") or "",
-        owner_pid=top.get("owner_pid") or 0, owner_host=top.get("owner_host") or "",
         loaded_cache=text("loaded_cache"), saved_cache=text("saved_cache"),
         notes=[n[:1000] for n in doc.get("notes", []) if isinstance(n, str)][:20]
         if isinstance(doc.get("notes"), list) else [],
-        app_version=top.get("app_version") or "", schema_version=top.get("schema_version") or 1,
+        schema_version=top.get("schema_version") or 1,
         load_problems=problems,
     )
-    if record.status == RUNNING:
-        from .sweep_load import _owner_gone
-
-        if _owner_gone(record, folder):  # type: ignore[arg-type]
-            record.status = STOPPED
-            record.message = "interrupted: the process running the cold-start job ended"
+    mark_job_interrupted(record, folder, "cold-start job")
     return record
 
 

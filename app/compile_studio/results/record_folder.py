@@ -17,11 +17,13 @@ import re
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .file_io import atomic_write_text
 from .owner_lock import OWNER_LOCK, RecordBusy, fcntl, open_lock
 from .store import folder_stamp
+
+FolderT = TypeVar("FolderT", bound="RecordFolder")
 
 
 class RecordFolder:
@@ -98,6 +100,12 @@ class RecordFolder:
     @staticmethod
     def _to_csv(record: Any) -> str:
         raise NotImplementedError
+
+    @classmethod
+    def create(cls: type[FolderT], root: Path, slug: str, record: Any, when: datetime | None = None) -> FolderT:
+        """A new folder under ``root`` named ``<time>_<name_word>_<slug>``; writes the record's files."""
+        folder: FolderT = cls._create(root, slug, record, when)
+        return folder
 
     @classmethod
     def _create(cls, root: Path, slug: str, record: Any, when: datetime | None) -> Any:

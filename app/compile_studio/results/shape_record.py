@@ -26,10 +26,9 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..core.config import BenchmarkConfig
 from ..core.protocol import ShapePointEvent, ShapeSweepSettings
 from .file_io import json_safe, safe_cell
-from .sweep_record import PENDING
+from .sweep_record import JobRecord
 
 SHAPE_JSON = "shape_sweep.json"
 SHAPE_CSV = "shape_sweep.csv"
@@ -98,19 +97,10 @@ def kept_reasons(value: Any) -> list[str]:
 
 
 @dataclass(kw_only=True)
-class ShapeSweepRecord(ShapeSweepSettings):
+class ShapeSweepRecord(JobRecord, ShapeSweepSettings):
     """What shape_sweep.json holds: the config, the settings (batch sizes, modes) and every point."""
 
-    sweep_id: str
-    created: str
-    config: BenchmarkConfig
     points: list[ShapePoint] = field(default_factory=list)
-    environment: dict[str, Any] = field(default_factory=dict)
-    #: pending, running, complete, stopped or failed
-    status: str = PENDING
-    message: str = ""
-    owner_pid: int = 0
-    owner_host: str = ""
     app_version: str = __version__
     schema_version: int = SHAPE_SCHEMA_VERSION
     load_problems: list[str] = field(default_factory=list, compare=False)

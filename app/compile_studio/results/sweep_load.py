@@ -14,6 +14,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from ..core.config import BenchmarkConfig
 from ..core.protocol import SHAPE_AXIS
 from .owner_lock import held_by_a_process, owner_alive
 from .record_load import (
@@ -229,11 +230,18 @@ def is_shape_sweep_folder(path: str | Path) -> bool:
 
 
 _SHAPE_POINT = Schema.of_dataclass("shape point", ShapePoint)
-_SHAPE_TOP: dict[str, Any] = {
-    "app_version": str, "sweep_id": str, "created": str, "status": str, "message": str,
-    "owner_pid": int, "owner_host": str, "recompile_limit": int, "repeats": int, "schema_version": int,
-    "axis": str,
-}
+
+
+def job_top(**own: Any) -> dict[str, Any]:
+    """The top fields of a one-worker job's record and their types: the common ones, the kind's
+    ``own`` (its settings), then the schema version (the order problems are listed in)."""
+    return {
+        "app_version": str, "sweep_id": str, "created": str, "status": str, "message": str,
+        "owner_pid": int, "owner_host": str, **own, "schema_version": int,
+    }
+
+
+_SHAPE_TOP = job_top(recompile_limit=int, repeats=int, axis=str)
 
 
 def load_shape_sweep(path: str | Path) -> ShapeSweepRecord:
@@ -242,14 +250,46 @@ def load_shape_sweep(path: str | Path) -> ShapeSweepRecord:
     return record
 
 
-def _read_shape_sweep(folder: Path, doc: Any) -> ShapeSweepRecord:
-    if not isinstance(doc, dict) or doc.get("kind") != SHAPE_KIND or not isinstance(doc.get("points"), list):
-        raise SweepDamaged(f"{SHAPE_JSON} is not a Compile Studio shape-sweep record")
-    problems: list[str] = []
-    top = read_fields(doc, _SHAPE_TOP, SHAPE_JSON, problems)
+def read_job_head(
+    doc: Any, kind: str, name: str, what: str, top_fields: dict[str, Any], max_points: int, problems: list[str]
+) -> tuple[dict[str, Any], BenchmarkConfig]:
+    """What a one-worker job's record (shape sweep, cold-start job) is read with first: its
+    top fields and its configuration; :class:`SweepDamaged` when it is not a ``kind`` record
+    named ``name`` (a ``what`` record in words), has no configuration or too many points."""
+    if not isinstance(doc, dict) or doc.get("kind") != kind or not isinstance(doc.get("points"), list):
+        raise SweepDamaged(f"{name} is not a Compile Studio {what} record")
+    top = read_fields(doc, top_fields, name, problems)
     config = config_from_saved(doc.get("config"))
     if config is None:
-        raise SweepDamaged(f"{SHAPE_JSON}: the configuration is missing")
+        raise SweepDamaged(f"{name}: the configuration is missing")
+    if len(doc["points"]) > max_points:
+        raise SweepDamaged(f"{name}: more than {max_points:,} points")
+    return top, config
+
+
+def job_fields(top: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A one-worker job record's own fields from its top fields read (missing ones defaulted)."""
+    return {
+        "sweep_id": top.get("sweep_id") or folder.name,
+        "created": top.get("created") or "",
+        "status": top.get("status") or "incomplete",
+        "message": top.get("message") or "",
+        "owner_pid": top.get("owner_pid") or 0,
+        "owner_host": top.get("owner_host") or "",
+        "app_version": top.get("app_version") or "",
+    }
+
+
+def mark_job_interrupted(record: Any, folder: Path, what: str) -> None:
+    """A job record left running by a process that ended reads as stopped."""
+    if record.status == RUNNING and _owner_gone(record, folder):
+        record.status = STOPPED
+        record.message = f"interrupted: the process running the {what} ended"
+
+
+def _read_shape_sweep(folder: Path, doc: Any) -> ShapeSweepRecord:
+    problems: list[str] = []
+    top, config = read_job_head(doc, SHAPE_KIND, SHAPE_JSON, "shape-sweep", _SHAPE_TOP, MAX_SHAPE_POINTS, problems)
     batches = [b for b in doc.get("batches", []) if isinstance(b, int) and not isinstance(b, bool)] \
         if isinstance(doc.get("batches"), list) else []
     modes = [m for m in doc.get("modes", []) if isinstance(m, str) and len(m) <= MAX_NAME] \
@@ -258,11 +298,8 @@ def _read_shape_sweep(folder: Path, doc: Any) -> ShapeSweepRecord:
     axis = found_axis if SHAPE_AXIS.fullmatch(found_axis) else ""
     if found_axis and not axis:
         problems.append("the swept axis is not NAME:DIM: read as the batch")
-    raw = doc["points"]
-    if len(raw) > MAX_SHAPE_POINTS:
-        raise SweepDamaged(f"{SHAPE_JSON}: more than {MAX_SHAPE_POINTS:,} points")
     points = []
-    for k, item in enumerate(raw):
+    for k, item in enumerate(doc["points"]):
         own: list[str] = []
         values = _SHAPE_POINT.read(item, own)
         if not isinstance(values.get("variant"), str) or not isinstance(values.get("mode"), str) \
@@ -275,8 +312,7 @@ def _read_shape_sweep(folder: Path, doc: Any) -> ShapeSweepRecord:
         points.append(ShapePoint(**values))
     environment = read_environment(doc.get("environment"), SHAPE_JSON, problems)
     record = ShapeSweepRecord(
-        sweep_id=top.get("sweep_id") or folder.name,
-        created=top.get("created") or "",
+        **job_fields(top, folder),
         config=config,
         batches=batches,
         modes=modes,
@@ -285,15 +321,8 @@ def _read_shape_sweep(folder: Path, doc: Any) -> ShapeSweepRecord:
         axis=axis,
         points=points,
         environment=environment,
-        status=top.get("status") or "incomplete",
-        message=top.get("message") or "",
-        owner_pid=top.get("owner_pid") or 0,
-        owner_host=top.get("owner_host") or "",
-        app_version=top.get("app_version") or "",
         schema_version=top.get("schema_version") or SHAPE_SCHEMA_VERSION,
         load_problems=problems,
     )
-    if record.status == RUNNING and _owner_gone(record, folder):
-        record.status = STOPPED
-        record.message = "interrupted: the process running the shape sweep ended"
+    mark_job_interrupted(record, folder, "shape sweep")
     return record

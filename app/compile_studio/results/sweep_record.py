@@ -74,6 +74,27 @@ class SweepDamaged(RunDamaged):
     """A sweep folder or sweep.json that cannot be read; the message says what is wrong."""
 
 
+@dataclass(kw_only=True)
+class JobRecord:
+    """The fields a one-worker job's record starts with (a shape sweep's, a cold-start job's):
+    its name, when and what it ran, its points, where, how it stands and the process running it.
+
+    A record class lists it before its settings (``class R(JobRecord, Settings)``) so that
+    the settings' fields come first, then these, then its own.
+    """
+
+    sweep_id: str
+    created: str
+    config: BenchmarkConfig
+    points: list[Any] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    #: pending, running, complete, stopped or failed
+    status: str = PENDING
+    message: str = ""
+    owner_pid: int = 0
+    owner_host: str = ""
+
+
 @dataclass
 class PointVariant:
     """One variant of one point: the numbers of its run's stored summary row."""
