@@ -76,10 +76,10 @@ def test_closing_the_window_stops_a_running_start_up_job_and_keeps_it(qtbot, tmp
     view.base = lambda: BenchmarkConfig.from_dict({"layers": "32,32,8", "batch_size": 4, "device": "cpu",
                                                     "variants": ["eager", "aot_eager"]})
     assert view.start(1, ["cold"], 3)
-    qtbot.waitUntil(lambda: view.thread.runner.hello is not None, timeout=120_000)
+    qtbot.waitUntil(lambda: view.job_thread.runner.hello is not None, timeout=120_000)
     window.close()
     assert not view.is_running()
-    record = view.thread.folder.snapshot()
+    record = view.job_thread.folder.snapshot()
     assert record.status == "stopped" and "window was closed" in record.message
 
 

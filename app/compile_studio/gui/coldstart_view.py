@@ -87,8 +87,9 @@ class ColdStartDialog(QDialog):
         self.calls = QSpinBox(minimum=3, maximum=10_000, value=20)
         form.addRow("Rounds", self.rounds)
         form.addRow("Calls timed per process", self.calls)
-        self.kinds = {k: QCheckBox(k, checked=True) for k in START_KINDS}
+        self.kinds = {k: QCheckBox(k) for k in START_KINDS}
         for box in self.kinds.values():
+            box.setChecked(True)
             form.addRow("", box)
         self.save_path = QLineEdit(placeholderText="keep the cold start's cache artifacts in this file")
         self.load_path = QLineEdit(placeholderText="carry the artifacts of this cache file (only one you trust)")
@@ -119,7 +120,7 @@ class ColdStartView(QWidget):
         super().__init__(parent)
         self.base = base
         self.root = Path(root)
-        self.thread: ColdStartThread | None = None
+        self.job_thread: ColdStartThread | None = None
         self.record: ColdStartRecord | None = None
         self.last_outcome: ColdStartOutcome | None = None
         #: asks the user whether the code the configuration names may run (set by the window)
@@ -154,7 +155,7 @@ class ColdStartView(QWidget):
         self.bars: list[tuple[str, dict[str, float]]] = []
 
     def is_running(self) -> bool:
-        return self.thread is not None and self.thread.isRunning()
+        return self.job_thread is not None and self.job_thread.isRunning()
 
     def new_dialog(self) -> None:
         dialog = ColdStartDialog(self)
@@ -207,7 +208,7 @@ class ColdStartView(QWidget):
         thread.failed.connect(self.message)
         thread.finished_job.connect(self._on_finished)
         thread.finished.connect(self._on_thread_ended)
-        self.thread = thread
+        self.job_thread = thread
         self.progress.setValue(0)
         self.progress.show()
         self.stop_button.setEnabled(True)
@@ -227,8 +228,8 @@ class ColdStartView(QWidget):
         return answer == QMessageBox.StandardButton.Yes
 
     def _tick(self) -> None:
-        if self.thread is not None:
-            self.progress.setValue(int(100 * self.thread.fraction()))
+        if self.job_thread is not None:
+            self.progress.setValue(int(100 * self.job_thread.fraction()))
 
     def _on_finished(self, outcome: ColdStartOutcome) -> None:
         self.last_outcome = outcome
@@ -245,17 +246,17 @@ class ColdStartView(QWidget):
         self.running_changed.emit(False)
 
     def stop(self) -> None:
-        if self.thread is not None and self.thread.isRunning():
-            self.thread.request_stop()
+        if self.job_thread is not None and self.job_thread.isRunning():
+            self.job_thread.request_stop()
 
     def close_job(self, wait_ms: int) -> None:
         """The window closes: stop a running job (what it measured is kept) and wait for its thread."""
-        if self.thread is not None and self.thread.isRunning():
-            self.thread.request_stop("the window was closed during the start-up job")
-            self.thread.wait(wait_ms)
+        if self.job_thread is not None and self.job_thread.isRunning():
+            self.job_thread.request_stop("the window was closed during the start-up job")
+            self.job_thread.wait(wait_ms)
 
     def wait_done(self, timeout_ms: int) -> bool:
-        return self.thread is None or self.thread.wait(timeout_ms)
+        return self.job_thread is None or self.job_thread.wait(timeout_ms)
 
     def open_dialog(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Open start-up job folder", str(self.root))
