@@ -52,6 +52,7 @@ VARIANT_SWAP = {"default": "aot_eager", "max-autotune": "aot_eager"}
 #: A sweep's ``--values``/``--range`` replaced by these, by parameter (one point each).
 SWEEP_VALUES = {
     "batch_size": "2", "hidden_width": "16", "layer:2": "16", "seq_len": "8", "dynamic": "true",
+    "arg:seq_len": "8",
 }
 #: A shape sweep: two batch sizes, two timed calls each.
 SHAPE = ["--values", "1,2", "--repeats", "2"]
@@ -77,6 +78,9 @@ SKIPPED = {
     "coldstart": "starts Inductor compiles from empty caches in several fresh processes (minutes for "
         "the seed MLP on a small CPU); tests/test_coldstart.py runs the same job with --save-cache and "
         "--load-cache on the tiny MLP",
+    "sweep --resume latest": "resumes the newest sweep of the data folder, where nothing is left to "
+        "run after the pages' sweeps (each writes to its own --out); tests/test_cli_round3.py resumes "
+        "latest and latest~N",
     "advise latest --try":
         "makes a whole run of A and of each B in every round, 3 rounds or more (6 runs for one "
         "suggestion), on a run whose advice holds a configuration change such as a larger batch; "
