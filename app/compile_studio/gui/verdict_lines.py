@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..results.formatting import is_judged, verdict_line
+from ..results.formatting import is_judged, medians_note, verdict_line
 from .summary_table import SummaryTableModel, TableRow
 
 _MARGINS = (6, 3, 6, 3)
@@ -55,12 +55,16 @@ def verdict_texts(rows: list[TableRow], show_run: bool = False) -> list[tuple[Ta
     ``show_run``: each sentence starts with its run's name (several runs are shown).
     """
     out: list[tuple[TableRow, str]] = []
+    eager = {tr.run_name: tr.row for tr in rows if tr.row.name == "eager"}
     for tr in rows:
         row = tr.row
         if row.error and row.status in ("failed", "stopped"):
             text = f"{row.name} {row.status}: {row.error}"
         elif is_judged(row) and not row.error:
             text = verdict_line(row, tr.why)
+            note = medians_note(eager.get(tr.run_name), row)
+            if note:
+                text += f" ({note})"  # as the CLI says it (results.formatting.verdict_lines)
         else:
             continue
         out.append((tr, f"{tr.run_name} · {text}" if show_run else text))
