@@ -332,16 +332,11 @@ class BenchmarkRunner(RunState):
                     if flush is not None:
                         flush.evict()
                         self.timer.sync()
-                    if not measure:
-                        wall, device_ms = time_call(call)
-                        sink.sample(name, phase, v.iteration, wall, device_ms, round_index)
-                        v.iteration += 1
-                        continue
-                    t0 = clock_ns()
+                    t0 = clock_ns() if measure else None  # a timed call's start stamp
                     wall, device_ms = time_call(call)
                     sink.sample(name, phase, v.iteration, wall, device_ms, round_index, t0)
                     v.iteration += 1
-                    if turns.due():
+                    if measure and turns.due():
                         turns.pause(name)
                         self._untimed(call)
         finally:

@@ -113,8 +113,6 @@ class LiveRun(QObject):
         self._announced = ""
         #: the running worker is on this machine (it shares its cores with the window)
         self._here = False
-        #: the latest samples were timed calls, and no compile or warm-up has begun since
-        self._timing = False
         #: the worker started ahead of the next run (never while a run is going on or ending)
         self.standby = StandbyKeeper(self, busy=lambda: self.running or bool(self._threads))
         self.standby.changed.connect(self._on_standby_changed)
@@ -141,12 +139,6 @@ class LiveRun(QObject):
     def runs_here(self) -> bool:
         """Whether the running worker is on this machine (it shares its cores with the window)."""
         return self.running and self._here
-
-    @property
-    def timing_here(self) -> bool:
-        """Whether a worker on this machine is timing calls now (from the first timed samples
-        until a compile or warm-up begins, or the run ends; its diagnostics' calls included)."""
-        return self.running and self._here and self._timing
 
     @property
     def stop_requested(self) -> bool:
@@ -182,7 +174,6 @@ class LiveRun(QObject):
         self._measuring = None
         self._announced = ""
         self._here = thread.session.launcher.runs_here()
-        self._timing = False
         thread.hello.connect(self.hello)
         thread.phase.connect(self._on_phase)
         thread.samples.connect(self._on_samples)
@@ -292,8 +283,6 @@ class LiveRun(QObject):
         if not variant:
             return
         self._compiling = variant if phase == Phase.COMPILE else None
-        if phase in (Phase.COMPILE, Phase.WARMUP):
-            self._timing = False
         if phase in _PLOT_PHASES:
             if self._measuring is not None or self._announced == phase:
                 # the worker announces the warm-up and the timed calls of every variant at
@@ -310,7 +299,6 @@ class LiveRun(QObject):
         if now == self._measuring and self._compiling is None:
             return
         self._measuring = now
-        self._timing = phase == Phase.MEASURE
         if self._compiling == variant:
             self._compiling = None
         text = f"{variant}: {_PHASE_WORDS.get(phase, phase)}"
@@ -368,7 +356,6 @@ class LiveRun(QObject):
         thread = self.benchmark_thread
         self.benchmark_thread = None
         self._compiling = None
-        self._timing = False
         if run.source is None and thread is not None and thread.folder is not None:
             run.source = Path(os.path.abspath(thread.folder))
         status = RunStatus.parse(run.status, RunStatus.INCOMPLETE)
