@@ -382,6 +382,22 @@ MAX_SHAPE_BATCHES = 64
 SHAPE_AXIS = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,63}|[0-9]{1,2}):([0-9]{1,2})")
 
 
+def request_data(cls: type, text: str, what: str) -> dict[str, Any]:
+    """The keys of a ``what`` request line for the dataclass ``cls``; ValueError saying why
+    it is not one (not JSON, no config object, keys ``cls`` does not have)."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise ValueError(f"the {what} request is not valid JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+        raise ValueError(f"the {what} request holds no config object")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"the {what} request has unknown keys: {', '.join(unknown)[:100]}")
+    return data
+
+
 @dataclass
 class ShapeSweepSettings:
     """How a shape sweep runs its config: batch sizes, dynamic modes, recompile limit, repeats.
@@ -440,16 +456,7 @@ class ShapeSweepRequest(ShapeSweepSettings):
     @classmethod
     def from_json(cls, text: str) -> ShapeSweepRequest:
         """The request on a line; ValueError saying why it is not one."""
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            raise ValueError("the shape-sweep request is not valid JSON") from None
-        if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
-            raise ValueError("the shape-sweep request holds no config object")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"the shape-sweep request has unknown keys: {', '.join(unknown)[:100]}")
+        data = request_data(cls, text, "shape-sweep")
         if not isinstance(data.get("batches"), list) or not isinstance(data.get("modes", []), list):
             raise ValueError("the shape-sweep request's batches and modes must be lists")
         return cls(**data)
@@ -594,16 +601,7 @@ class ColdStartRequest(ColdStartSettings):
     @classmethod
     def from_json(cls, text: str) -> ColdStartRequest:
         """The request on a line; ValueError saying why it is not one."""
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            raise ValueError("the cold-start request is not valid JSON") from None
-        if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
-            raise ValueError("the cold-start request holds no config object")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"the cold-start request has unknown keys: {', '.join(unknown)[:100]}")
+        data = request_data(cls, text, "cold-start")
         request = cls(**data)
         problems = request.problems()
         if problems:

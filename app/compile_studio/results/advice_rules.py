@@ -194,17 +194,16 @@ def rule_python_value(facts: RunEvidence) -> Iterator[Suggestion]:
         attr = name.rsplit(".", 1)[-1]
         graphs = why.compile.graphs if why.compile is not None and why.compile.graphs else 1
         effect = 1.0 if limit else len(found) / (len(found) + graphs)
+        seen = 'the recompile limit was hit' if limit else plural_recompiles(len(found))
+        basis = "the compiled calls: they ran eager" if limit else (
+            f"{v.name}'s compiles ({len(found)} of {len(found) + graphs} were recompiles for {name})"
+        )
         yield Suggestion(
             rule="python-value-guard",
             title=f"keep {name} out of the compiled code's guards: each new value of it recompiles",
-            evidence=(
-                f"{'the recompile limit was hit' if limit else plural_recompiles(len(found))} on a Python "
-                f"value the model changes every call: {guard.group(0).strip()}"
-            ),
+            evidence=f"{seen} on a Python value the model changes every call: {guard.group(0).strip()}",
             tier=TIER_GRAPH, effect=effect,
-            effect_basis="the compiled calls: they ran eager" if limit else (
-                f"{v.name}'s compiles ({len(found)} of {len(found) + graphs} were recompiles for {name})"
-            ),
+            effect_basis=basis,
             source_title=TROUBLESHOOTING[0], source_url=TROUBLESHOOTING[1],
             variant=v.name,
             code=CodeChange(
@@ -224,14 +223,9 @@ def rule_python_value(facts: RunEvidence) -> Iterator[Suggestion]:
                 rule="python-value-flag",
                 title=f"set torch._dynamo.config.allow_unspec_int_on_nn_module = True: an integer "
                 f"attribute of an nn.Module ({name}) is then not guarded on its value",
-                evidence=(
-                    f"{'the recompile limit was hit' if limit else plural_recompiles(len(found))} on "
-                    f"{guard.group(0).strip()}"
-                ),
+                evidence=f"{seen} on {guard.group(0).strip()}",
                 tier=TIER_GRAPH, effect=effect,
-                effect_basis="the compiled calls: they ran eager" if limit else (
-                    f"{v.name}'s compiles ({len(found)} of {len(found) + graphs} were recompiles for {name})"
-                ),
+                effect_basis=basis,
                 source_title=TROUBLESHOOTING[0], source_url=TROUBLESHOOTING[1],
                 variant=v.name, delta=flag,
             )
