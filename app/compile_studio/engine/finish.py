@@ -169,6 +169,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
         cudagraph_skips=list(v.cudagraph_skips),
         cudagraph_record_ms=v.cudagraph_record_ms,
         pipelined_ms=v.pipelined_ms,
+        unpinned_ms=v.unpinned_ms,
         clock=clock,
         turns=run.turns.of(v.name),
     )
