@@ -129,10 +129,15 @@ def cli_samples(
         sys.exit(f"the CLI did not say where it saved the run:\n{proc.stdout[-2000:]}")
     run = load_run(folder)
     medians = {r.name: r.median_ms for r in summarize(run) if r.median_ms is not None}
+    # a pinned run's own figure for a user's process (no thread pinned), beside its median
+    medians.update({
+        f"{n} unpinned_ms": v.unpinned_ms for n, v in run.variants.items()
+        if getattr(v, "unpinned_ms", None) is not None
+    })
     rounds: dict[str, dict[str, list[float]]] = {}
     with open(Path(folder) / "samples.csv", newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
-            if row["phase"] == "measure" and row["variant"] in medians:
+            if row["phase"] == "measure" and row["variant"] in tim_names(medians):
                 rounds.setdefault(row["variant"], {}).setdefault(row["round"], []).append(
                     float(row["wall_ms"])
                 )
@@ -141,6 +146,11 @@ def cli_samples(
     if pinned != placed.startswith("timing thread alone"):
         sys.exit(f"the CLI run was to be {'pinned' if pinned else 'unpinned'}; it says: {placed}")
     return medians, {v: list(r.values()) for v, r in rounds.items()}, threads, folder
+
+
+def tim_names(medians: dict[str, float]) -> set[str]:
+    """The variant names among the keys of :func:`cli_samples`'s figures."""
+    return {k for k in medians if not k.endswith(" unpinned_ms")}
 
 
 def block_median(rounds: list[list[float]], size: int) -> float:
@@ -349,6 +359,8 @@ def one_round(
             # the comparison a plain Timer invites: the CLI's median against blocked_autorange's
             "unlike": (medians[v], t["block_ms"]),
         }
+        if f"{v} unpinned_ms" in medians:  # the pinned run's unpinned figure against this process
+            got[v]["recorded unpinned"] = (medians[f"{v} unpinned_ms"], t["per_call_ms"])
     note = (f"({threads} threads; Timer blocks of {', '.join(str(int(t['calls_per_block'])) for t in tim.values())} "
             f"calls; CLI run {t1 - t0:.0f} s, Timer process {t2 - t1:.0f} s; "
             f"loadavg {load_before} → {loadavg()})")
@@ -388,6 +400,12 @@ def summarize_model(
             print(f"{model} the app as it runs (CLI, pinned) / a plain process (Timer, unpinned) "
                   f"{v:10s}: per-call median {statistics.median(rs):.3f}, rounds "
                   f"{', '.join(f'{x:.3f}' for x in rs)}", flush=True)
+            recorded = got["pinned"][v].get("recorded unpinned", [])
+            if len(recorded) == len(got["unpinned"][v]["per-call"]):
+                rs = [a[0] / b[1] for a, b in zip(recorded, got["unpinned"][v]["per-call"])]
+                print(f"{model} the pinned run's recorded unpinned_ms / a plain process (Timer, "
+                      f"unpinned) {v:10s}: median {statistics.median(rs):.3f}, rounds "
+                      f"{', '.join(f'{x:.3f}' for x in rs)}", flush=True)
     base = variants[0]
     for v in variants[1:]:
         for p in pinnings:
@@ -454,8 +472,8 @@ def main(argv: list[str] | None = None) -> int:
                 for v in variants:
                     parts = []
                     for stat, (c, t) in pair[v].items():
-                        got[p][v][stat].append((c, t))
-                        if stat != "unlike":
+                        got[p][v].setdefault(stat, []).append((c, t))
+                        if stat in STATISTICS:
                             parts.append(f"{stat} CLI {c:8.4f} Timer {t:8.4f} ms ratio {c / t:.3f}")
                     print(f"round {r + 1} {p:8s} {v:10s} " + "   ".join(parts), flush=True)
                 print(f"         {note}", flush=True)
