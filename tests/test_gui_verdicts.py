@@ -19,8 +19,8 @@ from compile_studio.core.config import AA_CONTROL
 from compile_studio.gui.history_panel import COLUMNS, HistoryPanel
 from compile_studio.gui.summary_table import SummaryTableModel
 from compile_studio.results import RunStore, summarize
-from compile_studio.results.recorder import RunRecorder
-from compile_studio.results.verdict import CAUSE_WORDS, VerdictCause, cause_of
+from compile_studio.results.analysis.verdict import CAUSE_WORDS, VerdictCause, cause_of
+from compile_studio.results.storage.recorder import RunRecorder
 
 
 def _events(rounds: dict[str, list[np.ndarray]], failed: tuple[str, ...] = ()):
@@ -209,7 +209,7 @@ def test_runs_of_one_model_are_told_apart_without_hovering(qtbot, store):
     # the same batch and dtype an hour later
     later = _recorder(store, rounds, batch_size=2)
     later.run.created = "2030-01-02T15:04:00"
-    from compile_studio.results.run_files import run_to_json
+    from compile_studio.results.storage.run_files import run_to_json
 
     (later.folder / "run.json").write_text(run_to_json(later.run))
     panel = HistoryPanel(store)

@@ -24,7 +24,7 @@ def imported_after(modules: list[str]) -> set[str]:
     "modules",
     [
         ["compile_studio.engine.runner", "compile_studio.engine.environment", "compile_studio.worker"],
-        ["compile_studio.results", "compile_studio.results.export", "compile_studio.results.recorder"],
+        ["compile_studio.results", "compile_studio.results.report.run_export", "compile_studio.results.storage.recorder"],
         ["compile_studio.cli", "compile_studio.launchers.supervisor", "compile_studio.core.config"],
     ],
 )
@@ -33,5 +33,5 @@ def test_no_qt_outside_the_gui(modules):
 
 
 def test_results_cli_and_supervisor_need_no_torch():
-    mods = ["compile_studio.results.export", "compile_studio.cli", "compile_studio.launchers.supervisor"]
+    mods = ["compile_studio.results.report.run_export", "compile_studio.cli", "compile_studio.launchers.supervisor"]
     assert "torch" not in imported_after(mods)

@@ -136,7 +136,7 @@ def _check_factory(config: BenchmarkConfig) -> None:
 
     The user's own traceback goes to stderr (the log); the message says why in a line.
     """
-    from .engine.models import FactoryError, build_workload
+    from .engine.workloads import FactoryError, build_workload
 
     try:
         build_workload(config)

@@ -23,11 +23,11 @@ from compile_studio.core.config import CUDAGRAPH_VARIANTS, BenchmarkConfig, form
 from compile_studio.engine import checks as rule
 from compile_studio.engine.cache_flush import CacheFlush
 from compile_studio.engine.environment import compile_modes
-from compile_studio.engine.model import TORCH_DTYPES
-from compile_studio.engine.models import build_workload
+from compile_studio.engine.mlp import TORCH_DTYPES
 from compile_studio.engine.run_state import apply_precision
 from compile_studio.engine.timing import CallTimer
 from compile_studio.engine.variant import build_variant
+from compile_studio.engine.workloads import build_workload
 
 from .figures import median, ms, ratio_text, ratios
 from .loops import app_loop, do_bench_cudagraph_ms, do_bench_ms, timer_ms, warm_up

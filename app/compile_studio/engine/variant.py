@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ..core.config import AA_CONTROL, CUDAGRAPH_VARIANTS, BenchmarkConfig
-from .models import Workload, build_workload, call_model, dtype_name, kwargs_of, output_leaves
+from .workloads import Workload, build_workload, call_model, dtype_name, kwargs_of, output_leaves
 
 
 def is_eager(name: str) -> bool:

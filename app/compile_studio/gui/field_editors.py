@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..core.config import AA_CONTROL, EnvironmentInfo, FieldSpec
-from ..results.formatting import plural_word
+from ..results.report.formatting import plural_word
 
 #: Variants offered before the worker has said which ones the installed torch has.
 FALLBACK_VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "aot_eager")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from ..core.config import AA_CONTROL, EnvironmentInfo
 from ..results import RunDamaged, RunResult, SummaryRow, summarize
-from ..results.run_load import ensure_samples
-from ..results.store import creation_time
-from ..results.verdict import VerdictKind
+from ..results.analysis.verdict import VerdictKind
+from ..results.storage.run_load import ensure_samples
+from ..results.storage.store import creation_time
 
 #: The best verdict of a run whose summary is being computed (a run of an older version).
 PENDING_SPEEDUP = "…"
@@ -91,7 +91,7 @@ def run_device(run: RunResult) -> str:
 
 def entry_date(entry: HistoryEntry) -> float:
     """An entry's place in the history (newest first): its creation time as the store orders its
-    runs (:func:`compile_studio.results.store.creation_time`: UTC in run.json, else the folder
+    runs (:func:`compile_studio.results.storage.store.creation_time`: UTC in run.json, else the folder
     name's time), else its file's time."""
     run = entry.listed
     when = creation_time(run.created if run is not None else "", entry.path.name)
