@@ -15,7 +15,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from compile_studio.core import protocol
-from compile_studio.core.config import AA_CONTROL
+from compile_studio.core.variants import AA_CONTROL, is_eager
 from compile_studio.gui.history_panel import COLUMNS, HistoryPanel
 from compile_studio.gui.summary_table import SummaryTableModel
 from compile_studio.results import RunStore, summarize
@@ -29,7 +29,7 @@ def _events(rounds: dict[str, list[np.ndarray]], failed: tuple[str, ...] = ()):
     yield {"type": "hello", "environment": {"torch": "x", "devices": ["cpu"]}}
     for name in names:
         yield {"type": "phase", "variant": name, "phase": "build", "iterations": 0}
-        if name not in ("eager", AA_CONTROL):
+        if not is_eager(name):
             yield {"type": "compiled", "variant": name, "compile_s": 2.0, "first_call_ms": 2000.0,
                    "graphs": 1, "graph_breaks": 0, "break_reasons": [], "recompiles": 0}
     first = dict.fromkeys(names, 0)

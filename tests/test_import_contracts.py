@@ -112,7 +112,7 @@ def test_the_tree_keeps_every_contract():
         ),
         (
             "worker.py",
-            "from compile_studio.results import store",
+            "from compile_studio.results.storage import store",
             WORKER_ONLY,
             "compile_studio.worker -> compile_studio.results.storage.store",
         ),

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from compile_studio.core import protocol
-from compile_studio.core.config import AA_CONTROL, BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.core.variants import AA_CONTROL, is_eager
 from compile_studio.results import RunStore, load_run, summarize
 from compile_studio.results.analysis.stats import (
     SpeedupInterval,
@@ -36,7 +37,7 @@ def round_events(rounds: dict[str, list[np.ndarray]], allclose: dict[str, bool] 
     yield {"type": "hello", "environment": {"torch": "x", "devices": ["cpu"]}}
     for name in names:
         yield {"type": "phase", "variant": name, "phase": "build", "iterations": 0}
-        if name not in ("eager", AA_CONTROL):
+        if not is_eager(name):
             yield {"type": "compiled", "variant": name, "compile_s": 2.0, "first_call_ms": 2000.0,
                    "graphs": 1, "graph_breaks": 0, "break_reasons": [], "recompiles": 0}
         yield {"type": "samples", "variant": name, "phase": "warmup", "first_iteration": 0,

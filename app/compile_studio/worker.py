@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     monitor = None
     isolated: IsolatedCompile | None = None
     try:
-        from .engine.variant import is_eager
+        from .core.variants import is_eager
 
         if early_host is not None and (
             shape_request is not None

@@ -36,6 +36,7 @@ import torch
 
 from ..core import protocol
 from ..core.config import BenchmarkConfig
+from ..core.variants import is_eager
 from . import checks
 from .cache_flush import CacheFlush
 from .clocks import clock_change
@@ -48,7 +49,7 @@ from .run_errors import RunFailed, Stopped
 from .run_errors import classify_error as classify_error
 from .run_state import RunState, apply_dynamo_config, apply_precision
 from .timing import no_gc
-from .variant import Variant, is_eager, reference_output
+from .variant import Variant, reference_output
 from .workloads import (
     Workload,
     batch_of,

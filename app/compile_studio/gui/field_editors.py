@@ -21,7 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.config import AA_CONTROL, EnvironmentInfo, FieldSpec
+from ..core.config import EnvironmentInfo, FieldSpec
+from ..core.variants import AA_CONTROL
 from ..results.report.formatting import plural_word
 
 #: Variants offered before the worker has said which ones the installed torch has.

@@ -9,7 +9,8 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
-from ..core.config import AA_CONTROL, EnvironmentInfo
+from ..core.config import EnvironmentInfo
+from ..core.variants import is_eager
 from ..results import RunDamaged, RunResult, SummaryRow, summarize
 from ..results.analysis.verdict import VerdictKind
 from ..results.storage.run_load import ensure_samples
@@ -131,7 +132,7 @@ def samples_bytes(path: Path) -> int:
 
 
 def _judged(rows: list[SummaryRow]) -> list[SummaryRow]:
-    return [r for r in rows if r.name not in ("eager", AA_CONTROL) and r.verdict]
+    return [r for r in rows if not is_eager(r.name) and r.verdict]
 
 
 def best_verdict(run: RunResult) -> SummaryRow | None:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...core.config import AA_CONTROL, BenchmarkConfig
+from ...core.config import BenchmarkConfig
+from ...core.variants import AA_CONTROL
 from .samples import VariantSamples
 from .stats import (
     SampleChecks,

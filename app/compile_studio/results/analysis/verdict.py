@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-from ...core.config import AA_CONTROL
+from ...core.variants import is_aa_control
 from .stats import SampleChecks, SpeedupInterval
 
 
@@ -334,17 +334,17 @@ def judge(
         )
     if interval is None:
         return None
-    shown = interval_text(interval) + (harness if name != AA_CONTROL else "")
+    shown = interval_text(interval) + (harness if not is_aa_control(name) else "")
     unfit = _check_words(baseline_name, baseline_checks) + _check_words(name, checks)
     covers_one = interval.covers(1.0)
     far = max(_disturbance(baseline_checks), _disturbance(checks))
     # a difference larger than anything drift or two levels could make still stands
-    outgrown = bool(unfit) and not covers_one and name != AA_CONTROL and _beyond(interval, far)
+    outgrown = bool(unfit) and not covers_one and not is_aa_control(name) and _beyond(interval, far)
     if (unfit and not outgrown) or covers_one:
         kind = VerdictKind.CANNOT_TELL
     else:
         kind = VerdictKind.FASTER if interval.lo > 1.0 else VerdictKind.SLOWER
-    if name == AA_CONTROL:
+    if is_aa_control(name):
         return _aa_verdict(kind, interval, unfit)
     if covers_one:
         # the interval decides; checks that failed too are named after it, not as the cause

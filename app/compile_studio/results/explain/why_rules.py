@@ -276,7 +276,7 @@ def evidence_of(
     dtype: str | None = None,
 ) -> Evidence:
     """The sentence's evidence from a compact copy (:func:`compact`) of variant ``name``'s figures."""
-    from ...core.config import CUDAGRAPH_VARIANTS
+    from ...core.variants import records_cudagraphs
 
     device = "cuda" if data.get("device") == "cuda" else "cpu"
     kernels = _num(data.get("kernels_per_call"))
@@ -299,7 +299,7 @@ def evidence_of(
         flops_per_call=flops_per_call,
         peak_tflops=peak_tflops(dev_name, dtype) if device == "cuda" else None,
         compiled=data.get("compiled") is True,
-        cudagraphs=name in CUDAGRAPH_VARIANTS and device == "cuda",
+        cudagraphs=records_cudagraphs(name) and device == "cuda",
         op_gemm_share=_num(data.get("gemm_share_of_ops")),
         op_gemm_calls=tuple(_numbers(data.get("gemm_share_of_ops_calls"))[:MAX_CALL_SHARES]),
         op_ms_calls=tuple(_numbers(data.get("op_ms_calls"))[:MAX_CALL_SHARES]),

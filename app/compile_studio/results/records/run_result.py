@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ...core.config import AA_CONTROL, AS_GIVEN, BenchmarkConfig, ConfigError
+from ...core.config import AS_GIVEN, BenchmarkConfig, ConfigError
 from ...core.protocol import (
     CompiledEvent,
     GpuStateEvent,
@@ -20,6 +20,7 @@ from ...core.protocol import (
     VariantDoneEvent,
     VariantStatus,
 )
+from ...core.variants import is_eager
 
 # The ``X as X`` imports are re-exported for store.py, sweep_store.py and formatting.py.
 from ..analysis.samples import NO_ROUND as NO_ROUND
@@ -300,7 +301,7 @@ class RunResult:
         if rows is not None:
             found = [
                 r.speedup for r in rows
-                if r.name not in ("eager", AA_CONTROL) and r.allclose is not False
+                if not is_eager(r.name) and r.allclose is not False
                 and r.speedup is not None
             ]
             return max(found) if found else None
@@ -310,7 +311,7 @@ class RunResult:
         base_groups = base.samples.round_groups()
         best = None
         for name, v in self.variants.items():
-            if name in ("eager", AA_CONTROL) or v.allclose is False:
+            if is_eager(name) or v.allclose is False:
                 continue
             s = _speedup_point(base_groups, v.samples.round_groups())
             if s is not None:

@@ -12,7 +12,8 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 
-from ...core.config import CUDAGRAPH_MIN_WARMUP, CUDAGRAPH_VARIANTS, MAX_BATCH
+from ...core.config import MAX_BATCH
+from ...core.variants import CUDAGRAPH_MIN_WARMUP, records_cudagraphs
 from .advice import (
     TIER_CALL,
     TIER_COMPILE,
@@ -522,7 +523,7 @@ def rule_no_cudagraphs(facts: RunEvidence) -> Iterator[Suggestion]:
             skips += v.why.compile.cudagraph_skips
         if v.cudagraphs and v.cudagraphs.startswith("skipped: "):
             skips.append(v.cudagraphs[len("skipped: "):])
-        if v.name not in CUDAGRAPH_VARIANTS or not skips:
+        if not records_cudagraphs(v.name) or not skips:
             continue
         yield Suggestion(
             rule="no-cudagraphs",

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from ...core.config import EAGER_VARIANTS
 from ...core.protocol import RunStatus, VariantStatus
+from ...core.variants import compiled_variants
 from ..analysis.stats import (
     SampleChecks,
     SpeedupInterval,
@@ -78,7 +78,7 @@ def variants_of(variant: str, delta: dict[str, Any], variants: Sequence[str]) ->
     if added:
         return (base or "eager"), added[0]
     if not base:
-        compiled = [v for v in have if v not in EAGER_VARIANTS]
+        compiled = compiled_variants(have)
         base = compiled[0] if compiled else "eager"
     return base, base
 
