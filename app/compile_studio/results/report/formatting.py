@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from ...core.config import format_bytes
+from ...core.variants import AA_CONTROL
 from ..analysis.summary import SummaryRow
 from ..records.run_result import RunResult
 
@@ -32,7 +33,7 @@ SUMMARY_HEADERS = [
 #: One line per column of the summary table: what it means and when it matters.
 HEADER_HELP = {
     "run": "The run this row belongs to (its label, else its date and time).",
-    "variant": "eager, the A/A control (eager-aa) or a torch.compile mode or backend.",
+    "variant": f"eager, the A/A control ({AA_CONTROL}) or a torch.compile mode or backend.",
     "status": "done, failed, stopped, not run (never started); (noisy) when IQR > 10 % of the median.",
     "compile s": "Wall time of the first compiled call (the compile), never mixed into the latencies.",
     "median ms": "Median latency per call over the timed iterations, warm-up excluded.",

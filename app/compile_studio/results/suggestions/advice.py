@@ -56,6 +56,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.variants import is_eager
 from ..explain.why import user_names
 from ..explain.why_files import GraphBreak, VariantWhy, WhyReport, load_why
 from ..explain.why_rules import TINY_ELEMENTS, Evidence, evidence, peak_tflops
@@ -212,7 +213,7 @@ def gather(run: Any, report: WhyReport, rows: Sequence[Any] | None = None) -> Ru
     by_name = {getattr(r, "name", None): r for r in rows}
     variants: dict[str, VariantFacts] = {}
     for name, v in run.variants.items():
-        if name in ("eager", "eager-aa"):
+        if is_eager(name):
             continue
         row = by_name.get(name)
         variants[name] = VariantFacts(
