@@ -37,10 +37,10 @@ from ..core.protocol import HelloEvent, RunStatus
 from ..jobs.trust import Agreement
 from ..results import RunResult, RunStore, SummaryRow, summarize
 from ..results.turns_text import turns_line
-from .benchmark_thread import EnvironmentProbe
 from .coldstart_view import ColdStartView
 from .config_panel import ConfigPanel
 from .draw_turns import DrawTurns
+from .environment_probe import EnvironmentProbe
 from .export_actions import ExportActions
 from .gc_guard import collect_on_gui_thread
 from .help_menu import HelpMenu, WindowShortcutGuard
@@ -290,8 +290,8 @@ class MainWindow(QMainWindow):
 
     # -- run state -------------------------------------------------------------------------
     def _running_folder(self) -> Path | None:
-        thread = self.live.benchmark_thread
-        return thread.folder if self.is_running() and thread is not None else None
+        job = self.live.run_job
+        return job.folder if self.is_running() and job is not None else None
 
     def is_running(self) -> bool:
         return self.live.running
@@ -380,9 +380,9 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Stopping… variants not started yet are kept as not run", 5000)
 
     def _on_run_started(self) -> None:
-        thread = self.live.benchmark_thread
-        if thread is not None and thread.folder is not None:
-            self._own_run_folders.add(os.path.abspath(thread.folder))
+        thread, job = self.live.benchmark_thread, self.live.run_job
+        if job is not None and job.folder is not None:
+            self._own_run_folders.add(os.path.abspath(job.folder))
         self.hide_error()
         self.last_error = ""
         self.current_run = None
