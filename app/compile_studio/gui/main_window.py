@@ -124,6 +124,8 @@ class MainWindow(QMainWindow):
     stop_action: QAction
     log_scale_action: QAction
     refresh_history_action: QAction
+    #: each registered job kind's part of the window (jobs/kinds.py), by kind
+    job_parts: dict[str, Any]
     sweep_view: SweepView
     coldstart_view: ColdStartView
     target_chooser: TargetChooser
