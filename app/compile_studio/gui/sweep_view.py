@@ -318,7 +318,7 @@ class SweepView(QWidget):
             folder, concurrency=concurrency, session_factory=factory, on_point=thread.relay_changed,
             on_event=thread.relay_event, on_log=lambda index, line: thread.log.emit(f"[point {index + 1}] {line}"),
         )
-        thread.changed.connect(self._on_point)
+        thread.changed.connect(self.show_record)  # (a copy of the record, the point that changed)
         thread.worker_event.connect(self._on_event)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
@@ -415,26 +415,18 @@ class SweepView(QWidget):
         thread.request_stop("the window was closed during the sweep")
         thread.wait(wait_ms)
 
-    def _on_point(self, record: SweepRecord, index: int) -> None:
-        self.show_record(record)
-
     def _on_event(self, index: int, event: protocol.Event) -> None:
-        """An event of the worker running point ``index``: its phase, its errors and warnings in the log."""
-        if isinstance(event, protocol.PhaseEvent) and event.variant:
-            self._on_phase(index, event.variant, str(event.phase))
-        elif isinstance(event, protocol.ErrorEvent):
+        """An event of the worker running point ``index``: its phase shown, its errors and warnings logged."""
+        record = self.record
+        if isinstance(event, protocol.ErrorEvent):
             self.log_line.emit(f"[point {index + 1}] error ({event.kind}) in {event.variant or 'run'}: {event.message}")
         elif isinstance(event, protocol.WarningEvent):
             self.log_line.emit(f"[point {index + 1}] warning: {event.message}")
-
-    def _on_phase(self, index: int, variant: str, phase: str) -> None:
-        record = self.record
-        if record is None:
-            return
-        point = next((p for p in record.points if p.index == index), None)
-        where = f"{record.param}={value_text(point.value)}" if point is not None else f"point {index + 1}"
-        self._phase = f"{where}: {variant} {phase}"
-        self.show_record(record)
+        elif isinstance(event, protocol.PhaseEvent) and event.variant and record is not None:
+            point = next((p for p in record.points if p.index == index), None)
+            where = f"{record.param}={value_text(point.value)}" if point is not None else f"point {index + 1}"
+            self._phase = f"{where}: {event.variant} {str(event.phase)}"
+            self.show_record(record)
 
     def _tick(self) -> None:
         thread = self.sweep_thread or self.shape_thread
