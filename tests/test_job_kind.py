@@ -185,6 +185,11 @@ class CalibrationMenu:
         self.threads.append(thread)
         thread.start()
 
+    def close_job(self, wait_ms: int) -> None:
+        for thread in self.threads:
+            thread.request_stop("the window was closed during the calibration")
+            thread.wait(wait_ms)
+
 
 @pytest.fixture
 def calibration_kind():
@@ -228,6 +233,22 @@ def test_a_registered_kind_is_in_the_window_run_menu_and_runs_from_it(qtbot, tin
     assert [o.status for o in ended.args[0]] == ["complete", "complete"]
     qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("calibration: "), timeout=5000)
     assert window.statusBar().currentMessage().count(" ms") == 2
+
+
+def test_closing_the_window_stops_a_registered_kind_s_job_and_keeps_what_ran(qtbot, tiny_config, calibration_kind):
+    from gui_helpers import open_window
+
+    window = open_window(qtbot)
+    part = window.job_parts["calibration"]
+    window.config_panel.set_config(BenchmarkConfig.from_dict({**tiny_config, "iterations": 100_000}))
+    part.action.trigger()
+    (thread,) = part.threads
+    qtbot.waitUntil(lambda: thread.fraction() > 0.01, timeout=120_000)
+    window.close()
+    assert thread.isFinished() and thread.stop_requested
+    (outcome,) = thread.outcome  # the second run never started
+    assert outcome.status == "stopped" and outcome.stop_requested
+    assert sum(len(v.samples) for v in outcome.run.variants.values()) > 0
 
 
 def test_the_cli_runs_the_new_kind_to_its_end_and_ctrl_c_stops_it(tiny_config, tmp_path, capsys, calibration_kind):

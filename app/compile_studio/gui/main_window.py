@@ -622,8 +622,10 @@ class MainWindow(QMainWindow):
         """Stop a running worker (no orphan process), save the settings, then close."""
         # not the user's Stop: the run folder is left "incomplete", with its samples
         self.live.close(CLOSED_DURING_RUN, CLOSE_WAIT_MS)
-        self.sweep_view.close_sweep(CLOSE_WAIT_MS)
-        self.coldstart_view.close_job(CLOSE_WAIT_MS)
+        for part in self.job_parts.values():  # each job kind's job stops; what it measured is kept
+            close_job = getattr(part, "close_job", None)
+            if close_job is not None:
+                close_job(CLOSE_WAIT_MS)
         self.why_view.stop_trial(CLOSE_WAIT_MS, "the window was closed during the comparison")
         if self._probe is not None:
             self._probe.cancel()

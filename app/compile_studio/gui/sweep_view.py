@@ -407,7 +407,7 @@ class SweepView(QWidget):
             self.status.setText(self.status.text() + " · stopping…")
             self._update_buttons()
 
-    def close_sweep(self, wait_ms: int) -> None:
+    def close_job(self, wait_ms: int) -> None:
         """The window closes: stop a running sweep and wait up to ``wait_ms`` for its workers."""
         thread = self.sweep_thread or self.shape_thread
         if thread is None:

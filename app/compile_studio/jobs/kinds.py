@@ -34,7 +34,9 @@ class JobKind:
 
     name: str
     #: the window's part: a function of the main window that adds the kind's menu entries (and
-    #: its view) and returns the part the window keeps (its view); None: not in the window
+    #: its view) and returns the part the window keeps (its view), whose ``close_job(wait_ms)``,
+    #: if it has one, the window calls as it closes (stop the job, keep what it measured);
+    #: None: not in the window
     window: Callable[[Any], Any] | str | None = None
     #: the CLI's part: ``register(sub)`` adding the kind's subcommand to the subparsers; None: none
     cli: Callable[[Any], None] | str | None = None
