@@ -83,7 +83,7 @@ def test_closing_the_window_stops_a_running_start_up_job_and_keeps_it(qtbot, tmp
     qtbot.waitUntil(lambda: view.job_thread.runner.hello is not None, timeout=120_000)
     window.close()
     assert not view.is_running()
-    record = view.job_thread.folder.snapshot()
+    record = view.job_thread.runner.folder.snapshot()
     assert record.status == "stopped" and "window was closed" in record.message
 
 

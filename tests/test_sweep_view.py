@@ -28,7 +28,7 @@ def test_a_sweep_from_the_window_updates_point_by_point_and_stops(qtbot):
             view.stop()  # the second point is running: the stop reaches it, whatever the machine's pace
 
     assert view.start(SweepSpec.parse("batch_size", "2,8,32"), window.config_panel.config())
-    view.sweep_thread.point_changed.connect(on_point)
+    view.sweep_thread.changed.connect(on_point)
     assert view.is_running() and view.stop_button.isEnabled() and not view.new_button.isEnabled()
     # no single run while the sweep runs
     window.start_run()
@@ -161,3 +161,27 @@ def test_a_shape_sweep_from_the_window_runs_in_one_worker_and_warns_of_the_limit
     assert not view.warning.isHidden()
     assert "dynamic=false: Dynamo hit its recompile limit (2) at batch 3" in view.warning.text()
     assert [p.recompiles for p in record.points_of("aot_eager", "false")] == [0, 1, 0]
+
+
+def test_a_running_point_s_events_show_its_phase_and_log_its_errors(qtbot, tmp_path):
+    """What the job thread relays of a point's worker: its phase in the status, errors and
+    warnings as log lines naming the point (no worker here: the events are handed in)."""
+    from compile_studio.core import protocol
+    from compile_studio.gui.job_thread import JobThread
+    from compile_studio.jobs.sweep import SweepRunner, new_sweep
+
+    window = MainWindow(probe=False)
+    qtbot.addWidget(window)
+    view = window.sweep_view
+    base = BenchmarkConfig.from_dict({"layers": "32,32,8", "device": "cpu", "variants": ["eager", "aot_eager"]})
+    folder = new_sweep(SweepSpec.parse("batch_size", "2,8"), base, tmp_path)
+    view.sweep_thread = JobThread(SweepRunner(folder))  # running, as the view sees it (never started)
+    lines: list[str] = []
+    view.log_line.connect(lines.append)
+    view.show_record(folder.snapshot())
+    view._on_event(1, protocol.PhaseEvent(variant="aot_eager", phase=protocol.Phase.COMPILE))
+    assert view.status.text().endswith(" · batch_size=8: aot_eager compile")
+    view._on_event(0, protocol.ErrorEvent(kind=protocol.ErrorKind.OOM, message="too big", variant="eager"))
+    view._on_event(1, protocol.WarningEvent(message="slow"))
+    assert lines == ["[point 1] error (oom) in eager: too big", "[point 2] warning: slow"]
+    view.sweep_thread = None

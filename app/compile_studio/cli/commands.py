@@ -23,6 +23,7 @@ from .. import __version__
 from ..core import protocol
 from ..core.config import ConfigError
 from ..core.protocol import RunStatus, VariantStatus
+from ..jobs.kinds import job_kinds
 from ..jobs.progress import Progress
 from ..jobs.session import RunSession
 from ..jobs.workers import ProbeFailed, probe_environment
@@ -102,16 +103,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _more_commands() -> list:
-    """Subcommands kept in their own modules: each ``register(sub)`` adds a parser
-    whose defaults carry ``handler`` (a function of the parsed arguments)."""
-    from . import advise as cli_advise
-    from . import coldstart as cli_coldstart
-    from . import sweep as cli_sweep
+    """Subcommands kept in their own modules, in their order: each registered job kind's
+    (``jobs/kinds.py``) and the others'. Each ``register(sub)`` adds a parser whose defaults
+    carry ``handler`` (a function of the parsed arguments)."""
     from . import targets as cli_targets
     from . import why as cli_why
 
-    return [cli_advise.register, cli_sweep.register, cli_targets.register, cli_why.register,
-            cli_coldstart.register]
+    others = [(20, cli_targets.register), (25, cli_why.register)]
+    kinds = [(kind.order, kind.add_command) for kind in job_kinds() if kind.cli is not None]
+    return [register for _, register in sorted(kinds + others, key=lambda pair: pair[0])]
 
 
 #: Lines of the worker's own output the CLI shows: what the factory and the model print on

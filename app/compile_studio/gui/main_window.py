@@ -37,10 +37,10 @@ from ..core.protocol import HelloEvent, RunStatus
 from ..jobs.trust import Agreement
 from ..results import RunResult, RunStore, SummaryRow, summarize
 from ..results.report.turns_text import turns_line
-from .benchmark_thread import EnvironmentProbe
 from .coldstart_view import ColdStartView
 from .config_panel import ConfigPanel
 from .draw_turns import DrawTurns
+from .environment_probe import EnvironmentProbe
 from .export_menu import ExportActions
 from .gc_guard import collect_on_gui_thread
 from .help_menu import HelpMenu, WindowShortcutGuard
@@ -124,6 +124,8 @@ class MainWindow(QMainWindow):
     stop_action: QAction
     log_scale_action: QAction
     refresh_history_action: QAction
+    #: each registered job kind's part of the window (jobs/kinds.py), by kind
+    job_parts: dict[str, Any]
     sweep_view: SweepView
     coldstart_view: ColdStartView
     target_chooser: TargetChooser
@@ -290,8 +292,8 @@ class MainWindow(QMainWindow):
 
     # -- run state -------------------------------------------------------------------------
     def _running_folder(self) -> Path | None:
-        thread = self.live.benchmark_thread
-        return thread.folder if self.is_running() and thread is not None else None
+        job = self.live.run_job
+        return job.folder if self.is_running() and job is not None else None
 
     def is_running(self) -> bool:
         return self.live.running
@@ -380,9 +382,9 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Stopping… variants not started yet are kept as not run", 5000)
 
     def _on_run_started(self) -> None:
-        thread = self.live.benchmark_thread
-        if thread is not None and thread.folder is not None:
-            self._own_run_folders.add(os.path.abspath(thread.folder))
+        thread, job = self.live.benchmark_thread, self.live.run_job
+        if job is not None and job.folder is not None:
+            self._own_run_folders.add(os.path.abspath(job.folder))
         self.hide_error()
         self.last_error = ""
         self.current_run = None
@@ -620,8 +622,10 @@ class MainWindow(QMainWindow):
         """Stop a running worker (no orphan process), save the settings, then close."""
         # not the user's Stop: the run folder is left "incomplete", with its samples
         self.live.close(CLOSED_DURING_RUN, CLOSE_WAIT_MS)
-        self.sweep_view.close_sweep(CLOSE_WAIT_MS)
-        self.coldstart_view.close_job(CLOSE_WAIT_MS)
+        for part in self.job_parts.values():  # each job kind's job stops; what it measured is kept
+            close_job = getattr(part, "close_job", None)
+            if close_job is not None:
+                close_job(CLOSE_WAIT_MS)
         self.why_view.stop_trial(CLOSE_WAIT_MS, "the window was closed during the comparison")
         if self._probe is not None:
             self._probe.cancel()

@@ -1,13 +1,14 @@
 """The Sweep view: start, stop, resume or open a sweep, and watch its chart fill point by point.
 
-The view shows; a :class:`~compile_studio.gui.sweep_thread.SweepThread` runs.
+The view shows; a :class:`~compile_studio.jobs.sweep.SweepRunner` (or a shape
+sweep) runs on a :class:`~compile_studio.gui.job_thread.JobThread`.
 A new sweep takes the form's configuration as its base and a parameter with
 its values from :class:`SweepDialog`. Double-clicking a point asks the window
 to show that point's run (:attr:`SweepView.run_requested`); problems go to
 :attr:`SweepView.message` (the window's banner).
 
 The dialogs are in sweep_dialogs.py, the dock and the Sweep menu in
-sweep_dock.py, the chart in plots/sweep_plot.py, the thread in sweep_thread.py.
+sweep_dock.py, the chart in plots/sweep_plot.py.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -32,8 +34,15 @@ from PySide6.QtWidgets import (
 
 from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError, EnvironmentInfo
-from ..jobs.shape_sweep_run import ShapeSweepOutcome, new_shape_sweep
-from ..jobs.sweep import SweepOutcome, local_session, new_sweep, planned_configs, sweep_configs
+from ..jobs.shape_sweep_run import ShapeSweepOutcome, ShapeSweepRun, new_shape_sweep
+from ..jobs.sweep import (
+    SweepOutcome,
+    SweepRunner,
+    local_session,
+    new_sweep,
+    planned_configs,
+    sweep_configs,
+)
 from ..jobs.sweep_spec import (
     SweepSpec,
     describe_points,
@@ -53,11 +62,11 @@ from ..results.report.formatting import plural
 from ..results.storage.file_io import atomic_write_text
 from ..results.storage.sweep_store import SweepFolder
 from .image_export import ExportError, save_plot_png, save_plot_svg
+from .job_thread import JobThread
 from .plots.shape_sweep_plot import range_text
 from .plots.sweep_charts import SweepCharts
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
 from .sweep_dialogs import ShapeSweepDialog, SweepDialog
-from .sweep_thread import ShapeSweepThread, SweepThread
 from .trust_dialog import NOT_AGREED, CodeConsent
 
 #: How often the progress bar follows a running sweep.
@@ -91,9 +100,9 @@ class SweepView(QWidget):
         self.record: SweepRecord | None = None
         #: the shape sweep shown instead of a sweep (opened from its folder)
         self.shape_record: ShapeSweepRecord | None = None
-        self.sweep_thread: SweepThread | None = None
+        self.sweep_thread: JobThread | None = None
         #: the shape sweep running (one worker), if any
-        self.shape_thread: ShapeSweepThread | None = None
+        self.shape_thread: JobThread | None = None
         self.last_outcome: SweepOutcome | None = None
         self.last_shape_outcome: ShapeSweepOutcome | None = None
         #: the dock the view sits in, in the main window (None elsewhere)
@@ -304,9 +313,13 @@ class SweepView(QWidget):
     def _run(self, folder: SweepFolder, concurrency: int, agreement: Agreement | None = None) -> bool:
         self.folder = folder
         factory = (agreement or Agreement()).sessions(local_session)  # the agreed copies run
-        thread = SweepThread(folder, concurrency=concurrency, parent=self, session_factory=factory)
-        thread.point_changed.connect(self._on_point)
-        thread.phase.connect(self._on_phase)
+        thread = JobThread(parent=self, what="the sweep")
+        thread.runner = SweepRunner(
+            folder, concurrency=concurrency, session_factory=factory, on_point=thread.relay_changed,
+            on_event=thread.relay_event, on_log=lambda index, line: thread.log.emit(f"[point {index + 1}] {line}"),
+        )
+        thread.changed.connect(self.show_record)  # (a copy of the record, the point that changed)
+        thread.worker_event.connect(self._on_event)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
         thread.finished_job.connect(self._on_finished)
@@ -361,8 +374,9 @@ class SweepView(QWidget):
         except OSError as exc:
             self.message.emit(f"Cannot create the shape-sweep folder in {self.root}: {exc.strerror or exc}")
             return False
-        thread = ShapeSweepThread(folder, parent=self, pin=agreement.apply)
-        thread.point_changed.connect(self.show_shape_record)
+        thread = JobThread(parent=self, what="the shape sweep")
+        thread.runner = ShapeSweepRun(folder, on_point=thread.relay_changed, on_log=thread.log.emit, pin=agreement.apply)
+        thread.changed.connect(self.show_shape_record)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
         thread.finished_job.connect(self._on_shape_finished)
@@ -393,7 +407,7 @@ class SweepView(QWidget):
             self.status.setText(self.status.text() + " · stopping…")
             self._update_buttons()
 
-    def close_sweep(self, wait_ms: int) -> None:
+    def close_job(self, wait_ms: int) -> None:
         """The window closes: stop a running sweep and wait up to ``wait_ms`` for its workers."""
         thread = self.sweep_thread or self.shape_thread
         if thread is None:
@@ -401,17 +415,18 @@ class SweepView(QWidget):
         thread.request_stop("the window was closed during the sweep")
         thread.wait(wait_ms)
 
-    def _on_point(self, record: SweepRecord, index: int) -> None:
-        self.show_record(record)
-
-    def _on_phase(self, index: int, variant: str, phase: str) -> None:
+    def _on_event(self, index: int, event: protocol.Event) -> None:
+        """An event of the worker running point ``index``: its phase shown, its errors and warnings logged."""
         record = self.record
-        if record is None:
-            return
-        point = next((p for p in record.points if p.index == index), None)
-        where = f"{record.param}={value_text(point.value)}" if point is not None else f"point {index + 1}"
-        self._phase = f"{where}: {variant} {phase}"
-        self.show_record(record)
+        if isinstance(event, protocol.ErrorEvent):
+            self.log_line.emit(f"[point {index + 1}] error ({event.kind}) in {event.variant or 'run'}: {event.message}")
+        elif isinstance(event, protocol.WarningEvent):
+            self.log_line.emit(f"[point {index + 1}] warning: {event.message}")
+        elif isinstance(event, protocol.PhaseEvent) and event.variant and record is not None:
+            point = next((p for p in record.points if p.index == index), None)
+            where = f"{record.param}={value_text(point.value)}" if point is not None else f"point {index + 1}"
+            self._phase = f"{where}: {event.variant} {str(event.phase)}"
+            self.show_record(record)
 
     def _tick(self) -> None:
         thread = self.sweep_thread or self.shape_thread
@@ -430,8 +445,9 @@ class SweepView(QWidget):
             self._timer.stop()
             self.progress.hide()
             ended = shape.outcome
+            folder = cast(ShapeSweepRun, shape.runner).folder
             shape.deleteLater()
-            self.show_shape_record(ended.record if ended is not None else shape.folder.record.copy())
+            self.show_shape_record(ended.record if ended is not None else folder.record.copy())
             if ended is not None and ended.write_error:
                 self.message.emit(ended.write_error)
             self.running_changed.emit(False)

@@ -42,7 +42,7 @@ from ..launchers.targets import (
     load_targets,
     update_targets,
 )
-from .benchmark_thread import EnvironmentProbe
+from .environment_probe import EnvironmentProbe
 
 _TEXT_FIELDS = ("host", "user", "identity", "python", "preamble", "via", "partition", "gpu_type",
                 "time_limit", "account")

@@ -11,7 +11,8 @@ variant. Below, "What to try": the run's ranked suggestions
 (``results.suggestions.advice``) and, where one was tried (``compile-studio-cli advise RUN
 --try N``), the verdict of its trial (``results.suggestions.what_to_try``); "Try it" runs
 that comparison for the selected suggestion off the GUI thread
-(:class:`~compile_studio.gui.trial_thread.TrialThread`, as the sweep's thread runs a sweep). Everything is
+(a :class:`~compile_studio.jobs.trial.TrialRunner` on a
+:class:`~compile_studio.gui.job_thread.JobThread`, as a sweep runs). Everything is
 read from the run folder by ``results.explain.why_files`` and ``results.records.trial_record``;
 text from the files is shown as plain text, never as markup. No torch.
 
@@ -47,7 +48,7 @@ from PySide6.QtWidgets import (
 
 from ..core.config import ConfigError
 from ..jobs.sweep import SessionFactory, local_session
-from ..jobs.trial import TrialOutcome, new_trial, not_tried_reason, tried_configs
+from ..jobs.trial import TrialOutcome, TrialRunner, new_trial, not_tried_reason, tried_configs
 from ..jobs.trust import code_of_configs
 from ..results import RunDamaged, RunResult
 from ..results.explain.why import sentence, variant_lines
@@ -66,8 +67,8 @@ from ..results.records.trial_record import (
     TrialRecord,
 )
 from ..results.suggestions.what_to_try import WhatToTry, round_lines, verdict_summary, what_to_try
+from .job_thread import JobThread
 from .run_identity import run_folder
-from .trial_thread import TrialThread
 from .trust_dialog import CodeConsent
 from .why_evidence import OP_COLUMNS as OP_COLUMNS  # where it was first
 from .why_evidence import OpsTable
@@ -234,7 +235,7 @@ class WhyView(QWidget):
         self.try_button.clicked.connect(self._try_clicked)
         self.try_button.setEnabled(False)
         #: the comparison running from this view (None when none)
-        self.trial_thread: TrialThread | None = None
+        self.trial_thread: JobThread | None = None
         #: how each run of a comparison is started (None: a worker on this machine); tests replace it
         self.trial_session_factory: SessionFactory | None = None
         #: the code of a run the user agreed to run (asked once per piece of code)
@@ -535,8 +536,9 @@ class WhyView(QWidget):
             self.try_note.setText(f"Cannot create the trial folder beside the run: {exc}")
             return False
         factory = agreement.sessions(self.trial_session_factory or local_session)  # the agreed copies run
-        thread = TrialThread(trial, session_factory=factory, parent=self)
-        thread.run_changed.connect(self._trial_progress)
+        thread = JobThread(parent=self, what="the comparison")
+        thread.runner = TrialRunner(trial, session_factory=factory, on_run=thread.relay_changed)
+        thread.changed.connect(self._trial_progress)
         thread.finished_job.connect(self._trial_done)
         thread.failed.connect(self._trial_failed)
         self.trial_thread = thread
@@ -546,7 +548,9 @@ class WhyView(QWidget):
         thread.start()
         return True
 
-    def _trial_progress(self, record: TrialRecord, r: int, role: str) -> None:
+    def _trial_progress(self, record: TrialRecord, run: tuple[int, str]) -> None:
+        """A run of the trial started or ended: ``run`` is its round and role."""
+        r, role = run
         entry = next((x for x in record.runs if x.round == r and x.role == role), None)
         s = record.suggestions[0] if record.suggestions else None
         if entry is None or s is None:

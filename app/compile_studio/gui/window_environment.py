@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..core.config import EnvironmentInfo
 from ..core.protocol import HelloEvent
-from .benchmark_thread import EnvironmentProbe
+from .environment_probe import EnvironmentProbe
 from .standby import standby_enabled
 
 if TYPE_CHECKING:

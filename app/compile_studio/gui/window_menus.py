@@ -1,4 +1,5 @@
-"""The window's menus and actions: File, Run and View, then the Sweep, target and Help additions."""
+"""The window's menus and actions: File, Run and View, then each job kind's (the Sweep menu, the
+start-up cost's Run entries: ``jobs/kinds.py``), the target and Help additions."""
 
 from __future__ import annotations
 
@@ -6,10 +7,9 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction
 
-from .coldstart_view import install_coldstart_view
+from ..jobs.kinds import job_kinds
 from .export_menu import window_action
 from .help_menu import HelpMenu, WindowShortcutGuard
-from .sweep_dock import install_sweep_view
 from .targets_dialog import install_target_chooser
 
 if TYPE_CHECKING:
@@ -41,11 +41,13 @@ def build_menus(window: MainWindow) -> None:
     view_menu.addAction(window.log_scale_action)
     window.refresh_history_action = action("Refresh history", window.history.refresh)
     view_menu.addAction(window.refresh_history_action)
-    window.sweep_view = install_sweep_view(window)
+    # each registered job kind's menu entries and view, in the kinds' order
+    window.job_parts = {kind.name: kind.install(window) for kind in job_kinds() if kind.window is not None}
+    window.sweep_view = window.job_parts["sweep"]
     # a sweep's points start their own workers: none is started ahead beside them
     window.live.standby.also_busy(window.sweep_view.is_running)
     window.sweep_view.running_changed.connect(window._sweep_running_changed)
-    window.coldstart_view = install_coldstart_view(window)
+    window.coldstart_view = window.job_parts["coldstart"]
     window.target_chooser = install_target_chooser(window)
     window.help_menu = HelpMenu(window)
     # every window shortcut works with the focus in a form field too

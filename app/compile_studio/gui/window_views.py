@@ -21,8 +21,8 @@ def run_name(window: MainWindow, run: RunResult) -> str:
 def live_name(window: MainWindow) -> str:
     """The short name of the running (or last live) run, apart from every listed run's."""
     live = window.live
-    thread = live.benchmark_thread
-    label = thread.config.label.strip() if thread is not None else live.name
+    job = live.run_job
+    label = job.config.label.strip() if job is not None else live.name
     try:
         when = datetime.strptime(live.run_id[:15], "%Y%m%d-%H%M%S")
     except ValueError:

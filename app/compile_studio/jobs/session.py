@@ -1,7 +1,7 @@
 """One benchmark run, supervised: the worker, the recorder, progress and the outcome.
 
 :class:`RunSession` is the one place a run is driven from, for the window
-(through ``gui.benchmark_thread``, which relays its events as Qt signals) and
+(through ``jobs.run_job.RunJob`` on the thread every job runs on, ``gui.job_thread``) and
 the CLI alike. It has no Qt and no torch: it starts the worker through a
 :class:`~compile_studio.launchers.supervisor.WorkerLauncher`, checks its protocol
 version, feeds every event to a :class:`~compile_studio.results.storage.recorder.RunRecorder`
