@@ -15,8 +15,18 @@ from .style import WARMUP_SHADE, curve_pen, median_pen, warmup_pen
 #: The percentiles (in %) of each series' calls shown that set the y range.
 LOW_PERCENTILE = 1.0
 HIGH_PERCENTILE = 99.0
+#: Stretches of calls per pixel column a curve is drawn with (see ``__init__``).
+DOWNSAMPLE_PER_PIXEL = 2.0
 #: Most edge marks drawn for the calls beyond the range (every k-th kept beyond).
 MAX_EDGE_MARKS = 4000
+#: Most calls of a series the range is computed from (every k-th beyond: the quantiles that set
+#: it move by well under a pixel, and a refit stays cheap however many calls are drawn).
+RANGE_SAMPLE = 16_384
+
+
+def thinned(values: np.ndarray, most: int = RANGE_SAMPLE) -> np.ndarray:
+    """``values`` as they are, or every k-th of them when there are more than ``most``."""
+    return values[:: math.ceil(len(values) / most)] if len(values) > most else values
 
 
 class LatencyCurves:
@@ -34,6 +44,11 @@ class LatencyCurves:
         self.warmup_curve = pg.PlotDataItem(pen=warmup_pen(series.color, run_style=run_style), antialias=True)
         for curve in (self.measure_curve, self.warmup_curve):
             curve.setSkipFiniteCheck(True)
+            # each stretch of calls drawn as its highest and lowest, two stretches per pixel
+            # column: the picture of every call (peaks kept), at a cost that does not grow
+            # with the calls (pyqtgraph draws five per pixel by default)
+            curve.setDownsampling(auto=True, method="peak")
+            curve.opts["autoDownsampleFactor"] = DOWNSAMPLE_PER_PIXEL
         self.median_line = pg.InfiniteLine(
             angle=0, movable=False, pen=median_pen(series.color)
         )
@@ -108,7 +123,7 @@ class LatencyCurves:
             parts = [s.measured_values()] if s.meas.n else []
             if not folded and s.warm.n:
                 parts.append(s.warm.ys)
-            values = np.concatenate(parts) if parts else np.empty(0)
+            values = thinned(np.concatenate(parts)) if parts else np.empty(0)
             values = values[np.isfinite(values)]
             if log_y:
                 values = np.log10(values[values > 0])
@@ -128,7 +143,7 @@ class LatencyCurves:
         parts = [s.measured_values()] if s.meas.n else []
         if not folded and s.warm.n:
             parts.append(s.warm.ys)
-        out = call_quantiles(np.concatenate(parts)) if parts else None
+        out = call_quantiles(thinned(np.concatenate(parts))) if parts else None
         self.quantiles = (key, out)
         return out
 
