@@ -17,7 +17,7 @@ LOW_PERCENTILE = 1.0
 HIGH_PERCENTILE = 99.0
 #: Stretches of calls per pixel column a curve is drawn with (see ``__init__``).
 DOWNSAMPLE_PER_PIXEL = 2.0
-#: Most edge marks drawn for the calls beyond the range (every k-th kept beyond).
+#: Most edge marks drawn per edge for the calls beyond the range (one per pixel column below it).
 MAX_EDGE_MARKS = 4000
 #: Most calls of a series the range is computed from (every k-th beyond: the quantiles that set
 #: it move by well under a pixel, and a refit stays cheap however many calls are drawn).
@@ -27,6 +27,15 @@ RANGE_SAMPLE = 16_384
 def thinned(values: np.ndarray, most: int = RANGE_SAMPLE) -> np.ndarray:
     """``values`` as they are, or every k-th of them when there are more than ``most``."""
     return values[:: math.ceil(len(values) / most)] if len(values) > most else values
+
+
+def one_per_column(xs: np.ndarray, x0: float, x1: float, columns: int) -> np.ndarray:
+    """The first of ``xs`` in each of ``columns`` equal columns of ``x0``…``x1`` that holds any."""
+    if len(xs) <= 1 or x1 <= x0:
+        return xs
+    col = np.clip(((xs - x0) * (columns / (x1 - x0))).astype(np.int64), 0, columns - 1)
+    _, first = np.unique(col, return_index=True)
+    return xs[np.sort(first)]
 
 
 class LatencyCurves:
@@ -148,10 +157,13 @@ class LatencyCurves:
         return out
 
     def mark_beyond(
-        self, x_range: tuple[float, float], y_range: tuple[float, float], folded: bool, log_y: bool
+        self, x_range: tuple[float, float], y_range: tuple[float, float], folded: bool, log_y: bool,
+        columns: int = MAX_EDGE_MARKS,
     ) -> tuple[int, int, bool]:
-        """Mark each call drawn beyond ``y_range`` (view units) at the edge it lies past;
-        (calls above, calls below, whether every call was counted: no buffer thinned)."""
+        """Mark the calls drawn beyond ``y_range`` (view units) at the edge they lie past, one
+        mark per pixel column of the ``columns`` the x range spans (a mark is 8 pixels wide: more
+        would draw the same picture, slower); (calls above, calls below, whether every call was
+        counted: no buffer thinned)."""
         (x0, x1), (y0, y1) = x_range, y_range
         inset = 0.025 * (y1 - y0)
         s = self.series
@@ -173,7 +185,6 @@ class LatencyCurves:
         for marks, xs_beyond, y in ((self.marks_above, above, y1 - inset), (self.marks_below, below, y0 + inset)):
             xs = np.concatenate(xs_beyond) if xs_beyond else np.empty(0)
             counts.append(len(xs))
-            if len(xs) > MAX_EDGE_MARKS:
-                xs = xs[:: math.ceil(len(xs) / MAX_EDGE_MARKS)]
+            xs = one_per_column(xs, x0, x1, min(max(1, columns), MAX_EDGE_MARKS))
             marks.setData(x=xs, y=np.full(len(xs), y))
         return counts[0], counts[1], exact
