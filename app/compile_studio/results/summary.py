@@ -17,6 +17,7 @@ import numpy as np
 from ..core.config import AA_CONTROL, BenchmarkConfig
 from .samples import VariantSamples
 from .stats import (
+    LatencyStats,
     SampleChecks,
     SpeedupInterval,
     block_bootstrap_speedup_interval,
@@ -29,7 +30,6 @@ from .verdict import Verdict, VerdictKind, harness_note, judge, noise_floor
 
 if TYPE_CHECKING:
     from .run_result import RunResult, VariantResult
-    from .stats import LatencyStats
 
 #: Version of the summary stored in run.json (its rows' fields and how they are computed).
 #: A stored summary of another version, or whose rows do not have exactly the
