@@ -24,7 +24,7 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.settings import AppSettings
 from compile_studio.launchers.supervisor import probe_environment
 from compile_studio.results import load_run
-from compile_studio.results.recorder import RunRecorder
+from compile_studio.results.storage.recorder import RunRecorder
 from gui_helpers import (
     RUN_TIMEOUT_MS,
     is_series_failed,
