@@ -18,6 +18,7 @@ from ...core.config import BenchmarkConfig
 from ...core.variants import AA_CONTROL
 from .samples import VariantSamples
 from .stats import (
+    LatencyStats,
     SampleChecks,
     SpeedupInterval,
     block_bootstrap_speedup_interval,
@@ -302,133 +303,172 @@ def summarize(run: RunResult) -> list[SummaryRow]:
     return list(rows)
 
 
+@dataclass
+class _Against:
+    """What every row of a run's summary is computed against: eager's figures, the intervals,
+    the A/A noise floor, the harness floor, the batch and the FLOPs per call."""
+
+    base: VariantResult | None
+    base_stats: LatencyStats | None
+    base_device: dict[int, np.ndarray]
+    batch: int | None
+    flops: float | None
+    groups: dict[str, dict[int, np.ndarray]]
+    checks: dict[str, SampleChecks | None]
+    intervals: dict[str, SpeedupInterval | None]
+    floor: float | None
+    harness: float | None
+
+
 def _compute_summary(run: RunResult) -> list[SummaryRow]:
     """The summary table of a run, computed from its samples and diagnostics."""
     base = run.baseline
     base_stats = base.stats() if base is not None else None
-    base_device = _round_groups(base.samples, device=True) if base is not None else {}
-    batch = run.batch()
-    flops, _ = run_flops_per_call(run)
-    groups = {name: _round_groups(v.samples) for name, v in run.variants.items()}
-    checks: dict[str, SampleChecks | None] = {
-        name: _checks_of(v.samples) for name, v in run.variants.items()
-    }
     intervals: dict[str, SpeedupInterval | None] = {
         name: _interval_against(base, v)
         for name, v in run.variants.items()
         if name != "eager" and base_stats is not None and base is not None
     }
-    floor = noise_floor(intervals.get(AA_CONTROL))
-    harness = _harness_floor_ms(run)
-    rows = []
-    for v in run.variants.values():
-        st = v.stats()
-        floor_speedup = None
-        if st is not None and base_stats is not None and harness is not None:
-            floor_speedup = floor_subtracted_speedup(base_stats.median, st.median, harness)
-        dst = v.device_stats()
-        own = checks.get(v.name)
-        interval = intervals.get(v.name)
-        speedup = lo = hi = be = None
-        dev_speedup = dev_lo = dev_hi = None
-        verdict: Verdict | None = None
-        if st is not None and base_stats is not None:
-            if v.name == "eager":
-                speedup = lo = hi = 1.0
-                if dst is not None:
-                    dev_speedup = dev_lo = dev_hi = 1.0
-            else:
-                if interval is not None:
-                    speedup, lo, hi = interval.point, interval.lo, interval.hi
-                dev = (
-                    _interval_against(base, v, device=True) if base is not None and base_device else None
-                )
-                if dev is not None:
-                    dev_speedup, dev_lo, dev_hi = dev.point, dev.lo, dev.hi
-        if v.name != "eager" and base is not None:
-            verdict = judge(
-                v.name,
-                status=str(v.status),
-                error=v.error,
-                allclose=v.allclose,
-                correctness_problems=list((v.checks or {}).get("problems") or []),
-                reference=str((v.checks or {}).get("reference") or "fp64"),
-                interval=interval,
-                checks=own,
-                baseline_checks=checks.get("eager"),
-                floor=floor,
-                harness=harness_note(
-                    base_stats.median if base_stats is not None else None,
-                    st.median if st is not None else None,
-                    harness,
-                    floor_speedup,
-                ),
+    against = _Against(
+        base=base,
+        base_stats=base_stats,
+        base_device=_round_groups(base.samples, device=True) if base is not None else {},
+        batch=run.batch(),
+        flops=run_flops_per_call(run)[0],
+        groups={name: _round_groups(v.samples) for name, v in run.variants.items()},
+        checks={name: _checks_of(v.samples) for name, v in run.variants.items()},
+        intervals=intervals,
+        floor=noise_floor(intervals.get(AA_CONTROL)),
+        harness=_harness_floor_ms(run),
+    )
+    return [_summary_row(against, v) for v in run.variants.values()]
+
+
+def _speedups(
+    a: _Against, v: VariantResult, st: LatencyStats | None, dst: LatencyStats | None
+) -> tuple[float | None, float | None, float | None, float | None, float | None, float | None]:
+    """``v``'s speedup over eager with its interval, then its device-time speedup with its
+    interval (eager's own: 1.0; None where either side has no samples)."""
+    speedup = lo = hi = None
+    dev_speedup = dev_lo = dev_hi = None
+    if st is not None and a.base_stats is not None:
+        if v.name == "eager":
+            speedup = lo = hi = 1.0
+            if dst is not None:
+                dev_speedup = dev_lo = dev_hi = 1.0
+        else:
+            interval = a.intervals.get(v.name)
+            if interval is not None:
+                speedup, lo, hi = interval.point, interval.lo, interval.hi
+            dev = (
+                _interval_against(a.base, v, device=True) if a.base is not None and a.base_device else None
             )
-            if (
-                verdict is not None
-                and verdict.kind is VerdictKind.FASTER
-                and st is not None
-                and base_stats is not None
-                and speedup is not None
-            ):
-                be = break_even_calls(v.compile_s, base_stats.median, base_stats.median / speedup)
-        throughput = tflops = None
-        if st is not None and st.median > 0:
-            if isinstance(batch, int):
-                throughput = batch / (st.median / 1000.0)
-            tflops = achieved_tflops(flops, st.median)
-        rows.append(
-            SummaryRow(
-                name=v.name,
-                status=v.status,
-                n=st.n if st else 0,
-                compile_s=v.compile_s,
-                median_ms=st.median if st else None,
-                mean_ms=st.mean if st else None,
-                p5_ms=st.p5 if st else None,
-                p95_ms=st.p95 if st else None,
-                iqr_pct=(st.iqr_ratio * 100.0 if st and math.isfinite(st.iqr_ratio) else None),
-                device_median_ms=dst.median if dst else None,
-                speedup=speedup,
-                speedup_lo=lo,
-                speedup_hi=hi,
-                break_even_calls=be,
-                throughput_per_s=throughput,
-                tflops=tflops,
-                max_abs_error=v.max_abs_error,
-                max_rel_error=v.max_rel_error,
-                allclose=v.allclose,
-                graphs=v.graphs,
-                graph_breaks=v.graph_breaks,
-                recompiles=v.recompiles,
-                recompiles_in_window=v.recompiles_in_window,
-                peak_memory_bytes=v.peak_memory_bytes,
-                memory_kind=v.memory_kind or "",
-                noisy=bool(st.noisy) if st else False,
-                error=v.error,
-                pipelined_ms=v.pipelined_ms,
-                device_speedup=dev_speedup,
-                device_speedup_lo=dev_lo,
-                device_speedup_hi=dev_hi,
-                rounds=len(groups[v.name]),
-                interval_method=interval.method if interval is not None else "",
-                round_spread_pct=own.spread_pct if own is not None and own.groups_are == "rounds" else None,
-                speedup_spread_pct=interval.spread_pct if interval is not None else None,
-                drift_pct=(
-                    own.drift.change * 100.0 if own is not None and own.drift is not None else None
-                ),
-                drift=bool(own is not None and own.drifting),
-                two_level=bool(own is not None and own.two_levelled),
-                tail_ratio=own.tail_ratio if own is not None else None,
-                heavy_tail=bool(own is not None and own.heavy_tail),
-                checks="; ".join(own.problems()) if own is not None else "",
-                noise_floor_pct=floor * 100.0 if floor is not None else None,
-                verdict=str(verdict.kind) if verdict is not None else "",
-                verdict_reason=verdict.reason if verdict is not None else "",
-                floor_speedup=floor_speedup,
-            )
-        )
-    return rows
+            if dev is not None:
+                dev_speedup, dev_lo, dev_hi = dev.point, dev.lo, dev.hi
+    return speedup, lo, hi, dev_speedup, dev_lo, dev_hi
+
+
+def _verdict_of(
+    a: _Against, v: VariantResult, st: LatencyStats | None, floor_speedup: float | None
+) -> Verdict | None:
+    """The verdict on ``v`` against eager (None for eager itself, or a run without eager)."""
+    if v.name == "eager" or a.base is None:
+        return None
+    return judge(
+        v.name,
+        status=str(v.status),
+        error=v.error,
+        allclose=v.allclose,
+        correctness_problems=list((v.checks or {}).get("problems") or []),
+        reference=str((v.checks or {}).get("reference") or "fp64"),
+        interval=a.intervals.get(v.name),
+        checks=a.checks.get(v.name),
+        baseline_checks=a.checks.get("eager"),
+        floor=a.floor,
+        harness=harness_note(
+            a.base_stats.median if a.base_stats is not None else None,
+            st.median if st is not None else None,
+            a.harness,
+            floor_speedup,
+        ),
+    )
+
+
+def _summary_row(a: _Against, v: VariantResult) -> SummaryRow:
+    """``v``'s row of the summary table."""
+    st = v.stats()
+    base_stats = a.base_stats
+    floor_speedup = None
+    if st is not None and base_stats is not None and a.harness is not None:
+        floor_speedup = floor_subtracted_speedup(base_stats.median, st.median, a.harness)
+    dst = v.device_stats()
+    own = a.checks.get(v.name)
+    interval = a.intervals.get(v.name)
+    speedup, lo, hi, dev_speedup, dev_lo, dev_hi = _speedups(a, v, st, dst)
+    verdict = _verdict_of(a, v, st, floor_speedup)
+    be = None
+    if (
+        verdict is not None
+        and verdict.kind is VerdictKind.FASTER
+        and st is not None
+        and base_stats is not None
+        and speedup is not None
+    ):
+        be = break_even_calls(v.compile_s, base_stats.median, base_stats.median / speedup)
+    throughput = tflops = None
+    if st is not None and st.median > 0:
+        if isinstance(a.batch, int):
+            throughput = a.batch / (st.median / 1000.0)
+        tflops = achieved_tflops(a.flops, st.median)
+    return SummaryRow(
+        name=v.name,
+        status=v.status,
+        n=st.n if st else 0,
+        compile_s=v.compile_s,
+        median_ms=st.median if st else None,
+        mean_ms=st.mean if st else None,
+        p5_ms=st.p5 if st else None,
+        p95_ms=st.p95 if st else None,
+        iqr_pct=(st.iqr_ratio * 100.0 if st and math.isfinite(st.iqr_ratio) else None),
+        device_median_ms=dst.median if dst else None,
+        speedup=speedup,
+        speedup_lo=lo,
+        speedup_hi=hi,
+        break_even_calls=be,
+        throughput_per_s=throughput,
+        tflops=tflops,
+        max_abs_error=v.max_abs_error,
+        max_rel_error=v.max_rel_error,
+        allclose=v.allclose,
+        graphs=v.graphs,
+        graph_breaks=v.graph_breaks,
+        recompiles=v.recompiles,
+        recompiles_in_window=v.recompiles_in_window,
+        peak_memory_bytes=v.peak_memory_bytes,
+        memory_kind=v.memory_kind or "",
+        noisy=bool(st.noisy) if st else False,
+        error=v.error,
+        pipelined_ms=v.pipelined_ms,
+        device_speedup=dev_speedup,
+        device_speedup_lo=dev_lo,
+        device_speedup_hi=dev_hi,
+        rounds=len(a.groups[v.name]),
+        interval_method=interval.method if interval is not None else "",
+        round_spread_pct=own.spread_pct if own is not None and own.groups_are == "rounds" else None,
+        speedup_spread_pct=interval.spread_pct if interval is not None else None,
+        drift_pct=(
+            own.drift.change * 100.0 if own is not None and own.drift is not None else None
+        ),
+        drift=bool(own is not None and own.drifting),
+        two_level=bool(own is not None and own.two_levelled),
+        tail_ratio=own.tail_ratio if own is not None else None,
+        heavy_tail=bool(own is not None and own.heavy_tail),
+        checks="; ".join(own.problems()) if own is not None else "",
+        noise_floor_pct=a.floor * 100.0 if a.floor is not None else None,
+        verdict=str(verdict.kind) if verdict is not None else "",
+        verdict_reason=verdict.reason if verdict is not None else "",
+        floor_speedup=floor_speedup,
+    )
 
 
 def _harness_floor_ms(run: RunResult) -> float | None:

@@ -347,19 +347,7 @@ def judge(
     if is_aa_control(name):
         return _aa_verdict(kind, interval, unfit)
     if covers_one:
-        # the interval decides; checks that failed too are named after it, not as the cause
-        spread = [
-            s
-            for s in (_spread_words(baseline_name, baseline_checks), _spread_words(name, checks))
-            if s is not None
-        ]
-        why = ("; ".join(spread) + "; ") if spread else ""
-        also = f" (the checks also saw: {'; '.join(unfit)})" if unfit else ""
-        return Verdict(
-            kind,
-            f"{shown} includes 1.00: not resolvable on this machine now: {why}{ADVICE}{also}",
-            VerdictCause.INTERVAL_INCLUDES_ONE,
-        )
+        return _includes_one(kind, shown, (baseline_name, baseline_checks), (name, checks), unfit)
     if floor is not None and abs(math.log(interval.point)) <= math.log1p(floor):
         # inside what the A/A control moves by: whatever the checks say, nothing to claim
         return Verdict(
@@ -382,6 +370,25 @@ def judge(
         return Verdict(kind, reason, VerdictCause.CHECKS)
     return Verdict(
         kind, f"{shown} of {baseline_name}'s speed{_one_round_note(interval)}", VerdictCause.INTERVAL_CLEAR
+    )
+
+
+def _includes_one(
+    kind: VerdictKind,
+    shown: str,
+    baseline: tuple[str, SampleChecks | None],
+    variant: tuple[str, SampleChecks | None],
+    unfit: list[str],
+) -> Verdict:
+    """The verdict when the interval includes 1.00: the interval decides; the spread of each
+    side is said, and checks that failed too are named after it, not as the cause."""
+    spread = [s for s in (_spread_words(*baseline), _spread_words(*variant)) if s is not None]
+    why = ("; ".join(spread) + "; ") if spread else ""
+    also = f" (the checks also saw: {'; '.join(unfit)})" if unfit else ""
+    return Verdict(
+        kind,
+        f"{shown} includes 1.00: not resolvable on this machine now: {why}{ADVICE}{also}",
+        VerdictCause.INTERVAL_INCLUDES_ONE,
     )
 
 

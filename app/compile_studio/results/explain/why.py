@@ -235,48 +235,66 @@ def variant_lines(v: VariantWhy, run: Any | None = None, ops: bool = True) -> li
         rate = achieved_line(run, v.name)
         if rate:
             out.append(rate)
+    out += _profile_lines(v, ops) if v.profile is not None else ["profile: none"]
+    if v.compiled:
+        out += _compile_lines(v)
+    if v.trace:
+        out.append(f"trace: {v.trace} (open it in ui.perfetto.dev or chrome://tracing)")
+    for m in v.missing:
+        out.append(f"not available: {m}")
+    return out
+
+
+def _profile_lines(v: VariantWhy, ops: bool) -> list[str]:
+    """The lines of ``v``'s steady-state profile: kernels per call, busy and GEMM shares, the
+    top operators."""
     p = v.profile
-    if p is not None:
-        count = (
-            f"{_n(p.kernels_per_call)} {p.kernels_counted or 'kernels'}" if p.kernels_per_call is not None
-            else "kernels not counted"
+    assert p is not None
+    count = (
+        f"{_n(p.kernels_per_call)} {p.kernels_counted or 'kernels'}" if p.kernels_per_call is not None
+        else "kernels not counted"
+    )
+    out = [f"profile: {p.calls} steady-state calls, {_ms(p.wall_ms_per_call)} per call; {count}"]
+    if p.fused_kernels_in_code:
+        out.append(f"  + {p.fused_kernels_in_code} fused kernels called by the output code")
+    if p.busy is not None:
+        out.append(f"  busy {_pct(p.busy)} ({p.busy_counted}); GEMMs {_pct(p.gemm_share or 0.0)}")
+    picked = fastest_majority(p.op_ms_calls, p.gemm_share_of_ops_calls)
+    if picked:
+        out.append(
+            f"  GEMMs hold {_pct(statistics.median(picked))} of the operators' time (median of the "
+            f"{len(picked)} fastest of {len(p.gemm_share_of_ops_calls)} calls)"
         )
-        out.append(f"profile: {p.calls} steady-state calls, {_ms(p.wall_ms_per_call)} per call; {count}")
-        if p.fused_kernels_in_code:
-            out.append(f"  + {p.fused_kernels_in_code} fused kernels called by the output code")
-        if p.busy is not None:
-            out.append(f"  busy {_pct(p.busy)} ({p.busy_counted}); GEMMs {_pct(p.gemm_share or 0.0)}")
-        picked = fastest_majority(p.op_ms_calls, p.gemm_share_of_ops_calls)
-        if picked:
+        shares = [x for x in p.gemm_share_of_ops_calls if isinstance(x, (int, float))]
+        if len(shares) > 1:
+            times = ", ".join(_ms(x) for x in p.op_ms_calls[: len(shares)])
             out.append(
-                f"  GEMMs hold {_pct(statistics.median(picked))} of the operators' time (median of the "
-                f"{len(picked)} fastest of {len(p.gemm_share_of_ops_calls)} calls)"
+                f"  per call: GEMM share {', '.join(f'{100 * x:.0f}' for x in shares)} %"
+                + (f"; operator time {times}" if times else "")
+                + (f" (varies {p.op_spread:.2f}×)" if p.op_spread is not None else "")
             )
-            shares = [x for x in p.gemm_share_of_ops_calls if isinstance(x, (int, float))]
-            if len(shares) > 1:
-                times = ", ".join(_ms(x) for x in p.op_ms_calls[: len(shares)])
-                out.append(
-                    f"  per call: GEMM share {', '.join(f'{100 * x:.0f}' for x in shares)} %"
-                    + (f"; operator time {times}" if times else "")
-                    + (f" (varies {p.op_spread:.2f}×)" if p.op_spread is not None else "")
-                )
-        if p.elements_per_call is not None and p.ops_per_call:
+    if p.elements_per_call is not None and p.ops_per_call:
+        out.append(
+            f"  {_si(p.elements_per_call / p.ops_per_call, 'elements')} per operator "
+            "(largest input, views left out)"
+        )
+    rows = (p.kernels or p.ops) if ops else []
+    if rows:
+        out.append(f"  {'top kernels' if p.kernels else 'top operators'} (self time per call, calls per call, share):")
+        for r in rows[:10]:
+            share = _pct(r.share) if r.share is not None else "–"
             out.append(
-                f"  {_si(p.elements_per_call / p.ops_per_call, 'elements')} per operator "
-                "(largest input, views left out)"
+                f"    {_ms(r.self_ms_per_call):>10}  {_n(r.calls_per_call):>4}×  {share:>5}  {r.name}"
             )
-        rows = (p.kernels or p.ops) if ops else []
-        if rows:
-            out.append(f"  {'top kernels' if p.kernels else 'top operators'} (self time per call, calls per call, share):")
-            for r in rows[:10]:
-                share = _pct(r.share) if r.share is not None else "–"
-                out.append(
-                    f"    {_ms(r.self_ms_per_call):>10}  {_n(r.calls_per_call):>4}×  {share:>5}  {r.name}"
-                )
-    else:
-        out.append("profile: none")
+    return out
+
+
+def _compile_lines(v: VariantWhy) -> list[str]:
+    """A compiled variant's lines: its compile, graph breaks, recompiles, CUDA graphs skipped
+    and output code."""
+    out = []
     c = v.compile
-    if v.compiled and c is not None:
+    if c is not None:
         total = c.first_call_ms / 1000.0 if c.first_call_ms else None
         out.append(
             f"compile: {c.graphs} graph(s), first call {total:.2f} s" if total is not None
@@ -292,33 +310,28 @@ def variant_lines(v: VariantWhy, run: Any | None = None, ops: bool = True) -> li
                     h=c.cache.get("fx_graph_hits", 0), m=c.cache.get("fx_graph_misses", 0)
                 )
             )
-    if v.compiled:
-        if v.graph_breaks:
-            out.append(f"graph breaks: {sum(b.count for b in v.graph_breaks)}")
-            for b in v.graph_breaks:
-                out.append(f"  {b.file}:{b.line}  {b.source}")
-                out.append(f"    {user_names(b.reason, v.name)}")
-        else:
-            out.append("graph breaks: none")
-        if v.recompiles:
-            out.append(f"recompiles: {len(v.recompiles)}")
-            for rc in v.recompiles:
-                inside = " (inside the timed window)" if rc.in_window else ""
-                out.append(f"  {_frame(rc, v)}{inside}: {user_names(rc.reason, v.name)}")
-        else:
-            out.append("recompiles: none")
-        if v.recompile_limit:
-            out.append(f"recompile limit hit: {user_names(v.recompile_limit, v.name)}")
-        skips = list(v.cudagraph_skips) + (c.cudagraph_skips if c is not None else [])
-        if skips:
-            out.append("CUDA graphs skipped: " + "; ".join(dict.fromkeys(skips)))
-        for k in v.code:
-            kern = f" ({k.fused} fused kernels, {k.library} library calls)" if k.fused is not None else ""
-            out.append(f"output code: {k.file or '(not kept)'}{kern} — written by Inductor to {k.path}")
-    if v.trace:
-        out.append(f"trace: {v.trace} (open it in ui.perfetto.dev or chrome://tracing)")
-    for m in v.missing:
-        out.append(f"not available: {m}")
+    if v.graph_breaks:
+        out.append(f"graph breaks: {sum(b.count for b in v.graph_breaks)}")
+        for b in v.graph_breaks:
+            out.append(f"  {b.file}:{b.line}  {b.source}")
+            out.append(f"    {user_names(b.reason, v.name)}")
+    else:
+        out.append("graph breaks: none")
+    if v.recompiles:
+        out.append(f"recompiles: {len(v.recompiles)}")
+        for rc in v.recompiles:
+            inside = " (inside the timed window)" if rc.in_window else ""
+            out.append(f"  {_frame(rc, v)}{inside}: {user_names(rc.reason, v.name)}")
+    else:
+        out.append("recompiles: none")
+    if v.recompile_limit:
+        out.append(f"recompile limit hit: {user_names(v.recompile_limit, v.name)}")
+    skips = list(v.cudagraph_skips) + (c.cudagraph_skips if c is not None else [])
+    if skips:
+        out.append("CUDA graphs skipped: " + "; ".join(dict.fromkeys(skips)))
+    for k in v.code:
+        kern = f" ({k.fused} fused kernels, {k.library} library calls)" if k.fused is not None else ""
+        out.append(f"output code: {k.file or '(not kept)'}{kern} — written by Inductor to {k.path}")
     return out
 
 

@@ -185,53 +185,15 @@ def _read_trial(folder: Path, doc: Any) -> TrialRecord:
             f"{TRIAL_JSON} was written by a newer Compile Studio (trial schema {version}; "
             f"this one reads up to {TRIAL_SCHEMA_VERSION})"
         )
-    source = doc.get("source")
-    if not isinstance(source, dict) or not isinstance(source.get("run_id"), str) or not source["run_id"]:
-        raise TrialDamaged(f"{TRIAL_JSON}: the source run is missing")
-    source_values: dict[str, str] = {}
-    for key in ("run_id", "path", "title"):
-        value = source.get(key, "")
-        source_values[key] = value[:MAX_TEXT] if isinstance(value, str) else ""
-    if len(source_values["run_id"]) > MAX_NAME:
-        raise TrialDamaged(f"{TRIAL_JSON}: the source run id is longer than {MAX_NAME} characters")
+    source_values = _read_source(doc)
     config = config_from_saved(doc.get("config"))
     if config is None:
         raise TrialDamaged(f"{TRIAL_JSON}: configuration A is missing")
     rounds = top.get("rounds", MIN_TRIAL_ROUNDS)
     if not 1 <= rounds <= MAX_TRIAL_ROUNDS:
         raise TrialDamaged(f"{TRIAL_JSON}: rounds must be 1–{MAX_TRIAL_ROUNDS}")
-    raw = doc.get("suggestions")
-    if not isinstance(raw, list):
-        raise TrialDamaged(f"{TRIAL_JSON}: suggestions is not a list")
-    if len(raw) > MAX_TRIAL_SUGGESTIONS:
-        raise TrialDamaged(f"{TRIAL_JSON}: more than {MAX_TRIAL_SUGGESTIONS} suggestions")
-    suggestions: list[TrialSuggestion] = []
-    for k, item in enumerate(raw):
-        s = _read_suggestion(k, item, rounds, problems)
-        if s is None:
-            continue
-        if any(t.key == s.key for t in suggestions):
-            problems.append(f"suggestion {k}: key {s.key} appears twice: left out")
-            continue
-        suggestions.append(s)
-    runs: list[TrialRun] = []
-    raw_runs = doc.get("runs", [])
-    if not isinstance(raw_runs, list):
-        problems.append(f"{TRIAL_JSON}: runs is not a list")
-        raw_runs = []
-    for k, item in enumerate(raw_runs[: MAX_TRIAL_ROUNDS * (MAX_TRIAL_SUGGESTIONS + 2)]):
-        got = _RUN.read(item, problems)
-        if not isinstance(got.get("round"), int) or not isinstance(got.get("role"), str) \
-                or not _ROLE.fullmatch(got["role"]):
-            problems.append(f"run {k} has no round or role: left out")
-            continue
-        if got.get("run") and not _plain_run_name(got["run"]):
-            problems.append(f"run {k}: {str(got['run'])[:40]!r} is not a folder name: left out")
-            got["run"] = ""
-        if got.get("status", PENDING) not in STATUSES:
-            problems.append(f"run {k}: status {str(got['status'])[:20]!r} is unknown: read as failed")
-            got["status"] = FAILED
-        runs.append(TrialRun(**got))
+    suggestions = _read_suggestions(doc, rounds, problems)
+    runs = _read_runs(doc, problems)
     environment = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
     try:
         environment = conform(environment, Any)
@@ -269,6 +231,63 @@ def _read_trial(folder: Path, doc: Any) -> TrialRecord:
             if r.status == RUNNING:
                 r.status, r.message = STOPPED, INTERRUPTED
     return record
+
+
+def _read_source(doc: dict[str, Any]) -> dict[str, str]:
+    """The trial's source run: its id (required), path and title."""
+    source = doc.get("source")
+    if not isinstance(source, dict) or not isinstance(source.get("run_id"), str) or not source["run_id"]:
+        raise TrialDamaged(f"{TRIAL_JSON}: the source run is missing")
+    source_values: dict[str, str] = {}
+    for key in ("run_id", "path", "title"):
+        value = source.get(key, "")
+        source_values[key] = value[:MAX_TEXT] if isinstance(value, str) else ""
+    if len(source_values["run_id"]) > MAX_NAME:
+        raise TrialDamaged(f"{TRIAL_JSON}: the source run id is longer than {MAX_NAME} characters")
+    return source_values
+
+
+def _read_suggestions(doc: dict[str, Any], rounds: int, problems: list[str]) -> list[TrialSuggestion]:
+    """The trial's suggestions; one that does not fit, or repeats a key, is left out (in ``problems``)."""
+    raw = doc.get("suggestions")
+    if not isinstance(raw, list):
+        raise TrialDamaged(f"{TRIAL_JSON}: suggestions is not a list")
+    if len(raw) > MAX_TRIAL_SUGGESTIONS:
+        raise TrialDamaged(f"{TRIAL_JSON}: more than {MAX_TRIAL_SUGGESTIONS} suggestions")
+    suggestions: list[TrialSuggestion] = []
+    for k, item in enumerate(raw):
+        s = _read_suggestion(k, item, rounds, problems)
+        if s is None:
+            continue
+        if any(t.key == s.key for t in suggestions):
+            problems.append(f"suggestion {k}: key {s.key} appears twice: left out")
+            continue
+        suggestions.append(s)
+    return suggestions
+
+
+def _read_runs(doc: dict[str, Any], problems: list[str]) -> list[TrialRun]:
+    """The trial's runs; one without a round or role is left out, a bad folder name or status
+    is read as none or failed (in ``problems``)."""
+    runs: list[TrialRun] = []
+    raw_runs = doc.get("runs", [])
+    if not isinstance(raw_runs, list):
+        problems.append(f"{TRIAL_JSON}: runs is not a list")
+        raw_runs = []
+    for k, item in enumerate(raw_runs[: MAX_TRIAL_ROUNDS * (MAX_TRIAL_SUGGESTIONS + 2)]):
+        got = _RUN.read(item, problems)
+        if not isinstance(got.get("round"), int) or not isinstance(got.get("role"), str) \
+                or not _ROLE.fullmatch(got["role"]):
+            problems.append(f"run {k} has no round or role: left out")
+            continue
+        if got.get("run") and not _plain_run_name(got["run"]):
+            problems.append(f"run {k}: {str(got['run'])[:40]!r} is not a folder name: left out")
+            got["run"] = ""
+        if got.get("status", PENDING) not in STATUSES:
+            problems.append(f"run {k}: status {str(got['status'])[:20]!r} is unknown: read as failed")
+            got["status"] = FAILED
+        runs.append(TrialRun(**got))
+    return runs
 
 
 @dataclass

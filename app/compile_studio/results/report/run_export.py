@@ -151,15 +151,34 @@ def markdown_report(run: RunResult, plot_png: str | None = None, folder: str | P
     ``folder``: the run's folder, where its diagnostics and trials are read
     for "What to try" (default: the folder the run was read from).
     """
-    env = run.environment
-    cfg = run.config
     lines = [f"# Compile Studio run {md_text(run.run_id)}", ""]
     lines.append(
         f"Status: **{md_text(run.status)}**" + (f" — {md_text(run.message)}" if run.message else "")
     )
     lines.append("")
-    lines.append("## Environment")
-    lines.append("")
+    lines += _md_environment(run)
+    lines += _md_configuration(run)
+    rows = summarize(run)
+    lines += _md_results(run, rows)
+    lines += _md_notes(run, rows)
+    lines += why_markdown_lines(run, md_text)
+    lines += what_to_try_lines(run, folder if folder is not None else _run_folder(run), rows)
+    peak = [r for r in rows if r.peak_memory_bytes]
+    if peak:
+        lines += ["", "Peak memory: " + ", ".join(
+            f"{md_text(r.name)} {format_bytes(r.peak_memory_bytes or 0)}" for r in peak
+        )]
+    if plot_png:
+        # a name the user typed may hold spaces or brackets: the link is percent-encoded
+        lines += ["", f"![latency per iteration]({quote(plot_png, safe='+')})"]
+    return "\n".join(lines) + "\n"
+
+
+def _md_environment(run: RunResult) -> list[str]:
+    """The report's Environment section: versions, device, CPU, OS and the run's context."""
+    env = run.environment
+    cfg = run.config
+    lines = ["## Environment", ""]
     device = env.get("device") or (cfg.device if cfg is not None else "")
     dev_name = (env.get("device_names") or {}).get(device, "")
     for key, value in (
@@ -176,15 +195,25 @@ def markdown_report(run: RunResult, plot_png: str | None = None, folder: str | P
         if value:
             lines.append(f"- {key}: {md_code(value)}")
     lines.extend(f"- {key}: {md_text(value)}" for key, value in run_context(run) if key != "machine")
+    return lines
+
+
+def _md_configuration(run: RunResult) -> list[str]:
+    """The report's Configuration section: the config as JSON, what was measured, the model's notes."""
+    cfg = run.config
     config_json = json.dumps(cfg.to_dict() if cfg is not None else {}, indent=2, sort_keys=True)
     fence = md_fence(config_json)
-    lines += ["", "## Configuration", "", f"{fence}json", config_json, fence, ""]
+    lines = ["", "## Configuration", "", f"{fence}json", config_json, fence, ""]
     if cfg is not None:
         lines.append(f"Measured: {md_text(run.title())}")
         lines.extend(f"- {md_text(note)}" for note in run.model_notes())
         lines.append("")
-    lines += ["## Results", ""]
-    rows = summarize(run)
+    return lines
+
+
+def _md_results(run: RunResult, rows: list[SummaryRow]) -> list[str]:
+    """The report's Results section: the table, how it was measured, rates, pauses, verdicts."""
+    lines = ["## Results", ""]
     cells = [[md_text(c, table=True) for c in summary_cells(r)] for r in rows]
     lines.append(markdown_table(SUMMARY_HEADERS, cells))
     lines.append("")
@@ -213,44 +242,40 @@ def markdown_report(run: RunResult, plot_png: str | None = None, folder: str | P
         lines += ["", "### Verdict", ""]
         for r, line in zip(judged, verdict_lines(run, judged)):
             lines.append(f"- **{md_text(r.name)}**: {md_text(line[len(r.name) + 2:])}")
+    return lines
+
+
+def _md_notes(run: RunResult, rows: list[SummaryRow]) -> list[str]:
+    """The report's Notes: failures, noise, failed checks, incorrect outputs and graph breaks."""
     problems = [
         r for r in rows if r.error or r.noisy or r.allclose is False or r.graph_breaks or r.checks
     ]
-    if problems:
-        lines += ["", "### Notes", ""]
-        for r in problems:
-            name = md_text(r.name)
-            if r.error:
-                lines.append(f"- **{name}** failed: {md_text(r.error)}")
-            if r.noisy:
-                lines.append(f"- {name}: noisy (IQR {r.iqr_pct or 0:.0f} % of the median)")
-            if r.checks:
-                lines.append(f"- {name}: {md_text(r.checks)}")
-            if r.allclose is False:
-                from ..analysis.verdict import incorrect_text
+    if not problems:
+        return []
+    lines = ["", "### Notes", ""]
+    for r in problems:
+        name = md_text(r.name)
+        if r.error:
+            lines.append(f"- **{name}** failed: {md_text(r.error)}")
+        if r.noisy:
+            lines.append(f"- {name}: noisy (IQR {r.iqr_pct or 0:.0f} % of the median)")
+        if r.checks:
+            lines.append(f"- {name}: {md_text(r.checks)}")
+        if r.allclose is False:
+            from ..analysis.verdict import incorrect_text
 
-                checks = run.variants[r.name].checks or {}
-                said = incorrect_text(
-                    [str(p) for p in checks.get("problems") or []], str(checks.get("reference") or "fp64")
-                )
-                lines.append(f"- {name}: {md_text(said)}")
-            if r.graph_breaks:
-                reasons = run.variants[r.name].break_reasons
-                lines.append(
-                    f"- {name}: {r.graph_breaks} graph break(s): "
-                    + "; ".join(md_text(x) for x in reasons[:3])
-                )
-    lines += why_markdown_lines(run, md_text)
-    lines += what_to_try_lines(run, folder if folder is not None else _run_folder(run), rows)
-    peak = [r for r in rows if r.peak_memory_bytes]
-    if peak:
-        lines += ["", "Peak memory: " + ", ".join(
-            f"{md_text(r.name)} {format_bytes(r.peak_memory_bytes or 0)}" for r in peak
-        )]
-    if plot_png:
-        # a name the user typed may hold spaces or brackets: the link is percent-encoded
-        lines += ["", f"![latency per iteration]({quote(plot_png, safe='+')})"]
-    return "\n".join(lines) + "\n"
+            checks = run.variants[r.name].checks or {}
+            said = incorrect_text(
+                [str(p) for p in checks.get("problems") or []], str(checks.get("reference") or "fp64")
+            )
+            lines.append(f"- {name}: {md_text(said)}")
+        if r.graph_breaks:
+            reasons = run.variants[r.name].break_reasons
+            lines.append(
+                f"- {name}: {r.graph_breaks} graph break(s): "
+                + "; ".join(md_text(x) for x in reasons[:3])
+            )
+    return lines
 
 
 def _run_folder(run: RunResult) -> Path | None:
