@@ -129,6 +129,7 @@ _TIMING_KEYS = {
     "max_abs_error", "max_rel_error", "median_ms", "mean_ms", "p5_ms", "p95_ms", "iqr_pct",
     "speedup", "speedup_lo", "speedup_hi", "break_even_calls", "throughput_per_s", "tflops",
     "noisy", "pid", "inductor_cache_dir", "device_memory", "harness_floor_ms", "pipelined_ms",
+    "unpinned_ms",
     "load_before", "load_after",
     "clock",
     # the pauses between blocks of timed calls: how many depends on how fast the calls were

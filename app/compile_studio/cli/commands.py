@@ -34,6 +34,7 @@ from ..results.report.formatting import (
     plural,
     summary_cells,
     text_table,
+    unpinned_line,
     verdict_lines,
     worker_notes,
 )
@@ -275,6 +276,9 @@ def print_run(run: RunResult, out: TextIO) -> None:
     turns = turns_line(run)
     if turns:
         out.write(f"{turns}\n")
+    unpinned = unpinned_line(run)
+    if unpinned:
+        out.write(f"{unpinned}\n")
     if run.message:
         out.write(f"note: {run.message}\n")
     for note in worker_notes(run):

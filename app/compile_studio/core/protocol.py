@@ -231,6 +231,9 @@ class VariantDoneEvent:
     cudagraph_record_ms: float | None = None
     #: ms per call of back-to-back calls with one synchronisation
     pipelined_ms: float | None = None
+    #: median ms per call with every worker thread placed by the system, as in a user's own
+    #: program (a run whose timing thread was pinned; None otherwise)
+    unpinned_ms: float | None = None
     #: clock readings at the edges of the timed windows
     clock: dict[str, Any] = field(default_factory=dict)
     #: the pauses before this variant's timed blocks: blocks, waited_ms, wait_max_ms,

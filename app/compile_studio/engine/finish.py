@@ -231,6 +231,7 @@ def _done_event(
         cudagraph_skips=list(v.cudagraph_skips),
         cudagraph_record_ms=v.cudagraph_record_ms,
         pipelined_ms=v.pipelined_ms,
+        unpinned_ms=v.unpinned_ms,
         clock=clock,
         turns=run.turns.of(v.name),
     )

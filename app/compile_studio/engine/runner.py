@@ -49,6 +49,7 @@ from .run_errors import RunFailed, Stopped
 from .run_errors import classify_error as classify_error
 from .run_state import RunState, apply_dynamo_config, apply_precision
 from .timing import no_gc
+from .unpinned import time_unpinned
 from .variant import Variant, reference_output
 from .workloads import (
     Workload,
@@ -434,6 +435,7 @@ class BenchmarkRunner(RunState):
                         live.remove(v)
         finally:
             self.turns.end()
+        time_unpinned(self, live)
         eager = next((v for v in live if v.name == "eager"), None)
         if eager is not None and self.training:
             # eager's check steps first: the others are compared with them

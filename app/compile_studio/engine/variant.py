@@ -70,6 +70,8 @@ class Variant:
     clock_end: dict[str, Any] | None = None
     clock_max_change: float | None = None
     pipelined_ms: float | None = None
+    #: median ms per call with no thread pinned, as in a user's own program (pinned runs only)
+    unpinned_ms: float | None = None
     #: device-timed calls in the timed window, and those whose launch outlasted the sleep
     device_samples: int = 0
     uncovered: int = 0

@@ -38,7 +38,7 @@ DIAGNOSTICS_PREFIX = b'{"type":"' + protocol.DIAGNOSTICS.encode() + b'"'
 
 #: Fields (of any event) that are timings: ms or seconds, finite, 0 to MAX_TIMING_MS.
 TIMING_FIELDS = frozenset({
-    "wall_ms", "device_ms", "compile_s", "first_call_ms", "cudagraph_record_ms", "pipelined_ms",
+    "wall_ms", "device_ms", "compile_s", "first_call_ms", "cudagraph_record_ms", "pipelined_ms", "unpinned_ms",
     "harness_floor_ms", "harness_floor_device_ms", "cap_ms", "median_ms", "eager_ms",
     "device_median_ms", "eager_device_ms", "min_ms", "max_ms", "eager_min_ms", "eager_max_ms",
 })

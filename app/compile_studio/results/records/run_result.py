@@ -160,6 +160,8 @@ class VariantResult:
     cudagraph_record_ms: float | None = None
     compile_timing: str | None = None
     pipelined_ms: float | None = None
+    #: median ms per call with no thread pinned (a pinned run's user's-process figure)
+    unpinned_ms: float | None = None
     clock: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     error_kind: str | None = None
@@ -207,6 +209,7 @@ class VariantResult:
         self.cudagraphs = event.cudagraphs
         self.cudagraph_record_ms = event.cudagraph_record_ms
         self.pipelined_ms = event.pipelined_ms
+        self.unpinned_ms = event.unpinned_ms
         self.clock = dict(event.clock)
         self.status = event.status
 

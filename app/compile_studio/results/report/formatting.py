@@ -315,6 +315,9 @@ def run_context(run: RunResult) -> list[tuple[str, str]]:
     threads = run.measurement.get("torch_threads")
     if isinstance(threads, int):
         out.append(("torch threads", str(threads)))
+    unpinned = unpinned_text(run)
+    if unpinned:
+        out.append(("unpinned", unpinned))
     return out
 
 
@@ -383,3 +386,34 @@ def why_sentence(run: RunResult, name: str) -> str | None:
         return sentence(run, name)
     except (TypeError, ValueError, AttributeError, ZeroDivisionError):
         return None
+
+
+def unpinned_line(run: RunResult) -> str | None:
+    """A pinned run's figures as a user's own program gets them (``unpinned_ms``), in one line.
+
+    ``unpinned: eager 3.10 ms, aot_eager 3.20 ms (0.97× over eager) — every thread placed by the
+    system, as in your own program; the table's medians had the timing thread pinned``. None
+    when no variant has the figure (an unpinned run, a remote worker, one core, an old run).
+    """
+    figures = {
+        name: v.unpinned_ms
+        for name, v in run.variants.items()
+        if isinstance(v.unpinned_ms, (int, float)) and math.isfinite(v.unpinned_ms) and v.unpinned_ms > 0
+    }
+    if not figures:
+        return None
+    eager = figures.get("eager")
+    parts = []
+    for name, ms in figures.items():
+        ratio = f" ({eager / ms:.2f}× over eager)" if eager is not None and name != "eager" else ""
+        parts.append(f"{name} {fmt_ms(ms)} ms{ratio}")
+    return (
+        "unpinned: " + ", ".join(parts) + " — every thread placed by the system, as in your own "
+        "program; the table's medians had the timing thread pinned"
+    )
+
+
+def unpinned_text(run: RunResult) -> str:
+    """:func:`unpinned_line` without its ``unpinned: `` head; "" when there is none."""
+    line = unpinned_line(run)
+    return line[len("unpinned: "):] if line else ""
