@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QDialog
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.coldstart_view import ColdStartDialog
 from compile_studio.results.coldstart_record import ColdStartFolder, ColdStartPoint, ColdStartRecord
-from gui_helpers import open_window
+from support.gui_helpers import open_window
 
 
 def cells(view) -> list[list[str]]:

@@ -15,7 +15,6 @@ import numpy as np
 import psutil
 import pytest
 
-import worker_zygote
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.benchmark_thread import has_finished
@@ -25,7 +24,8 @@ from compile_studio.gui.settings import AppSettings
 from compile_studio.launchers.supervisor import probe_environment
 from compile_studio.results import load_run
 from compile_studio.results.recorder import RunRecorder
-from gui_helpers import (
+from support import worker_zygote
+from support.gui_helpers import (
     RUN_TIMEOUT_MS,
     is_series_failed,
     live_key,
@@ -33,6 +33,8 @@ from gui_helpers import (
     run_and_wait,
     series_data,
 )
+
+pytestmark = pytest.mark.long
 
 LONG = {"iterations": 200_000, "variants": ["eager"]}
 
@@ -149,7 +151,7 @@ GUI_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.fresh_worker_processes  # the window's worker is found as its child
+@pytest.mark.fresh_worker  # the window's worker is found as its child
 def test_window_process_killed_the_worker_ends_itself_and_the_run_reopens(tiny_config, tmp_path):
     store = tmp_path / "store"
     script = tmp_path / "gui.py"

@@ -19,7 +19,9 @@ from compile_studio.jobs.session import RunSession
 from compile_studio.launchers.supervisor import WorkerLauncher
 from compile_studio.results import RunStore
 
-BACKENDS = str(Path(__file__).with_name("backends_for_tests.py"))
+pytestmark = pytest.mark.long
+
+BACKENDS = str(Path(__file__).parent / "support" / "backends_for_tests.py")
 
 
 def run(tmp_path: Path, env: dict | None = None, **overrides):

@@ -22,7 +22,7 @@ from compile_studio.results.sweep_load import load_sweep
 from compile_studio.results.sweep_record import RUNNING
 from compile_studio.results.sweep_store import SweepFolder
 from compile_studio.results.terminal import escape_controls
-from untrusted_helpers import edit_json, saved_run
+from support.untrusted_helpers import edit_json, saved_run
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "compile_studio.cli"]

@@ -14,8 +14,8 @@ from compile_studio.results import load_run
 from compile_studio.results.export import export_markdown, export_run, md_text, safe_file_stem
 from compile_studio.results.file_io import atomic_write_text, read_cell, safe_cell
 from compile_studio.results.run_files import summary_to_csv
-from gui_helpers import open_window
-from untrusted_helpers import saved_run
+from support.gui_helpers import open_window
+from support.untrusted_helpers import saved_run
 
 
 def crafted(tmp_path: Path, **fields) -> Path:
