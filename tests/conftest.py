@@ -26,10 +26,10 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return scheduling.auto_workers()
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items) -> None:
-    """Waiting tests first, long files next, each test in its xdist group (support/scheduling.py)."""
-    scheduling.group_and_order(config, items)
+    """The files in the order xdist hands them out: long ones first, waiting ones spread
+    (support/scheduling.py)."""
+    scheduling.order(items, scheduling.processes())
 
 
 def pytest_runtest_setup(item) -> None:

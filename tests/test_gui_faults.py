@@ -64,6 +64,7 @@ def assert_curves_are_the_saved_samples(window: MainWindow, run_id: str, variant
 
 # -- failures inside the worker ------------------------------------------------------------
 @pytest.mark.inductor
+@pytest.mark.fresh_worker  # the worker is given another C++ compiler (CXX): read at its start
 def test_compiler_failure_names_the_variant_and_keeps_the_others(qtbot, tiny_config, monkeypatch):
     monkeypatch.setenv("CXX", "/nonexistent/bin/g++")  # the worker inherits it
     window = open_window(qtbot)

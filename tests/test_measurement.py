@@ -133,6 +133,7 @@ def test_reduce_overhead_on_cpu_says_cuda_graphs_were_not_used(tmp_path):
 
 
 @pytest.mark.inductor
+@pytest.mark.fresh_worker  # the worker gets caches of its own (TORCHINDUCTOR_CACHE_DIR, …)
 def test_cold_cache_writes_nothing_into_the_users_caches(tmp_path):
     user_triton = tmp_path / "user-triton"
     user_inductor = tmp_path / "user-inductor"

@@ -1,11 +1,13 @@
 """The tests' own markers (declared in pyproject.toml) and the rules they follow.
 
-- ``waits``: the test mostly waits (an SSH or Slurm worker starting, a queued job, a stopped
-  worker's watch limit); all of them run in one test process (support/scheduling.py). A test
-  that uses a fixture of :data:`WAITING_FIXTURES` must carry it (:func:`problems`).
-- ``long``: the test's file takes one test process over ~20 s; these files are handed out first.
+- ``waits`` (on a file): its tests mostly wait (an SSH or Slurm worker starting, a queued job, a
+  stopped worker's watch limit); such files are spread so that they do not all wait at once
+  (support/scheduling.py). A test that uses a fixture of :data:`WAITING_FIXTURES` must carry
+  it (:func:`problems`).
+- ``long`` (on a file): the file takes one test process over ~20 s; these are handed out first.
 - ``fresh_worker``: the test's local workers start as the app starts them (``Popen``), not forked
-  from the tests' server. A test without it that starts a local worker with ``Popen`` fails
+  from the tests' server. A test without it whose plain local worker cannot fork (another
+  environment for what torch reads at import) fails
   (support/workers.py): what a test pays for a fresh worker is said where the test is.
 - ``inductor``: the test runs the real Inductor compiler (slow on a cold cache).
 

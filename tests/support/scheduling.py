@@ -1,20 +1,21 @@
 """How pytest-xdist shares the suite out, through its public options and the tests' markers.
 
-``pyproject.toml`` runs ``-n auto --dist loadgroup --no-loadscope-reorder``. xdist's
-``loadgroup`` keeps the tests of one ``xdist_group`` in one test process; here every test
-is put in a group before xdist reads the groups (:func:`group_and_order`):
+``pyproject.toml`` runs ``-n auto --dist loadfile --no-loadscope-reorder``: each test file
+runs in one test process (module fixtures are built once), and the files are handed out in
+the order of the collection, which :func:`order` sets (``--no-loadscope-reorder`` keeps it;
+xdist would otherwise hand out the files with the most tests first):
 
-- a test marked ``waits`` (it mostly waits: for an SSH or Slurm worker to start, a queued job,
-  a stopped worker's watch limit) joins the one group ``waits``: one test process runs them
-  one after another while the others keep the cores busy, instead of two or three test
-  processes waiting at once;
-- every other test joins the group of its file: module fixtures are built once.
+- the files marked ``long`` first, so that no long file is left running alone at the end
+  while the other test processes have nothing to do;
+- the files marked ``waits`` (they mostly wait: for an SSH or Slurm worker to start, a queued
+  job, a stopped worker's watch limit) at places 1, n + 1, 2n + 1, … of that order (n test
+  processes): xdist hands each process two files at first, in turn, so the first two go to
+  the same process, one after the other, instead of two or three processes waiting at once
+  while a core has nothing to do.
 
-The groups go out in the order of the collection, which is sorted so that the ``waits`` group
-comes first and the files marked ``long`` next (``--no-loadscope-reorder`` keeps that order;
-xdist would otherwise hand out the groups with the most tests first): no long file is left
-running alone at the end while the other test processes have nothing to do, and the waiting
-tests overlap the ones that use the CPU.
+``--dist loadgroup`` with one ``xdist_group`` for the waiting tests would say this directly,
+but with pytest 9.2 and pytest-xdist 3.8 it silently hands out single tests instead of groups
+(pytest-dev/pytest-xdist#1386): every module fixture would be built in each process.
 """
 
 from __future__ import annotations
@@ -22,11 +23,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
-
-import pytest
-
-#: The group of the tests marked ``waits``.
-WAITS_GROUP = "waits"
 
 
 def auto_workers() -> int:
@@ -42,26 +38,31 @@ def auto_workers() -> int:
     return max(1, min(4, cores + 1))
 
 
-def rank(item: Any) -> int:
-    """0 for a test marked ``waits``, 1 for one marked ``long``, 2 for the rest."""
+def kind(item: Any) -> str:
+    """``waits``, ``long`` or ``other``: how a test's file is scheduled (by its markers)."""
     if item.get_closest_marker("waits") is not None:
-        return 0
-    return 1 if item.get_closest_marker("long") is not None else 2
+        return "waits"
+    return "long" if item.get_closest_marker("long") is not None else "other"
 
 
-def group_of(item: Any) -> str:
-    """The ``xdist_group`` a test is given: ``waits``, or its file."""
-    if item.get_closest_marker("waits") is not None:
-        return WAITS_GROUP
-    return Path(str(item.path)).name
+def order(items: list, processes: int) -> None:
+    """Sort ``items`` file by file (the order within a file is kept): the ``long`` files first,
+    then the others, with the ``waits`` files at places 1, n + 1, 2n + 1, … (n = ``processes``)."""
+    files: dict[Path, str] = {}
+    for item in items:
+        files.setdefault(Path(str(item.path)), kind(item))
+    waiting = [f for f, k in files.items() if k == "waits"]
+    queue = [f for f, k in files.items() if k == "long"] + [f for f, k in files.items() if k == "other"]
+    step = max(1, processes)
+    for n, f in enumerate(waiting):
+        queue.insert(min(n * step, len(queue)), f)
+    place = {f: n for n, f in enumerate(queue)}
+    items.sort(key=lambda item: place[Path(str(item.path))])  # stable
 
 
-def group_and_order(config: Any, items: list) -> None:
-    """Sort ``items`` (waits, long, the rest; the order within each file is unchanged) and,
-    under ``--dist loadgroup``, give each test without an ``xdist_group`` of its own its
-    group (:func:`group_of`)."""
-    items.sort(key=rank)  # stable
-    if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") == "loadgroup":
-        for item in items:
-            if item.get_closest_marker("xdist_group") is None:
-                item.add_marker(pytest.mark.xdist_group(group_of(item)))
+def processes() -> int:
+    """The number of test processes of this run (``PYTEST_XDIST_WORKER_COUNT``; 1 without xdist)."""
+    try:
+        return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    except ValueError:
+        return 1

@@ -66,30 +66,32 @@ def _item(path: str, *marks: str):
     own = [pytest.mark.__getattr__(m)().mark for m in marks]
     item = SimpleNamespace(path=Path(path), own=own)
     item.get_closest_marker = lambda name: next((m for m in item.own if m.name == name), None)
-    item.add_marker = lambda mark: item.own.append(mark.mark)
     return item
 
 
-def test_waiting_tests_share_one_group_and_go_first_then_the_long_files():
+def test_long_files_go_first_and_the_waiting_ones_to_the_first_process_in_turn():
     items = [_item("tests/test_a.py"), _item("tests/test_b.py", "long"),
              _item("tests/test_c.py", "waits"), _item("tests/test_a.py"),
-             _item("tests/test_d.py", "waits", "long"), _item("tests/test_e.py", "long")]
-    config = SimpleNamespace(
-        pluginmanager=SimpleNamespace(hasplugin=lambda name: name == "xdist"),
-        getoption=lambda name, default=None: "loadgroup" if name == "dist" else default,
-    )
-    scheduling.group_and_order(config, items)
-    order = [(i.path.name, i.get_closest_marker("xdist_group").args[0]) for i in items]
-    assert order == [
-        ("test_c.py", "waits"), ("test_d.py", "waits"), ("test_b.py", "test_b.py"),
-        ("test_e.py", "test_e.py"), ("test_a.py", "test_a.py"), ("test_a.py", "test_a.py"),
-    ]
+             _item("tests/test_d.py", "waits"), _item("tests/test_e.py", "long"),
+             _item("tests/test_f.py"), _item("tests/test_g.py", "waits")]
+    first = items[0]
+    scheduling.order(items, processes=3)
+    files = list(dict.fromkeys(i.path.name for i in items))
+    # xdist hands out files 1, 2, 3 to the three processes, then 4, 5, 6: 1 and 4 to the first
+    assert files == ["test_c.py", "test_b.py", "test_e.py", "test_d.py", "test_a.py", "test_f.py",
+                     "test_g.py"]
+    a = [i for i in items if i.path.name == "test_a.py"]
+    assert len(a) == 2 and a[0] is first  # a file's tests stay together, in their order
 
 
-def test_without_loadgroup_no_group_is_given():
-    items = [_item("tests/test_a.py"), _item("tests/test_b.py", "waits")]
-    config = SimpleNamespace(pluginmanager=SimpleNamespace(hasplugin=lambda name: True),
-                             getoption=lambda name, default=None: "no")
-    scheduling.group_and_order(config, items)
-    assert [i.path.name for i in items] == ["test_b.py", "test_a.py"]
-    assert all(i.get_closest_marker("xdist_group") is None for i in items)
+def test_with_one_process_the_order_is_long_files_then_the_rest():
+    items = [_item("tests/test_a.py"), _item("tests/test_b.py", "waits"), _item("tests/test_c.py", "long")]
+    scheduling.order(items, processes=1)
+    assert [i.path.name for i in items] == ["test_b.py", "test_c.py", "test_a.py"]
+
+
+def test_the_suite_runs_one_file_per_test_process_in_the_given_order(pytestconfig):
+    """Only xdist's public options: loadfile, in the collection's order."""
+    addopts = pytestconfig.getini("addopts")
+    assert "--dist" in addopts and addopts[addopts.index("--dist") + 1] == "loadfile"
+    assert "--no-loadscope-reorder" in addopts

@@ -444,7 +444,8 @@ class ForkedWorker:
 
 class PopenThroughZygote:
     """A stand-in for the ``subprocess`` module seen by the supervisor: Popen forks when it can
-    (:attr:`fresh`: the command lines of the local workers it started with Popen instead)."""
+    (:attr:`fresh`: the command lines of the plain local workers it started with Popen
+    instead: their environment differs in what torch reads at import)."""
 
     def __init__(self, zygote: Zygote):
         self._zygote = zygote
@@ -455,7 +456,7 @@ class PopenThroughZygote:
 
     def Popen(self, argv: Sequence[str], *args: Any, **kwargs: Any) -> Any:  # noqa: N802 - as subprocess's
         if args or not self._zygote.can_fork(argv, kwargs.get("env")):
-            if WORKER_MODULE in argv:
+            if list(argv[:3]) == [sys.executable, "-m", WORKER_MODULE]:  # a plain local worker
                 self.fresh.append(list(argv))
             return subprocess.Popen(argv, *args, **kwargs)
         text = bool(kwargs.get("text") or kwargs.get("universal_newlines") or kwargs.get("encoding"))

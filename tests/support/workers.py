@@ -56,8 +56,13 @@ def fork_server() -> Iterator[Zygote | None]:
     finally:
         report = os.environ.get("COMPILE_STUDIO_TEST_FORK_REPORT")
         if report:  # a file to append this test process's count of forked workers to
+            try:
+                with open(zygote.path + ".forks", encoding="utf-8") as forks:
+                    every = len(forks.read().split())  # with those of the Pythons it started
+            except OSError:
+                every = 0
             with open(report, "a") as out:
-                out.write(f"{os.getpid()} forked {zygote.forked}\n")
+                out.write(f"{os.getpid()} forked {zygote.forked} here, {every} in all\n")
         os.environ.pop(FORK_SOCKET_ENV, None)
         zygote.close()
         shutil.rmtree(folder, ignore_errors=True)
@@ -67,8 +72,9 @@ def fork_server() -> Iterator[Zygote | None]:
 def worker_starts(zygote: Zygote | None, fresh: bool) -> Iterator[None]:
     """Around one test: its local workers fork from ``zygote``, or, with ``fresh`` (the test is
     marked ``fresh_worker``), start with Popen as the app does, and so do those of the Pythons
-    it starts. A test not marked ``fresh_worker`` whose local worker could not fork (another
-    environment, a command prefix) fails: it pays for a fresh worker without saying so."""
+    it starts. A test not marked ``fresh_worker`` whose plain local worker could not fork (its
+    environment differs in what torch reads at import) fails: it pays for a fresh worker without
+    saying so."""
     if zygote is None or fresh:
         with pytest.MonkeyPatch.context() as mp:
             mp.delenv(FORK_SOCKET_ENV, raising=False)
