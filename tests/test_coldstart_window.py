@@ -8,7 +8,11 @@ from PySide6.QtWidgets import QDialog
 
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.coldstart_view import ColdStartDialog
-from compile_studio.results.coldstart_record import ColdStartFolder, ColdStartPoint, ColdStartRecord
+from compile_studio.results.records.coldstart_record import (
+    ColdStartFolder,
+    ColdStartPoint,
+    ColdStartRecord,
+)
 from support.gui_helpers import open_window
 
 
@@ -84,7 +88,7 @@ def test_closing_the_window_stops_a_running_start_up_job_and_keeps_it(qtbot, tmp
 
 
 def test_a_cache_file_from_the_window_is_asked_about_checked_and_refused_with_its_reason(qtbot, tmp_path):
-    from compile_studio.results.cache_file import write_cache_file
+    from compile_studio.results.records.cache_file import write_cache_file
 
     window = open_window(qtbot)
     view = window.coldstart_view

@@ -17,7 +17,7 @@ from compile_studio.gui.main_window import CLOSED_DURING_RUN, MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunResult, RunStore, load_run, summarize
-from compile_studio.results.formatting import SUMMARY_HEADERS, summary_cells
+from compile_studio.results.report.formatting import SUMMARY_HEADERS, summary_cells
 from support.environment import TINY
 from support.gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait, series_data
 

@@ -23,7 +23,7 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.settings import AppSettings
 from compile_studio.launchers.supervisor import probe_environment
 from compile_studio.results import load_run
-from compile_studio.results.recorder import RunRecorder
+from compile_studio.results.storage.recorder import RunRecorder
 from support import worker_zygote
 from support.gui_helpers import (
     RUN_TIMEOUT_MS,
@@ -37,10 +37,6 @@ from support.gui_helpers import (
 pytestmark = pytest.mark.long
 
 LONG = {"iterations": 200_000, "variants": ["eager"]}
-
-
-
-
 
 
 def wait_for_points(qtbot, window: MainWindow, variant: str, n: int) -> str:

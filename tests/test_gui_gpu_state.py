@@ -21,7 +21,7 @@ from PySide6.QtGui import QImage
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.benchmark_thread import BenchmarkThread
-from compile_studio.gui.export import save_plot_png, save_plot_svg
+from compile_studio.gui.image_export import save_plot_png, save_plot_svg
 from compile_studio.gui.plots import GPU_QUANTITIES, NO_GPU_READINGS, PlotPanel
 from compile_studio.launchers.supervisor import WORKER_PREFIX_ENV
 from compile_studio.results import RunResult, RunStore, VariantResult, load_run

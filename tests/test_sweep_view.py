@@ -5,7 +5,7 @@ from __future__ import annotations
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.jobs.sweep_spec import SweepSpec
-from compile_studio.results.sweep_load import load_sweep
+from compile_studio.results.records.sweep_load import load_sweep
 
 SWEEP_TIMEOUT_MS = 120_000
 
@@ -69,8 +69,8 @@ def test_the_new_sweep_dialog_checks_the_values_as_typed(qtbot):
 
 def shape_folder(root):
     """A saved shape sweep (written as a worker's points would be): dynamic=false hits the limit at 4."""
-    from compile_studio.results.shape_record import ShapePoint, ShapeSweepRecord
-    from compile_studio.results.sweep_store import ShapeSweepFolder
+    from compile_studio.results.records.shape_record import ShapePoint, ShapeSweepRecord
+    from compile_studio.results.storage.sweep_store import ShapeSweepFolder
 
     record = ShapeSweepRecord(
         sweep_id="", created="", config=BenchmarkConfig(device="cpu", variants=["eager", "aot_eager"]),
@@ -133,7 +133,7 @@ def test_the_sweep_view_shows_a_shape_sweep_with_the_limit_warning_and_exports_i
 
 def test_a_shape_sweep_from_the_window_runs_in_one_worker_and_warns_of_the_limit(qtbot):
     from compile_studio.gui.sweep_dialogs import ShapeSweepDialog
-    from compile_studio.results.sweep_load import load_shape_sweep
+    from compile_studio.results.records.sweep_load import load_shape_sweep
 
     window = MainWindow(probe=False)
     qtbot.addWidget(window)

@@ -136,7 +136,7 @@ def _check_factory(config: BenchmarkConfig) -> None:
 
     The user's own traceback goes to stderr (the log); the message says why in a line.
     """
-    from .engine.models import FactoryError, build_workload
+    from .engine.workloads import FactoryError, build_workload
 
     try:
         build_workload(config)
@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     monitor = None
     isolated: IsolatedCompile | None = None
     try:
-        from .engine.variant import is_eager
+        from .core.variants import is_eager
 
         if early_host is not None and (
             shape_request is not None

@@ -27,7 +27,8 @@ from ..jobs.progress import Progress
 from ..jobs.session import RunSession
 from ..jobs.workers import ProbeFailed, probe_environment
 from ..results import RunDamaged, RunResult, RunStore, summarize
-from ..results.formatting import (
+from ..results.analysis.summary import flop_rate_line
+from ..results.report.formatting import (
     SUMMARY_HEADERS,
     plural,
     summary_cells,
@@ -35,11 +36,10 @@ from ..results.formatting import (
     verdict_lines,
     worker_notes,
 )
-from ..results.locations import default_run_store
-from ..results.summary import flop_rate_line
-from ..results.summary_cache import summary_of
-from ..results.terminal import escape_controls, guarded
-from ..results.turns_text import turns_line
+from ..results.report.terminal import escape_controls, guarded
+from ..results.report.turns_text import turns_line
+from ..results.storage.locations import default_run_store
+from ..results.storage.summary_cache import summary_of
 from .common import (  # noqa: F401 - shared with the other command modules, re-exported
     EXIT_BAD_CONFIG,
     EXIT_BROKEN_PIPE,
@@ -460,7 +460,7 @@ def terminal_output() -> Iterator[None]:
     """stdout and stderr escape every control character while a command runs.
 
     Strings from run folders, sweeps and targets files are someone else's; none
-    reaches the terminal raw (see :mod:`compile_studio.results.terminal`).
+    reaches the terminal raw (see :mod:`compile_studio.results.report.terminal`).
     """
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)

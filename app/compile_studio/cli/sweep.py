@@ -25,15 +25,15 @@ from ..jobs.shape_sweep_run import SHAPE_REPEATS
 from ..jobs.sweep import SweepRunner, local_session, new_sweep, planned_configs, sweep_configs
 from ..jobs.sweep_spec import DERIVED_PARAMS, SweepSpec, value_text
 from ..jobs.trust import Agreement
-from ..results.formatting import (
+from ..results.records.shape_record import ShapeSweepRecord
+from ..results.records.sweep_load import is_shape_sweep_folder, load_shape_sweep
+from ..results.records.sweep_record import FAILED, SWEEP_JSON, SweepDamaged, SweepRecord
+from ..results.report.formatting import (
     fmt_ms,
     plural,
 )
-from ..results.shape_record import ShapeSweepRecord
-from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
-from ..results.sweep_record import FAILED, SWEEP_JSON, SweepDamaged, SweepRecord
-from ..results.sweep_store import ShapeSweepFolder, SweepFolder
-from ..results.terminal import escape_controls
+from ..results.report.terminal import escape_controls
+from ..results.storage.sweep_store import ShapeSweepFolder, SweepFolder
 from .common import (
     EXIT_BAD_CONFIG,
     EXIT_FAILED,

@@ -356,10 +356,10 @@ def _measure(point: protocol.ColdStartPointEvent, request: dict[str, Any], t0: f
         timed_since,
     )
     from .environment import compile_modes, triton_version
-    from .models import build_workload, conversion_dtype
     from .run_state import apply_precision, resolve_device
     from .timing import CallTimer
     from .variant import variant_of
+    from .workloads import build_workload, conversion_dtype
 
     point.import_s = time.monotonic() - t0
     config = BenchmarkConfig.from_json(json.dumps(request["config"]))

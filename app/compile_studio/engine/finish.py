@@ -15,12 +15,13 @@ from typing import Any
 import torch
 
 from ..core import protocol
+from ..core.variants import is_eager
 from . import checks
 from .clocks import CLOCK_CHANGE_WARN, slowdowns
 from .randomness import SEEDED, UNSEEDED
 from .run_errors import Stopped
 from .run_state import RunState
-from .variant import CheckedOutput, Variant, checked_output, is_eager
+from .variant import CheckedOutput, Variant, checked_output
 
 #: Back-to-back calls timed with one synchronisation for the pipelined figure.
 PIPELINED_CALLS = 50
@@ -292,9 +293,9 @@ def drift_verdict(
 
 def cudagraph_state(run: RunState, v: Variant) -> str | None:
     """Whether a CUDA-graph variant used its graphs, in words; None for the others."""
-    from ..core.config import CUDAGRAPH_VARIANTS
+    from ..core.variants import records_cudagraphs
 
-    if v.name not in CUDAGRAPH_VARIANTS:
+    if not records_cudagraphs(v.name):
         return None
     if not run.is_cuda:
         return f"not used: there are no CUDA graphs on {run.device.type}"

@@ -11,12 +11,12 @@ import torch
 from ..core import protocol
 from ..core.config import BenchmarkConfig
 from .compile_logs import BreakCount
-from .models import build_workload, call_model, conversion_dtype, output_leaves
 from .randomness import use_eager_random_numbers
 from .run_errors import Stopped
 from .run_state import RunState, apply_dynamo_config, apply_precision, resolve_device
 from .timing import CallTimer
 from .variant import Variant, build_variant, checked_output, variant_of
+from .workloads import build_workload, call_model, conversion_dtype, output_leaves
 
 
 def dynamo_counts() -> dict[str, int]:

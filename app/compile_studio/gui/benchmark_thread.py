@@ -26,7 +26,7 @@ from ..jobs.workers import (
     probe_environment,
 )
 from ..results import RunResult, RunStore, summarize
-from ..results.run_result import gpu_state_rows
+from ..results.records.run_result import gpu_state_rows
 
 
 def has_finished(thread: QThread, wait_ms: int = 0) -> bool:
@@ -65,7 +65,7 @@ class BenchmarkThread(QThread):
     #: the summary rows (list[SummaryRow]), computed here after each finished variant
     summary = Signal(object)
     finished_run = Signal(object)
-    #: the GPU readings (list of dicts, see results.run_result.GPU_STATE_COLUMNS) of one event
+    #: the GPU readings (list of dicts, see results.records.run_result.GPU_STATE_COLUMNS) of one event
     gpu_state = Signal(object)
     #: a :class:`protocol.TurnEvent` of a worker on this machine: a pause (answer it with
     #: :meth:`answer_turn` once drawn) or the end of the timed calls

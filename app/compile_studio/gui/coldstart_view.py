@@ -40,8 +40,8 @@ from PySide6.QtWidgets import (
 from ..core.config import BenchmarkConfig, ConfigError
 from ..core.protocol import START_KINDS
 from ..jobs.coldstart_run import ColdStartOutcome, ColdStartRun, coldstart_request, new_coldstart
-from ..results.cache_file import CacheFile, CacheFileError, read_cache_file
-from ..results.coldstart_record import (
+from ..results.records.cache_file import CacheFile, CacheFileError, read_cache_file
+from ..results.records.coldstart_record import (
     PHASES,
     SUMMARY_COLUMNS,
     ColdStartFolder,
@@ -51,7 +51,7 @@ from ..results.coldstart_record import (
     summarize,
     summary_rows,
 )
-from ..results.sweep_record import SweepDamaged
+from ..results.records.sweep_record import SweepDamaged
 from .job_thread import JobThread
 
 #: One colour per phase, in the order of :data:`PHASES`.

@@ -2,7 +2,7 @@
 
 The window shows; it does not run. A :class:`~compile_studio.gui.live_run.LiveRun`
 holds the running benchmark's state and says what changed; the File menu's
-exports are :class:`~compile_studio.gui.export_actions.ExportActions`.
+exports are :class:`~compile_studio.gui.export_menu.ExportActions`.
 
 The panes are built and sized in :mod:`window_panes`, the menus in
 :mod:`window_menus`, the machine's environment asked for in
@@ -36,12 +36,12 @@ from ..core.env_vars import int_from_env
 from ..core.protocol import HelloEvent, RunStatus
 from ..jobs.trust import Agreement
 from ..results import RunResult, RunStore, SummaryRow, summarize
-from ..results.turns_text import turns_line
+from ..results.report.turns_text import turns_line
 from .benchmark_thread import EnvironmentProbe
 from .coldstart_view import ColdStartView
 from .config_panel import ConfigPanel
 from .draw_turns import DrawTurns
-from .export_actions import ExportActions
+from .export_menu import ExportActions
 from .gc_guard import collect_on_gui_thread
 from .help_menu import HelpMenu, WindowShortcutGuard
 from .history_panel import HistoryPanel, run_display_name

@@ -16,7 +16,7 @@ from ..core import protocol
 from ..core.config import BenchmarkConfig
 from ..jobs.shape_sweep_run import ShapeSweepRun
 from ..jobs.sweep import SessionFactory, SweepRunner
-from ..results.sweep_store import ShapeSweepFolder, SweepFolder
+from ..results.storage.sweep_store import ShapeSweepFolder, SweepFolder
 from .job_thread import JobThread
 
 

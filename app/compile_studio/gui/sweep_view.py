@@ -41,18 +41,18 @@ from ..jobs.sweep_spec import (
 )
 from ..jobs.trust import Agreement, code_of_configs
 from ..results import RunDamaged, RunResult, load_run
-from ..results.file_io import atomic_write_text
-from ..results.formatting import plural
-from ..results.shape_record import (
+from ..results.records.shape_record import (
     ShapeSweepRecord,
     no_speedup_reason,
     shape_record_to_csv,
     speedup_spread,
 )
-from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
-from ..results.sweep_record import SweepDamaged, SweepRecord, record_to_csv
-from ..results.sweep_store import SweepFolder
-from .export import ExportError, save_plot_png, save_plot_svg
+from ..results.records.sweep_load import is_shape_sweep_folder, load_shape_sweep
+from ..results.records.sweep_record import SweepDamaged, SweepRecord, record_to_csv
+from ..results.report.formatting import plural
+from ..results.storage.file_io import atomic_write_text
+from ..results.storage.sweep_store import SweepFolder
+from .image_export import ExportError, save_plot_png, save_plot_svg
 from .plots.shape_sweep_plot import range_text
 from .plots.sweep_charts import SweepCharts
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot

@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ..jobs.sweep import SessionFactory
 from ..jobs.trial import TrialRunner
-from ..results.trial_record import TrialFolder
+from ..results.records.trial_record import TrialFolder
 from .job_thread import JobThread
 
 

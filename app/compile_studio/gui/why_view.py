@@ -8,11 +8,11 @@ breaks and recompiles with their reasons and source lines, Inductor's output
 code in a read-only viewer, and the Chrome trace's file (it opens in
 ui.perfetto.dev). Compile time by phase is a stacked bar per compiled
 variant. Below, "What to try": the run's ranked suggestions
-(``results.advice``) and, where one was tried (``compile-studio-cli advise RUN
---try N``), the verdict of its trial (``results.what_to_try``); "Try it" runs
+(``results.suggestions.advice``) and, where one was tried (``compile-studio-cli advise RUN
+--try N``), the verdict of its trial (``results.suggestions.what_to_try``); "Try it" runs
 that comparison for the selected suggestion off the GUI thread
 (:class:`~compile_studio.gui.trial_thread.TrialThread`, as the sweep's thread runs a sweep). Everything is
-read from the run folder by ``results.why_files`` and ``results.trial_record``;
+read from the run folder by ``results.explain.why_files`` and ``results.records.trial_record``;
 text from the files is shown as plain text, never as markup. No torch.
 
 Below the variant row the tab scrolls rather than squash its parts; a narrow
@@ -50,22 +50,22 @@ from ..jobs.sweep import SessionFactory, local_session
 from ..jobs.trial import TrialOutcome, new_trial, not_tried_reason, tried_configs
 from ..jobs.trust import code_of_configs
 from ..results import RunDamaged, RunResult
-from ..results.trial_record import (
-    MIN_TRIAL_ROUNDS,
-    RUNNING,
-    TRIAL_JSON,
-    TRIALS_DIR,
-    TrialRecord,
-)
-from ..results.what_to_try import WhatToTry, round_lines, verdict_summary, what_to_try
-from ..results.why import sentence, variant_lines
-from ..results.why_files import (
+from ..results.explain.why import sentence, variant_lines
+from ..results.explain.why_files import (
     CodeFile,
     VariantWhy,
     WhyReport,
     load_why,
     read_text_file,
 )
+from ..results.records.trial_record import (
+    MIN_TRIAL_ROUNDS,
+    RUNNING,
+    TRIAL_JSON,
+    TRIALS_DIR,
+    TrialRecord,
+)
+from ..results.suggestions.what_to_try import WhatToTry, round_lines, verdict_summary, what_to_try
 from .run_identity import run_folder
 from .trial_thread import TrialThread
 from .trust_dialog import CodeConsent

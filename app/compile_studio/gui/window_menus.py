@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QAction
 
 from .coldstart_view import install_coldstart_view
-from .export_actions import window_action
+from .export_menu import window_action
 from .help_menu import HelpMenu, WindowShortcutGuard
 from .sweep_dock import install_sweep_view
 from .targets_dialog import install_target_chooser

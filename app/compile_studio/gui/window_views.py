@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..results import RunResult, SummaryRow
-from ..results.formatting import why_sentence
+from ..results.report.formatting import why_sentence
 from .plots import SummaryBar
 
 if TYPE_CHECKING:

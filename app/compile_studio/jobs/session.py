@@ -4,7 +4,7 @@
 (through ``gui.benchmark_thread``, which relays its events as Qt signals) and
 the CLI alike. It has no Qt and no torch: it starts the worker through a
 :class:`~compile_studio.launchers.supervisor.WorkerLauncher`, checks its protocol
-version, feeds every event to a :class:`~compile_studio.results.recorder.RunRecorder`
+version, feeds every event to a :class:`~compile_studio.results.storage.recorder.RunRecorder`
 (the run folder) and to :class:`Progress`, and decides how the run ended.
 """
 
@@ -29,9 +29,9 @@ from ..core.model_specs import factory_file
 from ..core.protocol import ErrorKind, RunStatus, VariantStatus
 from ..launchers.standby_worker import StandbyWorker
 from ..launchers.supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
-from ..results.recorder import RunRecorder
-from ..results.run_result import RunResult
-from ..results.store import RunStore
+from ..results.records.run_result import RunResult
+from ..results.storage.recorder import RunRecorder
+from ..results.storage.store import RunStore
 from .progress import Progress
 from .turn_log import TurnLog
 from .worker_watch import WatchLimits, WorkerWatch
@@ -288,7 +288,7 @@ class RunSession:
     def _note_load(recorder: RunRecorder, key: str) -> None:
         """The machine's load (other programs, CPU use) kept with the run, where readable."""
         try:
-            from ..results.machine_load import machine_load
+            from ..results.analysis.machine_load import machine_load
 
             recorder.run.measurement[key] = machine_load().to_dict()
         except Exception:  # noqa: BLE001 - psutil missing or /proc unreadable: no reading
