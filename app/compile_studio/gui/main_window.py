@@ -37,10 +37,10 @@ from ..core.protocol import HelloEvent, RunStatus
 from ..jobs.trust import Agreement
 from ..results import RunResult, RunStore, SummaryRow, summarize
 from ..results.turns_text import turns_line
-from .benchmark_thread import EnvironmentProbe
 from .coldstart_view import ColdStartView
 from .config_panel import ConfigPanel
 from .draw_turns import DrawTurns
+from .environment_watch import EnvironmentWatch
 from .export_actions import ExportActions
 from .gc_guard import collect_on_gui_thread
 from .help_menu import HelpMenu, WindowShortcutGuard
@@ -58,7 +58,6 @@ from .targets_dialog import TargetChooser
 from .trust_dialog import NOT_AGREED, CodeConsent, code_fields, code_from_loaded
 from .verdict_lines import VerdictLines
 from .why_view import WhyView
-from .window_environment import hello_from_standby, probe_failed, set_hello, start_probe
 from .window_menus import build_menus
 from .window_panes import BOTTOM_PANE_HEIGHT as BOTTOM_PANE_HEIGHT  # where it was first
 from .window_panes import HISTORY_WIDTH as HISTORY_WIDTH  # where it was first
@@ -141,17 +140,15 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Compile Studio")
         self.store = RunStore(store_root if store_root is not None else runs_dir())
         self.settings = settings if settings is not None else AppSettings()
-        self.environment: EnvironmentInfo | None = None
-        self.hello: HelloEvent | None = None
         self.current_run: RunResult | None = None
         self.last_error: str = ""
-        self.probe_problem = ""
-        self._probe: EnvironmentProbe | None = None
-        #: the worker started ahead ended before its hello: the probe asks instead
-        self._standby_hello_failed = False
         self._summary_cache: dict[str, list[SummaryRow]] = {}
         self._plots_dirty = False
         self.live = LiveRun(self)
+        #: what is known of the machine (the worker's hello), asked at start-up and per target
+        self.machine = EnvironmentWatch(
+            self.live.standby, lambda: self.is_running() or self.sweep_view.is_running(), self
+        )
         #: the code the user agreed to run this session; asks about code not agreed yet
         self.code_consent = CodeConsent(self)
         #: the code fields of a configuration loaded into the form from a file, and where it
@@ -164,6 +161,8 @@ class MainWindow(QMainWindow):
         self.run_keys = self.live.keys
 
         self._build_widgets()
+        self.machine.environment_changed.connect(self._use_environment)
+        self.machine.failed.connect(self.show_error)
         #: the worker's pauses between blocks of timed calls: the window draws in them
         self.turns = DrawTurns(self, self._draw_in_pause)
         self.exports = ExportActions(
@@ -187,7 +186,7 @@ class MainWindow(QMainWindow):
             self.log.note(problem)
         self.history.refresh()
         if probe:
-            QTimer.singleShot(0, self._start_probe)
+            QTimer.singleShot(0, self.machine.start)
 
     # -- construction ---------------------------------------------------------------
     def _build_widgets(self) -> None:
@@ -228,7 +227,7 @@ class MainWindow(QMainWindow):
         live.warning.connect(self._on_warning)
         live.log_line.connect(self.log.append_line)
         live.note.connect(self.log.note)
-        live.hello.connect(self._on_hello)
+        live.hello.connect(self.machine.offer)
         live.finished.connect(self._on_finished_run)
         # after the run's own handler: the answer is the saved run's, its "why" included
         self.run_finished.connect(self._answer_of_finished_run)
@@ -263,8 +262,15 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     # -- environment -------------------------------------------------------------------
-    def _start_probe(self) -> None:
-        start_probe(self)
+    @property
+    def environment(self) -> EnvironmentInfo | None:
+        """The machine the worker reported (None until one did)."""
+        return self.machine.environment
+
+    def _use_environment(self, environment: EnvironmentInfo) -> None:
+        self.config_panel.set_environment(environment)
+        self._fit_form_width()
+        self.environment_changed.emit(environment)
 
     def _sweep_running_changed(self, running: bool) -> None:
         if running:
@@ -273,19 +279,9 @@ class MainWindow(QMainWindow):
         else:
             self.live.standby.schedule(AFTER_RUN_DELAY_MS)
 
-    def _hello_from_standby(self) -> None:
-        hello_from_standby(self)
-
-    def _probe_failed(self, message: str) -> None:
-        probe_failed(self, message)
-
     def set_hello(self, hello: HelloEvent) -> None:
         """Use the environment a worker reported (device list, compile variants, versions)."""
-        set_hello(self, hello)
-
-    def _on_hello(self, hello: HelloEvent) -> None:
-        if self.hello is None:
-            self.set_hello(hello)
+        self.machine.use(hello)
 
 
     # -- run state -------------------------------------------------------------------------
@@ -623,9 +619,7 @@ class MainWindow(QMainWindow):
         self.sweep_view.close_sweep(CLOSE_WAIT_MS)
         self.coldstart_view.close_job(CLOSE_WAIT_MS)
         self.why_view.stop_trial(CLOSE_WAIT_MS, "the window was closed during the comparison")
-        if self._probe is not None:
-            self._probe.cancel()
-            self._probe.wait(CLOSE_WAIT_MS)
+        self.machine.cancel(CLOSE_WAIT_MS)
         self._refresh_timer.stop()
         self.save_settings()
         super().closeEvent(event)

@@ -174,7 +174,7 @@ def build_panes(window: MainWindow) -> None:
     central_layout.addWidget(window.main_splitter, 1)
     window.setCentralWidget(central)
 
-    window.env_label = QLabel("asking the worker about this machine…")
+    window.env_label = window.machine.label
     window.phase_label = QLabel()
     window.progress_bar = QProgressBar()
     window.progress_bar.setRange(0, 1000)
