@@ -28,7 +28,7 @@ def test_a_sweep_from_the_window_updates_point_by_point_and_stops(qtbot):
             view.stop()  # the second point is running: the stop reaches it, whatever the machine's pace
 
     assert view.start(SweepSpec.parse("batch_size", "2,8,32"), window.config_panel.config())
-    view.sweep_thread.point_changed.connect(on_point)
+    view.jobs.sweep_thread.point_changed.connect(on_point)
     assert view.is_running() and view.stop_button.isEnabled() and not view.new_button.isEnabled()
     # no single run while the sweep runs
     window.start_run()

@@ -147,14 +147,14 @@ def test_resume_of_a_received_sweep_asks_and_no_starts_nothing(qtbot, tmp_path, 
         ran.append(folder.path)
         return True
 
-    monkeypatch.setattr(view, "_run", fake_run)
+    monkeypatch.setattr(view.jobs, "_run", fake_run)
     messages: list[str] = []
     view.message.connect(messages.append)
     assert view.open_sweep(received.path)
     with answering(yes=False) as shown:
         assert not view.resume()
     assert len(shown) == 1 and str(module.resolve()) in shown[0]
-    assert ran == [] and view.sweep_thread is None and "Not run" in messages[-1]
+    assert ran == [] and view.jobs.sweep_thread is None and "Not run" in messages[-1]
     with answering(yes=True) as shown:
         assert view.resume()
     assert len(shown) == 1 and ran == [received.path]

@@ -135,6 +135,11 @@ class LiveRun(QObject):
     def running(self) -> bool:
         return self.benchmark_thread is not None
 
+    def running_folder(self) -> Path | None:
+        """The folder of the running benchmark (None: none runs)."""
+        thread = self.benchmark_thread
+        return thread.folder if self.running and thread is not None else None
+
     @property
     def runs_here(self) -> bool:
         """Whether the running worker is on this machine (it shares its cores with the window)."""
