@@ -259,10 +259,13 @@ class LatencyTab(PlotTab):
     def redraw(self, changed: Iterable[Series]) -> None:
         """Draw the buffers of the ``changed`` series, their medians and the warm-up bands; refit the range."""
         clip = self.plot.getPlotItem().clipToViewMode()
+        columns = self.plot.getPlotItem().getViewBox().width()
         for s in changed:
             c = self.curves[s.key]
-            c.warmup_curve.setData(s.warm.xs, s.warm.ys)
-            c.measure_curve.setData(s.meas.xs, s.meas.ys)
+            # more calls than pixel columns draw a band of strokes: smoothing their edges shows
+            # nothing and costs most of the repaint
+            c.warmup_curve.setData(s.warm.xs, s.warm.ys, antialias=s.warm.n <= columns)
+            c.measure_curve.setData(s.meas.xs, s.meas.ys, antialias=s.meas.n <= columns)
             c.warmup_curve.setClipToView(clip and s.warm.monotonic)
             c.measure_curve.setClipToView(clip and s.meas.monotonic)
             for line in c.new_round_lines():
@@ -418,7 +421,9 @@ class LatencyTab(PlotTab):
         exact = True
         n_above = n_below = 0
         for c in self.curves.values():
-            above, below, whole = c.mark_beyond((x0, x1), (y0, y1), self.folded(c.series), self._log_y)
+            above, below, whole = c.mark_beyond(
+                (x0, x1), (y0, y1), self.folded(c.series), self._log_y, columns=int(vb.width())
+            )
             n_above, n_below, exact = n_above + above, n_below + below, exact and whole
         self._beyond_exact = exact
         self.beyond = (n_above, n_below)

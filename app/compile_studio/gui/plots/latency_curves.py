@@ -15,8 +15,27 @@ from .style import WARMUP_SHADE, curve_pen, median_pen, warmup_pen
 #: The percentiles (in %) of each series' calls shown that set the y range.
 LOW_PERCENTILE = 1.0
 HIGH_PERCENTILE = 99.0
-#: Most edge marks drawn for the calls beyond the range (every k-th kept beyond).
+#: Stretches of calls per pixel column a curve is drawn with (see ``__init__``).
+DOWNSAMPLE_PER_PIXEL = 2.0
+#: Most edge marks drawn per edge for the calls beyond the range (one per pixel column below it).
 MAX_EDGE_MARKS = 4000
+#: Most calls of a series the range is computed from (every k-th beyond: the quantiles that set
+#: it move by well under a pixel, and a refit stays cheap however many calls are drawn).
+RANGE_SAMPLE = 16_384
+
+
+def thinned(values: np.ndarray, most: int = RANGE_SAMPLE) -> np.ndarray:
+    """``values`` as they are, or every k-th of them when there are more than ``most``."""
+    return values[:: math.ceil(len(values) / most)] if len(values) > most else values
+
+
+def one_per_column(xs: np.ndarray, x0: float, x1: float, columns: int) -> np.ndarray:
+    """The first of ``xs`` in each of ``columns`` equal columns of ``x0``…``x1`` that holds any."""
+    if len(xs) <= 1 or x1 <= x0:
+        return xs
+    col = np.clip(((xs - x0) * (columns / (x1 - x0))).astype(np.int64), 0, columns - 1)
+    _, first = np.unique(col, return_index=True)
+    return xs[np.sort(first)]
 
 
 class LatencyCurves:
@@ -34,6 +53,11 @@ class LatencyCurves:
         self.warmup_curve = pg.PlotDataItem(pen=warmup_pen(series.color, run_style=run_style), antialias=True)
         for curve in (self.measure_curve, self.warmup_curve):
             curve.setSkipFiniteCheck(True)
+            # each stretch of calls drawn as its highest and lowest, two stretches per pixel
+            # column: the picture of every call (peaks kept), at a cost that does not grow
+            # with the calls (pyqtgraph draws five per pixel by default)
+            curve.setDownsampling(auto=True, method="peak")
+            curve.opts["autoDownsampleFactor"] = DOWNSAMPLE_PER_PIXEL
         self.median_line = pg.InfiniteLine(
             angle=0, movable=False, pen=median_pen(series.color)
         )
@@ -108,7 +132,7 @@ class LatencyCurves:
             parts = [s.measured_values()] if s.meas.n else []
             if not folded and s.warm.n:
                 parts.append(s.warm.ys)
-            values = np.concatenate(parts) if parts else np.empty(0)
+            values = thinned(np.concatenate(parts)) if parts else np.empty(0)
             values = values[np.isfinite(values)]
             if log_y:
                 values = np.log10(values[values > 0])
@@ -128,15 +152,18 @@ class LatencyCurves:
         parts = [s.measured_values()] if s.meas.n else []
         if not folded and s.warm.n:
             parts.append(s.warm.ys)
-        out = call_quantiles(np.concatenate(parts)) if parts else None
+        out = call_quantiles(thinned(np.concatenate(parts))) if parts else None
         self.quantiles = (key, out)
         return out
 
     def mark_beyond(
-        self, x_range: tuple[float, float], y_range: tuple[float, float], folded: bool, log_y: bool
+        self, x_range: tuple[float, float], y_range: tuple[float, float], folded: bool, log_y: bool,
+        columns: int = MAX_EDGE_MARKS,
     ) -> tuple[int, int, bool]:
-        """Mark each call drawn beyond ``y_range`` (view units) at the edge it lies past;
-        (calls above, calls below, whether every call was counted: no buffer thinned)."""
+        """Mark the calls drawn beyond ``y_range`` (view units) at the edge they lie past, one
+        mark per pixel column of the ``columns`` the x range spans (a mark is 8 pixels wide: more
+        would draw the same picture, slower); (calls above, calls below, whether every call was
+        counted: no buffer thinned)."""
         (x0, x1), (y0, y1) = x_range, y_range
         inset = 0.025 * (y1 - y0)
         s = self.series
@@ -158,7 +185,6 @@ class LatencyCurves:
         for marks, xs_beyond, y in ((self.marks_above, above, y1 - inset), (self.marks_below, below, y0 + inset)):
             xs = np.concatenate(xs_beyond) if xs_beyond else np.empty(0)
             counts.append(len(xs))
-            if len(xs) > MAX_EDGE_MARKS:
-                xs = xs[:: math.ceil(len(xs) / MAX_EDGE_MARKS)]
+            xs = one_per_column(xs, x0, x1, min(max(1, columns), MAX_EDGE_MARKS))
             marks.setData(x=xs, y=np.full(len(xs), y))
         return counts[0], counts[1], exact
