@@ -180,7 +180,7 @@ def test_new_sweep_from_a_loaded_configuration_asks_about_the_code_its_points_ru
     load_from_history(window, folder)
     view = window.sweep_view
     ran: list = []
-    monkeypatch.setattr(view, "_run", lambda folder, concurrency, agreement=None: ran.append(agreement) or True)
+    monkeypatch.setattr(view.jobs, "_run", lambda folder, concurrency, agreement=None: ran.append(agreement) or True)
     spec = SweepSpec.parse("model", "mlp,custom")
     with answering(yes=False) as shown:
         assert not view.start(spec, window.config_panel.config())

@@ -70,8 +70,6 @@ class MainWindow(QMainWindow):
         )
         #: the code the user agreed to run this session; asks about code not agreed yet
         self.code_consent = CodeConsent(self)
-        #: plot and table keys of the runs shown: a run is named after the folder it was read from
-        self.run_keys = self.live.keys
         self._build()
         self._wire()
         self._restore_settings()
@@ -134,8 +132,7 @@ class MainWindow(QMainWindow):
         self.form.run_button.clicked.connect(lambda: self.runs.start())
         self.form.stop_button.clicked.connect(self.runs.stop)
         runs = self.runs
-        runs.environment = lambda: self.machine.environment
-        runs.busy = lambda: "A sweep is running: stop it (Sweep → Stop sweep) before a single run" if self.sweep_view.is_running() else ""
+        runs.environment, runs.sweep_running = lambda: self.machine.environment, self.sweep_view.is_running
         runs.launcher, runs.target_name = self.target_chooser.launcher, self.target_chooser.current_name
         runs.problem.connect(self.show_error)
         runs.said.connect(self.statusBar().showMessage)

@@ -48,8 +48,8 @@ class RunController(QObject):
         self.live, self.form, self.store, self.settings, self.consent = live, form, store, settings, consent
         #: the machine the worker reported (for the configuration's problems)
         self.environment: Callable[[], EnvironmentInfo | None] = lambda: None
-        #: why no run may start now (a sweep runs), "" when one may
-        self.busy: Callable[[], str] = lambda: ""
+        #: whether a sweep runs (no single run beside it)
+        self.sweep_running: Callable[[], bool] = lambda: False
         #: the launcher of the chosen target and its name (KeyError, ValueError: not usable)
         self.launcher: Callable[[], WorkerLauncher | None] = lambda: None
         self.target_name: Callable[[], str] = lambda: ""
@@ -81,9 +81,8 @@ class RunController(QObject):
         """Start a benchmark of ``config`` (None: the form's configuration)."""
         if self.live.running:
             return
-        busy = self.busy()
-        if busy:
-            self.problem.emit(busy)
+        if self.sweep_running():
+            self.problem.emit("A sweep is running: stop it (Sweep → Stop sweep) before a single run")
             return
         if config is not None:
             self.form.set_config(config)

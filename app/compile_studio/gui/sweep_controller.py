@@ -59,6 +59,8 @@ class SweepController(QObject):
         self.root = Path(root)
         self.busy = busy
         self.sweep_thread: SweepThread | None = None
+        #: the folder of the sweep running or run last
+        self.folder: SweepFolder | None = None
         #: the shape sweep running (one worker), if any
         self.shape_thread: ShapeSweepThread | None = None
         self.last_outcome: SweepOutcome | None = None
@@ -142,6 +144,7 @@ class SweepController(QObject):
         return self._run(folder, concurrency or folder.record.concurrency, agreement)
 
     def _run(self, folder: SweepFolder, concurrency: int, agreement: Agreement | None = None) -> bool:
+        self.folder = folder
         factory = (agreement or Agreement()).sessions(local_session)  # the agreed copies run
         thread = SweepThread(folder, concurrency=concurrency, parent=self, session_factory=factory)
         thread.point_changed.connect(self.point_changed)
@@ -240,5 +243,6 @@ class SweepController(QObject):
             if outcome is not None and outcome.write_error:
                 self.message.emit(outcome.write_error)
             thread.deleteLater()
-            self.sweep_ended.emit(outcome.record if outcome is not None else thread.sweep.snapshot())
+            record = outcome.record if outcome is not None else (self.folder.snapshot() if self.folder else None)
+            self.sweep_ended.emit(record)
         self.running_changed.emit(False)

@@ -11,7 +11,7 @@ variant. Below, "What to try": the run's ranked suggestions
 (``results.advice``) and, where one was tried (``compile-studio-cli advise RUN
 --try N``), the verdict of its trial (``results.what_to_try``); "Try it" runs
 that comparison for the selected suggestion off the GUI thread
-(:class:`~compile_studio.gui.trial_thread.TrialThread`, as the sweep's thread runs a sweep). Everything is
+(:class:`~compile_studio.gui.trial_controller.TrialController`, as the sweep's controller runs a sweep). Everything is
 read from the run folder by ``results.why_files`` and ``results.trial_record``;
 text from the files is shown as plain text, never as markup. No torch.
 
@@ -45,17 +45,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.config import ConfigError
-from ..jobs.sweep import SessionFactory, local_session
-from ..jobs.trial import TrialOutcome, new_trial, not_tried_reason, tried_configs
-from ..jobs.trust import code_of_configs
+from ..jobs.trial import not_tried_reason
 from ..results import RunDamaged, RunResult
 from ..results.trial_record import (
     MIN_TRIAL_ROUNDS,
-    RUNNING,
     TRIAL_JSON,
     TRIALS_DIR,
-    TrialRecord,
 )
 from ..results.what_to_try import WhatToTry, round_lines, verdict_summary, what_to_try
 from ..results.why import sentence, variant_lines
@@ -67,8 +62,7 @@ from ..results.why_files import (
     read_text_file,
 )
 from .run_identity import run_folder
-from .trial_thread import TrialThread
-from .trust_dialog import CodeConsent
+from .trial_controller import TrialController
 from .why_evidence import OP_COLUMNS as OP_COLUMNS  # where it was first
 from .why_evidence import OpsTable
 from .why_evidence import PhaseBars as PhaseBars  # where it was first
@@ -149,12 +143,11 @@ class WhyView(QWidget):
             split.setChildrenCollapsible(False)
             split.setSizes([600, 500])
         try_box = self._make_try_box()
-        #: the comparison running from this view (None when none)
-        self.trial_thread: TrialThread | None = None
-        #: how each run of a comparison is started (None: a worker on this machine); tests replace it
-        self.trial_session_factory: SessionFactory | None = None
-        #: the code of a run the user agreed to run (asked once per piece of code)
-        self.consent = CodeConsent(self)
+        #: runs the comparison of a suggestion ("Try it")
+        self.trials = TrialController(self)
+        self.trials.note.connect(self.try_note.setText)
+        self.trials.status.connect(self.trial_status)
+        self.trials.ended.connect(self._trial_ended)
         app = QApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.stop_trial)
@@ -487,7 +480,7 @@ class WhyView(QWidget):
             notes.append(TRY_HINT + " (the run's configuration against the change, in alternating rounds).")
         for t in w.damaged():
             notes.append(f"Trial {t.folder.name} cannot be read: {t.problem}")
-        if self.trial_thread is None:
+        if self.trials.trial_thread is None:
             self.try_note.setText("\n".join(notes))
         self.try_table.resizeRowsToContents()
         self._update_try_button()
@@ -502,9 +495,9 @@ class WhyView(QWidget):
         return k if 1 <= k <= len(self.what_to_try.suggestions) else None
 
     def _update_try_button(self) -> None:
-        if self.trial_thread is not None:
+        if self.trials.trial_thread is not None:
             self.try_button.setText("Stop trying")
-            self.try_button.setEnabled(not self.trial_thread.stop_requested)
+            self.try_button.setEnabled(not self.trials.trial_thread.stop_requested)
             return
         self.try_button.setText("Try it")
         k = self._selected_suggestion()
@@ -515,8 +508,8 @@ class WhyView(QWidget):
         self.try_button.setEnabled(ok)
 
     def _try_clicked(self) -> None:
-        if self.trial_thread is not None:
-            self.trial_thread.request_stop()
+        if self.trials.trial_thread is not None:
+            self.trials.trial_thread.request_stop()
             self._update_try_button()
             return
         self.try_suggestion(self._selected_suggestion())
@@ -524,85 +517,26 @@ class WhyView(QWidget):
     def try_suggestion(self, k: int | None) -> bool:
         """Start the comparison of suggestion ``k`` (1-based) off the GUI thread; whether it started."""
         run, folder = self.run, self.folder
-        if k is None or run is None or folder is None or self.trial_thread is not None:
+        if k is None or run is None or folder is None or self.trials.trial_thread is not None:
             return False
         s = self.what_to_try.suggestions[k - 1]
         reason = not_tried_reason(s)
         if reason is not None:
             self.try_note.setText(reason)
             return False
-        try:
-            configs = tried_configs(run, folder, [(k, s)])
-        except ConfigError as exc:
-            self.try_note.setText("Cannot try it: " + "; ".join(str(p) for p in exc.problems))
-            return False
-        refs = code_of_configs(configs)
-        agreement = self.consent.agreed(refs, f"the run {folder.name}")
-        if agreement is None:
-            self.try_note.setText(self.consent.problem or "Not tried: the code the run names was not agreed to.")
-            return False
-        try:
-            trial = new_trial(run, folder, [(k, s)], rounds=MIN_TRIAL_ROUNDS)
-        except ConfigError as exc:
-            self.try_note.setText("Cannot try it: " + "; ".join(str(p) for p in exc.problems))
-            return False
-        except OSError as exc:
-            self.try_note.setText(f"Cannot create the trial folder beside the run: {exc}")
-            return False
-        factory = agreement.sessions(self.trial_session_factory or local_session)  # the agreed copies run
-        thread = TrialThread(trial, session_factory=factory, parent=self)
-        thread.run_changed.connect(self._trial_progress)
-        thread.finished_job.connect(self._trial_done)
-        thread.failed.connect(self._trial_failed)
-        self.trial_thread = thread
-        self.try_note.setText(f"Trying {k}. {s.rule} ({s.delta_text()}): starting…")
-        self.trial_status.emit(self.try_note.text())
+        started = self.trials.start(run, folder, k, s)
         self._update_try_button()
-        thread.start()
-        return True
-
-    def _trial_progress(self, record: TrialRecord, r: int, role: str) -> None:
-        entry = next((x for x in record.runs if x.round == r and x.role == role), None)
-        s = record.suggestions[0] if record.suggestions else None
-        if entry is None or s is None:
-            return
-        what = {"A": "A (the run's configuration)", "A2": "A again (the A/A control)"}.get(
-            role, f"B ({s.delta_text()})"
-        )
-        state = "running…" if entry.status == RUNNING else entry.status
-        self.try_note.setText(f"Trying {s.index}. {s.rule}: round {r}/{record.rounds} · {what} {state}")
-        self.trial_status.emit(self.try_note.text())
+        return started
 
     def _trial_ended(self) -> None:
-        self.trial_status.emit("")
-        thread, self.trial_thread = self.trial_thread, None
-        if thread is not None:
-            thread.wait()
-            thread.deleteLater()
         self._key = None
         self.show_folder(self.run, self.folder)
         self._update_try_button()
 
-    def _trial_done(self, outcome: TrialOutcome) -> None:
-        self._trial_ended()
-        said = [f"{s.index}. {s.rule}: {verdict_summary(s)}" for s in outcome.record.suggestions]
-        status = outcome.record.status + (f" ({outcome.record.message})" if outcome.record.message else "")
-        self.try_note.setText(f"Tried ({status}): " + "; ".join(said) + f" — kept in {outcome.folder}")
-
-    def _trial_failed(self, message: str) -> None:
-        self._trial_ended()
-        self.try_note.setText(message)
-
     def stop_trial(self, wait_ms: int | None = None, message: str | None = None) -> None:
         """Stop a comparison running from this view and wait for it (up to ``wait_ms``; the rounds
         measured are kept). ``message``: why, in trial.json (default: stopped by the user)."""
-        thread = self.trial_thread
-        if thread is not None:
-            thread.request_stop(message)
-            if wait_ms is None:
-                thread.wait()
-            else:
-                thread.wait(wait_ms)
+        self.trials.stop(wait_ms, message)
 
     def open_folder(self) -> None:
         """Open the run folder (trace, output code, why.json) in the desktop's file manager."""
