@@ -42,7 +42,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
     except Stopped:
         raise
     except BaseException as exc:  # noqa: BLE001
-        run._error(v.name, exc, "checking the steady-state output")
+        run.send_error(v.name, exc, "checking the steady-state output")
         return
     assert v.first_output is not None
     first, ref = v.first_output, run.reference
@@ -78,7 +78,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
             if not late_ok:
                 problems.append(f"steady state: {late_why}")
             elif replay_diff != 0.0 and run.random_kind is None:
-                run._warn(
+                run.send_warning(
                     v.name,
                     f"{v.name}: a steady-state call differs from the first call by up to "
                     f"{replay_diff:.3g} (not bit-identical, but within the correctness rule)",
@@ -101,7 +101,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
         if drift_why:
             problems.append(f"parameters: {drift_why}")
         if drift_unjudged and run.random_kind is None:
-            run._warn(v.name, f"{v.name}: the training check's parameters are not judged: "
+            run.send_warning(v.name, f"{v.name}: the training check's parameters are not judged: "
                               f"{drift_unjudged} (the gradients are judged)")
     skipped: list[str] = []
     if run.random_kind == UNSEEDED or (run.random_kind == SEEDED and problems):
@@ -122,18 +122,18 @@ def finish_variant(run: RunState, v: Variant) -> None:
     problems = structural + problems
     correct: bool | None = not problems
     if structural:
-        run._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
+        run.send_warning(v.name, f"{v.name} is not correct: " + "; ".join(problems))
     elif problems and run.random_kind is not None:
         correct = None
-        run._warn(v.name, f"{v.name}: " + "; ".join(problems))
+        run.send_warning(v.name, f"{v.name}: " + "; ".join(problems))
     elif problems:
-        run._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
+        run.send_warning(v.name, f"{v.name} is not correct: " + "; ".join(problems))
     cudagraph_report(run, v)
     device_time = device_time_report(run, v)
     clock = clock_report(run, v)
     in_window = v.recompiles_in_window
     if v.compiled and in_window:
-        run._warn(
+        run.send_warning(
             v.name,
             f"{v.name} recompiled {in_window}x inside the timed window: "
             "its samples are not steady state",
@@ -216,7 +216,7 @@ def steady_state_output(run: RunState, v: Variant) -> CheckedOutput | None:
         return None
     with torch.inference_mode():
         if run.random_kind is not None:
-            run._reseed()
+            run.reseed()
         out = v.step(run.x)
         late = checked_output(out)
     run.timer.sync()
@@ -226,7 +226,7 @@ def steady_state_output(run: RunState, v: Variant) -> CheckedOutput | None:
 def time_pipelined(run: RunState, v: Variant) -> float:
     """Milliseconds per call of PIPELINED_CALLS back-to-back calls, synchronised once."""
     calls = max(1, min(PIPELINED_CALLS, run.config.iterations))
-    with run._no_grad():
+    with run.no_grad():
         return run.timer.pipelined(lambda: v.step(run.x), calls)
 
 
@@ -243,9 +243,9 @@ def drift_steps(run: RunState, v: Variant) -> None:
     if v.name in run.drift_params:
         return
     v.restore()
-    with run._no_grad():
+    with run.no_grad():
         for _ in range(DRIFT_STEPS):
-            run._check_stop()
+            run.check_stop()
             v.step(run.x)
     run.timer.sync()
     run.drift_params[v.name] = v.params_cpu()
@@ -307,7 +307,7 @@ def cudagraph_report(run: RunState, v: Variant) -> None:
     """A warning when a CUDA-graph variant ran without its graphs."""
     state = cudagraph_state(run, v)
     if state and state != "used":
-        run._warn(v.name, f"{v.name}: CUDA graphs {state}; it ran without them")
+        run.send_warning(v.name, f"{v.name}: CUDA graphs {state}; it ran without them")
 
 
 def device_time_report(run: RunState, v: Variant) -> dict[str, Any] | None:
@@ -316,7 +316,7 @@ def device_time_report(run: RunState, v: Variant) -> dict[str, Any] | None:
         return None
     if v.uncovered:
         share = v.uncovered / v.device_samples
-        run._warn(
+        run.send_warning(
             v.name,
             f"{v.name}: {v.uncovered} of {v.device_samples} device-timed calls "
             f"({share:.0%}) outlasted the sleep that keeps the stream busy: their device time "
@@ -330,14 +330,14 @@ def clock_report(run: RunState, v: Variant) -> dict[str, Any]:
     """The clock at the timed windows' edges, warning when it changed too much inside one."""
     change = v.clock_max_change
     if change is not None and abs(change) > CLOCK_CHANGE_WARN:
-        run._warn(
+        run.send_warning(
             v.name,
             f"{v.name}: the {run.clock.source.replace('_', ' ')} changed by "
             f"{change * 100:+.0f} % inside a timed window",
         )
     throttled = slowdowns(v.clock_start, v.clock_end)
     if throttled:
-        run._warn(
+        run.send_warning(
             v.name,
             f"{v.name}: the GPU was slowed down at the edge of a timed window "
             f"({', '.join(r.replace('_', ' ') for r in throttled)}: NVML's clock-event reasons); "
