@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compile_studio.core.config import AA_CONTROL, BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.core.variants import AA_CONTROL
 from compile_studio.results import RunResult, SummaryRow, load_run, summarize
-from compile_studio.results.machine_load import machine_load
+from compile_studio.results.analysis.machine_load import machine_load
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ROOT / "tests" / "backends_for_tests.py"

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from compile_studio.core.config import BenchmarkConfig
-    from compile_studio.gui.export import save_widget_png
+    from compile_studio.gui.image_export import save_widget_png
     from compile_studio.gui.main_window import MainWindow
     from compile_studio.gui.sweep_dock import show_dock
     from compile_studio.jobs.sweep_spec import SweepSpec

@@ -68,17 +68,31 @@ def isolated_user_dirs(tmp_path_factory, monkeypatch):
     yield base
 
 
-#: Every benchmark and probe QThread made since their module was first imported here.
+#: Every job and probe QThread made since their modules were first imported here.
 _made_threads: weakref.WeakSet = weakref.WeakSet()
-#: Whether the classes record what they make (from the test after the one that imported them).
-_threads_recorded = False
+#: The classes that record what they make (from the test after the one that imported them).
+_recorded_kinds: set[type] = set()
+_THREAD_MODULES = ("compile_studio.gui.job_thread", "compile_studio.gui.environment_probe")
 
 
-def _record_made_threads(module) -> None:
-    """From now on each BenchmarkThread/EnvironmentProbe (subclasses too) is kept in a weak set:
-    finding them then costs nothing, where a scan of every object (torch imported) costs ~0.1 s."""
-    global _threads_recorded
-    for cls in (module.BenchmarkThread, module.EnvironmentProbe):
+def _thread_kinds() -> tuple[type, ...] | None:
+    """JobThread (every job: a run, a sweep, a trial, …) and EnvironmentProbe, once imported."""
+    modules = [sys.modules.get(name) for name in _THREAD_MODULES]
+    if modules[0] is None:
+        return None
+    kinds = [modules[0].JobThread]
+    if modules[1] is not None:
+        kinds.append(modules[1].EnvironmentProbe)
+    return tuple(kinds)
+
+
+def _record_made_threads(kinds: tuple[type, ...]) -> bool:
+    """From now on each JobThread/EnvironmentProbe (subclasses too) is kept in a weak set:
+    finding them then costs nothing, where a scan of every object (torch imported) costs ~0.1 s.
+    Whether a class was not recorded before (threads it made before are found by a scan)."""
+    new = [cls for cls in kinds if cls not in _recorded_kinds]
+    for cls in new:
+        _recorded_kinds.add(cls)
         made = cls.__init__
 
         def init_and_record(self, *args, _made=made, **kwargs):
@@ -86,25 +100,24 @@ def _record_made_threads(module) -> None:
             _made_threads.add(self)
 
         cls.__init__ = init_and_record
-    _threads_recorded = True
+    return bool(new)
 
 
 def running_threads(scan: bool = False) -> list:
-    """Benchmark and probe QThreads of this process that are still running (``scan``: look
+    """Job and probe QThreads of this process that are still running (``scan``: look
     through every object, for threads made before their classes were recorded)."""
-    module = sys.modules.get("compile_studio.gui.benchmark_thread")
-    if module is None:
+    kinds = _thread_kinds()
+    if kinds is None:
         return []
     if scan:
-        kinds = (module.BenchmarkThread, module.EnvironmentProbe)
         found = [o for o in gc.get_objects() if issubclass(type(o), kinds)]
     else:
         found = list(_made_threads)
-    return [o for o in found if not module.has_finished(o)]
+    return [o for o in found if not sys.modules[_THREAD_MODULES[0]].has_finished(o)]
 
 
 def leftover_threads(grace_s: float = 3.0, scan: bool = False) -> list:
-    """Benchmark/probe QThreads still running after ``grace_s`` (ending ones get time)."""
+    """Job/probe QThreads still running after ``grace_s`` (ending ones get time)."""
     deadline = time.monotonic() + grace_s
     while running_threads(scan) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -113,24 +126,19 @@ def leftover_threads(grace_s: float = 3.0, scan: bool = False) -> list:
 
 @pytest.fixture(autouse=True)
 def no_qthread_left():
-    """Fail a test that leaves a BenchmarkThread (or probe thread) running."""
-    module = sys.modules.get("compile_studio.gui.benchmark_thread")
+    """Fail a test that leaves a job's thread (a run, a sweep, …) or a probe thread running."""
+    kinds = _thread_kinds()
     # threads made before the classes were recorded are found once, by a scan
-    scan = not _threads_recorded
-    if module is not None and not _threads_recorded:
-        _record_made_threads(module)
+    scan = kinds is not None and _record_made_threads(kinds)
     yield
-    module = sys.modules.get("compile_studio.gui.benchmark_thread")
-    if module is None:
+    kinds = _thread_kinds()
+    if kinds is None:
         return
-    if not _threads_recorded:  # imported during this test
-        _record_made_threads(module)
-        scan = True
+    scan = _record_made_threads(kinds) or scan  # imported during this test
     left = leftover_threads(scan=scan)
     if left:
-        module = sys.modules["compile_studio.gui.benchmark_thread"]
         for t in left:
-            if isinstance(t, module.BenchmarkThread):
+            if isinstance(t, kinds[0]):
                 t.request_stop()
             else:
                 t.cancel()

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.sweep_dock import show_dock
-from compile_studio.results.sweep_record import PointVariant, SweepPoint, SweepRecord
+from compile_studio.results.records.sweep_record import PointVariant, SweepPoint, SweepRecord
 
 
 def point_sweep() -> SweepRecord:

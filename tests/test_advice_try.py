@@ -26,10 +26,10 @@ from compile_studio.core.protocol import RunStatus, VariantStatus
 from compile_studio.jobs import trial as trial_job
 from compile_studio.jobs.session import RunOutcome, RunSession
 from compile_studio.results import RunResult, RunStore, load_run
-from compile_studio.results.advice import CodeChange, Suggestion, advice_text
-from compile_studio.results.trial_load import load_trial, trials_of
-from compile_studio.results.trial_record import TRIAL_JSON, VERDICT_WORDS, TrialDamaged
-from compile_studio.results.what_to_try import what_to_try
+from compile_studio.results.records.trial_load import load_trial, trials_of
+from compile_studio.results.records.trial_record import TRIAL_JSON, VERDICT_WORDS, TrialDamaged
+from compile_studio.results.suggestions.advice import CodeChange, Suggestion, advice_text
+from compile_studio.results.suggestions.what_to_try import what_to_try
 
 #: The words a tried suggestion may get (a machine's speed decides which).
 TIMED = ("faster", "slower", "cannot tell")
@@ -542,7 +542,7 @@ def test_only_configuration_changes_are_tried(tmp_path):
 # -- shown where the verdict is -------------------------------------------------------------------
 
 def test_the_report_lists_what_to_try_with_each_verdict(source, tried):
-    from compile_studio.results.export import markdown_report
+    from compile_studio.results.report.run_export import markdown_report
 
     report = markdown_report(load_run(source.folder))
     section = report.split("### What to try", 1)[1]

@@ -18,8 +18,8 @@ from compile_studio.cli.sweep_show import default_sweep_root
 from compile_studio.jobs import trial as trial_job
 from compile_studio.jobs.sweep import new_sweep
 from compile_studio.jobs.sweep_spec import SweepSpec, describe_points
-from compile_studio.results.sweep_load import load_sweep
-from compile_studio.results.what_to_try import trial_table
+from compile_studio.results.records.sweep_load import load_sweep
+from compile_studio.results.suggestions.what_to_try import trial_table
 from test_advice_try import factory_of, fake_run, suggestion
 from test_sweep import sweep_base
 

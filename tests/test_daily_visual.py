@@ -13,7 +13,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
 
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.export import _captioned, caption_html, save_plot_png
+from compile_studio.gui.image_export import _captioned, caption_html, save_plot_png
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.plots import PlotPanel
 from compile_studio.gui.plots.style import SideLegend, plain_number, run_dash
@@ -278,7 +278,7 @@ def test_history_columns_and_latency_plot_fit_the_window(qtbot, size):
     """After a run with one overlay: the history's model, best speedup and status are seen
     without scrolling sideways, its "N runs" line is whole, and the latency plot keeps its height."""
     from compile_studio.gui.history_panel import COLUMNS
-    from compile_studio.results.run_files import run_to_json, samples_to_csv
+    from compile_studio.results.storage.run_files import run_to_json, samples_to_csv
 
     window = MainWindow(probe=False)
     qtbot.addWidget(window)

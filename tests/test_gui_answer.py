@@ -17,11 +17,11 @@ from PySide6.QtWidgets import QApplication, QLabel, QLineEdit
 
 from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui import export_actions
+from compile_studio.gui import export_menu
 from compile_studio.gui.help_menu import ShortcutsDialog, WindowShortcutGuard, window_shortcuts
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.results import load_run
-from compile_studio.results.formatting import verdict_lines
+from compile_studio.results.report.formatting import verdict_lines
 from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
 
 #: compiled variants (and the A/A control) judged against eager in the saved run
@@ -180,7 +180,7 @@ def test_ctrl_e_exports_with_the_focus_in_a_form_field(
         asked.append(title)
         return str(tmp_path)
 
-    monkeypatch.setattr(export_actions.QFileDialog, "getExistingDirectory", staticmethod(choose_folder))
+    monkeypatch.setattr(export_menu.QFileDialog, "getExistingDirectory", staticmethod(choose_folder))
     if field_kind == "form field":
         field = next(f for f in window.config_panel.findChildren(QLineEdit) if f.isVisible() and f.isEnabled())
     else:

@@ -12,12 +12,12 @@ from PySide6.QtGui import QImage
 
 from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.benchmark_thread import has_finished
+from compile_studio.gui.job_thread import has_finished
 from compile_studio.gui.main_window import CLOSED_DURING_RUN, MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunResult, RunStore, load_run, summarize
-from compile_studio.results.formatting import SUMMARY_HEADERS, summary_cells
+from compile_studio.results.report.formatting import SUMMARY_HEADERS, summary_cells
 from conftest import TINY
 from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait, series_data
 
@@ -172,13 +172,14 @@ def test_window_closed_mid_run_leaves_an_incomplete_run_that_reopens(qtbot, tiny
     window = open_window(qtbot)
     window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}))
     thread = window.live.benchmark_thread
-    run_id = thread.run_id
+    job = thread.runner
+    run_id = job.run_id
     key = f"{run_id}/eager"
     qtbot.waitUntil(
         lambda: key in window.plots.series_keys() and len(series_data(window.plots, key)[0]) >= 20,
         timeout=RUN_TIMEOUT_MS,
     )
-    pid = thread.worker_pid
+    pid = job.worker_pid
     window.close()
     assert has_finished(thread)
     deadline = time.monotonic() + 3
@@ -192,8 +193,8 @@ def test_window_closed_mid_run_leaves_an_incomplete_run_that_reopens(qtbot, tiny
     assert "window was closed" in saved.message
     kept = saved.variants["eager"].samples
     assert len(kept) >= 20
-    assert thread.result is not None and thread.result.status == "incomplete"
-    assert len(thread.result.variants["eager"].samples) == len(kept)
+    assert job.result is not None and job.result.status == "incomplete"
+    assert len(job.result.variants["eager"].samples) == len(kept)
 
     # a new window lists it as incomplete; ticking it plots exactly its samples
     again = open_window(qtbot)

@@ -18,13 +18,13 @@ import pytest
 import worker_zygote
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.benchmark_thread import has_finished
+from compile_studio.gui.job_thread import has_finished
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.settings import AppSettings
 from compile_studio.launchers.supervisor import probe_environment
 from compile_studio.results import load_run
-from compile_studio.results.recorder import RunRecorder
+from compile_studio.results.storage.recorder import RunRecorder
 from gui_helpers import (
     RUN_TIMEOUT_MS,
     is_series_failed,
@@ -113,10 +113,11 @@ def test_worker_killed_keeps_every_sample_and_the_next_run_works(qtbot, tiny_con
     window = open_window(qtbot)
     window.start_run(BenchmarkConfig(**{**tiny_config, **LONG}))
     thread = window.live.benchmark_thread
-    run_id = thread.run_id
+    job = thread.runner
+    run_id = job.run_id
     wait_for_points(qtbot, window, "eager", 30)
     with qtbot.waitSignal(window.run_finished, timeout=10_000) as blocker:
-        os.kill(thread.worker_pid, signal.SIGKILL)
+        os.kill(job.worker_pid, signal.SIGKILL)
     run = blocker.args[0]
     assert "the worker process died (killed by SIGKILL" in window.error_text
     # every sample that reached the window is on screen and on disk
@@ -262,7 +263,8 @@ def test_damaged_runs_are_listed_with_the_reason_and_the_others_load(qtbot):
 # -- stopping at any moment -------------------------------------------------------------------
 def stop_and_check(qtbot, window: MainWindow, measured: list[str]) -> None:
     thread = window.live.benchmark_thread
-    run_id, pid = thread.run_id, thread.worker_pid
+    job = thread.runner
+    run_id, pid = job.run_id, job.worker_pid
     t0 = time.monotonic()
     with qtbot.waitSignal(window.run_finished, timeout=3000):
         window.stop_run()

@@ -20,9 +20,10 @@ from PySide6.QtGui import QImage
 
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.benchmark_thread import BenchmarkThread
-from compile_studio.gui.export import save_plot_png, save_plot_svg
+from compile_studio.gui.image_export import save_plot_png, save_plot_svg
+from compile_studio.gui.job_thread import JobThread
 from compile_studio.gui.plots import GPU_QUANTITIES, NO_GPU_READINGS, PlotPanel
+from compile_studio.jobs.run_job import RunJob
 from compile_studio.launchers.supervisor import WORKER_PREFIX_ENV
 from compile_studio.results import RunResult, RunStore, VariantResult, load_run
 from gui_helpers import (
@@ -301,12 +302,20 @@ def _scripted_worker(tmp_path) -> str:
     return f"{sys.executable} {script}"
 
 
-def test_benchmark_thread_emits_the_readings_of_each_gpu_state_event(qtbot, tmp_path, monkeypatch, tiny_config):
+def test_the_run_thread_brings_the_readings_of_each_gpu_state_event(qtbot, tmp_path, monkeypatch, tiny_config):
+    from compile_studio.results.records.run_result import gpu_state_rows
+
     monkeypatch.setenv(WORKER_PREFIX_ENV, _scripted_worker(tmp_path))
-    thread = BenchmarkThread(BenchmarkConfig(**tiny_config), None)
+    thread = JobThread()
+    thread.runner = RunJob(BenchmarkConfig(**tiny_config), None, on_event=thread.relay_event)
     got: list[list[dict]] = []
-    thread.gpu_state.connect(got.append)
-    with qtbot.waitSignal(thread.finished_run, timeout=RUN_TIMEOUT_MS) as blocker:
+
+    def on_event(part, event) -> None:
+        if isinstance(event, protocol.GpuStateEvent):
+            got.append(gpu_state_rows(event))
+
+    thread.worker_event.connect(on_event)
+    with qtbot.waitSignal(thread.finished_job, timeout=RUN_TIMEOUT_MS) as blocker:
         thread.start()
     thread.wait(10_000)
     run = blocker.args[0]

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt, QTimer
 
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.results.turns_text import turns_line
+from compile_studio.results.report.turns_text import turns_line
 from gui_helpers import live_key, open_window, run_and_wait
 
 

@@ -18,7 +18,7 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.why_evidence import CACHE_LOAD, NAME_MIN_WIDTH
 from compile_studio.jobs.sweep_spec import SweepSpec
 from compile_studio.results import load_run
-from compile_studio.results.why_files import load_why
+from compile_studio.results.explain.why_files import load_why
 from gui_helpers import open_window
 from untrusted_helpers import saved_run
 

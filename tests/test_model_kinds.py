@@ -11,7 +11,7 @@ import torch
 
 from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.engine.models import build_workload, count_flops
+from compile_studio.engine.workloads import build_workload, count_flops
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore, load_run
 

@@ -74,12 +74,13 @@ def test_the_window_starts_a_worker_ahead_and_run_uses_it(qtbot, tiny_config):
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.start_run(config)
         thread = window.live.benchmark_thread
+        job = thread.runner
         assert window.live.status_text() == "worker ready: starting the run…"
         # no worker is started ahead while the run goes on
         assert window.live.standby.standby is None
     run = blocker.args[0]
     assert run.status == "complete", run.message
-    assert thread.worker_pid == pid
+    assert job.worker_pid == pid
     assert run.measurement["worker_prestarted"] is True
     assert saved_measurement(run.run_id)["worker_prestarted"] is True
     for name in ("eager", "aot_eager"):
@@ -99,9 +100,10 @@ def test_the_window_starts_a_worker_ahead_and_run_uses_it(qtbot, tiny_config):
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.start_run(cold)
         thread = window.live.benchmark_thread
+        job = thread.runner
     run = blocker.args[0]
     assert run.status == "complete", run.message
-    assert thread.worker_pid != next_pid
+    assert job.worker_pid != next_pid
     assert run.measurement["worker_prestarted"] is False
     assert window.live.standby.standby is not None and window.live.standby.standby.pid == next_pid
 
@@ -125,12 +127,13 @@ def test_run_pressed_while_the_worker_imports_torch_waits_for_that_worker(qtbot,
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.start_run(config)
         thread = window.live.benchmark_thread
+        job = thread.runner
         text = window.live.status_text()  # read first: the hello may arrive at any moment
         if standby.hello is None:
             assert text == "starting a worker: importing torch…"
     run = blocker.args[0]
     assert run.status == "complete", run.message
-    assert thread.worker_pid == pid
+    assert job.worker_pid == pid
     assert run.measurement["worker_prestarted"] is True
 
 
@@ -145,9 +148,10 @@ def test_a_worker_started_ahead_that_died_is_replaced_quietly(qtbot, tiny_config
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.start_run(config)
         thread = window.live.benchmark_thread
+        job = thread.runner
     run = blocker.args[0]
     assert run.status == "complete", run.message
-    assert thread.worker_pid != pid
+    assert job.worker_pid != pid
     assert run.measurement["worker_prestarted"] is False
     assert window.last_error == "" and not window.error_banner.isVisible()
 

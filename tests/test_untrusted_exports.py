@@ -11,9 +11,14 @@ from pathlib import Path
 import pytest
 
 from compile_studio.results import load_run
-from compile_studio.results.export import export_markdown, export_run, md_text, safe_file_stem
-from compile_studio.results.file_io import atomic_write_text, read_cell, safe_cell
-from compile_studio.results.run_files import summary_to_csv
+from compile_studio.results.report.run_export import (
+    export_markdown,
+    export_run,
+    md_text,
+    safe_file_stem,
+)
+from compile_studio.results.storage.file_io import atomic_write_text, read_cell, safe_cell
+from compile_studio.results.storage.run_files import summary_to_csv
 from gui_helpers import open_window
 from untrusted_helpers import saved_run
 

@@ -22,11 +22,8 @@ from compile_studio.engine.compile_records import user_names as worker_user_name
 from compile_studio.engine.profiling import CALL_MARK, is_gemm, profile_figures
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore, load_run
-from compile_studio.results.export import markdown_report
-from compile_studio.results.formatting import verdict_lines
-from compile_studio.results.schema import RunDamaged
-from compile_studio.results.why import classify, sentence, user_names, variant_lines
-from compile_studio.results.why_files import (
+from compile_studio.results.explain.why import classify, sentence, user_names, variant_lines
+from compile_studio.results.explain.why_files import (
     MAX_BREAK_AT,
     Recompile,
     VariantWhy,
@@ -35,7 +32,10 @@ from compile_studio.results.why_files import (
     read_text_file,
     trace_file,
 )
-from compile_studio.results.why_rules import Evidence, evidence_of, peak_tflops
+from compile_studio.results.explain.why_rules import Evidence, evidence_of, peak_tflops
+from compile_studio.results.records.schema import RunDamaged
+from compile_studio.results.report.formatting import verdict_lines
+from compile_studio.results.report.run_export import markdown_report
 
 BASE = {
     "layers": "32,32,8", "batch_size": 4, "device": "cpu", "iterations": 12, "warmup": 2,

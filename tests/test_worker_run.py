@@ -17,7 +17,7 @@ import worker_zygote
 from compile_studio.core import protocol
 from compile_studio.launchers.supervisor import WorkerProcess, worker_command
 from compile_studio.results import RunStore, load_run, summarize
-from compile_studio.results.recorder import RunRecorder
+from compile_studio.results.storage.recorder import RunRecorder
 
 
 def decode(line: str) -> dict | None:

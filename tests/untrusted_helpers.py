@@ -7,7 +7,7 @@ from pathlib import Path
 
 from compile_studio.core import protocol
 from compile_studio.results import RunStore
-from compile_studio.results.recorder import RunRecorder
+from compile_studio.results.storage.recorder import RunRecorder
 
 
 def fake_events(variants=("eager", "default"), n=20, warmup=3):

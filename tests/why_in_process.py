@@ -24,13 +24,13 @@ from torch import nn
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine.diagnostics import WhyCollector
-from compile_studio.engine.models import Workload, count_flops, own_forward
 from compile_studio.engine.runner import BenchmarkRunner
 from compile_studio.engine.sink import ListSink
-from compile_studio.results.recorder import RunRecorder
-from compile_studio.results.why import classify, sentence
-from compile_studio.results.why_files import compact
-from compile_studio.results.why_rules import Evidence, evidence_of
+from compile_studio.engine.workloads import Workload, count_flops, own_forward
+from compile_studio.results.explain.why import classify, sentence
+from compile_studio.results.explain.why_files import compact
+from compile_studio.results.explain.why_rules import Evidence, evidence_of
+from compile_studio.results.storage.recorder import RunRecorder
 
 BASE = {
     "layers": "32,32,8", "batch_size": 4, "device": "cpu", "iterations": 12, "warmup": 2,

@@ -231,6 +231,9 @@ class VariantDoneEvent:
     cudagraph_record_ms: float | None = None
     #: ms per call of back-to-back calls with one synchronisation
     pipelined_ms: float | None = None
+    #: median ms per call with every worker thread placed by the system, as in a user's own
+    #: program (a run whose timing thread was pinned; None otherwise)
+    unpinned_ms: float | None = None
     #: clock readings at the edges of the timed windows
     clock: dict[str, Any] = field(default_factory=dict)
     #: the pauses before this variant's timed blocks: blocks, waited_ms, wait_max_ms,
@@ -405,7 +408,7 @@ class ShapeSweepSettings:
     ``recompile_limit`` (0: torch's own) is set as Dynamo's recompile limit in
     the worker; ``repeats`` timed calls per point give its median. Declared
     once for the request (:class:`ShapeSweepRequest`) and the record kept of
-    the sweep (``results.shape_record.ShapeSweepRecord``).
+    the sweep (``results.records.shape_record.ShapeSweepRecord``).
     """
 
     batches: list[int]
@@ -545,7 +548,7 @@ class ColdStartSettings:
     """How a cold-start job runs its config: rounds, start kinds, calls timed per process.
 
     Declared once for the request (:class:`ColdStartRequest`) and the record kept
-    of the job (``results.coldstart_record.ColdStartRecord``).
+    of the job (``results.records.coldstart_record.ColdStartRecord``).
     """
 
     rounds: int = 3

@@ -44,6 +44,20 @@ class TimingThreadPin:
             self._pinned = True
             self._unpinned_mask = before
 
+    @property
+    def pinned(self) -> bool:
+        """Whether the timing thread is on its core now."""
+        return self._pinned
+
+    def unpin_all(self) -> None:
+        """Every thread of the process back on the cores the timing thread had before it was
+        pinned, for the system to place, as in a user's own program (:meth:`pin` again after)."""
+        if not self._pinned:
+            return
+        self._pinned = False
+        if self._unpinned_mask:
+            affinity.pin_process(self._unpinned_mask)
+
     def unpin(self) -> None:
         """The timing thread back on the cores it had (a compile follows)."""
         if not self._pinned:

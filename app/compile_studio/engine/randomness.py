@@ -7,9 +7,9 @@ import copy
 import torch
 
 from . import checks
-from .models import Workload, call_model
 from .run_state import RunState
 from .variant import CheckedOutput, checked_output
+from .workloads import Workload, call_model
 
 #: How a model is random: ``seeded`` (the same output under the same torch seed) or
 #: ``unseeded`` (a different output even then: a random source other than torch's).

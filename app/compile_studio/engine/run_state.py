@@ -23,12 +23,12 @@ from .cudagraphs import CudagraphSkipLog
 from .diagnostics import WhyCollector
 from .gpu_monitor import nvml_handle
 from .memory import PeakMeter
-from .models import conversion_dtype
 from .pinning import TimingThreadPin
 from .run_errors import Stopped, error_event
 from .timing import CallTimer
 from .turns import TurnGate, Turns
 from .variant import CheckedOutput
+from .workloads import conversion_dtype
 
 
 class EventSink(Protocol):

@@ -36,12 +36,22 @@ import torch
 
 from ..core import protocol
 from ..core.config import BenchmarkConfig
+from ..core.variants import is_eager
 from . import checks
 from .cache_flush import CacheFlush
 from .clocks import clock_change
 from .finish import drift_steps, finish_variant
 from .first_call import compile_threads, dynamo_counts, prepare_variant
-from .models import (
+from .randomness import RANDOMNESS_TEXT, detect_randomness, use_eager_random_numbers
+from .run_errors import RunFailed, Stopped
+
+# the worker imports classify_error from here
+from .run_errors import classify_error as classify_error
+from .run_state import RunState, apply_dynamo_config, apply_precision
+from .timing import no_gc
+from .unpinned import time_unpinned
+from .variant import Variant, reference_output
+from .workloads import (
     Workload,
     batch_of,
     build_workload,
@@ -54,14 +64,6 @@ from .models import (
     move_inputs,
     named_inputs,
 )
-from .randomness import RANDOMNESS_TEXT, detect_randomness, use_eager_random_numbers
-from .run_errors import RunFailed, Stopped
-
-# the worker imports classify_error from here
-from .run_errors import classify_error as classify_error
-from .run_state import RunState, apply_dynamo_config, apply_precision
-from .timing import no_gc
-from .variant import Variant, is_eager, reference_output
 
 
 def make_input(config: BenchmarkConfig) -> torch.Tensor:
@@ -433,6 +435,7 @@ class BenchmarkRunner(RunState):
                         live.remove(v)
         finally:
             self.turns.end()
+        time_unpinned(self, live)
         eager = next((v for v in live if v.name == "eager"), None)
         if eager is not None and self.training:
             # eager's check steps first: the others are compared with them

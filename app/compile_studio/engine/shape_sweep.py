@@ -57,7 +57,9 @@ from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from . import checks
 from .cache_flush import CacheFlush
 from .compile_records import CompileRecords, guard_reasons
-from .models import (
+from .timing import CallTimer, no_gc
+from .variant import Variant, checked_output, variant_of
+from .workloads import (
     CallInputs,
     Workload,
     build_workload,
@@ -68,8 +70,6 @@ from .models import (
     model_dtype,
     move_inputs,
 )
-from .timing import CallTimer, no_gc
-from .variant import Variant, checked_output, variant_of
 
 #: Dynamo's names for its recompile limit: ``recompile_limit`` (torch ≥ 2.6), ``cache_size_limit`` before.
 LIMIT_NAMES = ("recompile_limit", "cache_size_limit")

@@ -264,7 +264,7 @@ class CallTimer:
         The host floor is what every wall sample carries once: the clock reads,
         the call itself and (on CUDA) the event records and the wait on the end
         event. Subtract it only where a sample is well above it (see
-        ``results.stats.floor_subtracted_speedup``).
+        ``results.analysis.stats.floor_subtracted_speedup``).
         """
         host: list[float] = []
         device: list[float] = []

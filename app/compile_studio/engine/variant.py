@@ -15,13 +15,9 @@ from typing import Any
 
 import torch
 
-from ..core.config import AA_CONTROL, CUDAGRAPH_VARIANTS, BenchmarkConfig
-from .models import Workload, build_workload, call_model, dtype_name, kwargs_of, output_leaves
-
-
-def is_eager(name: str) -> bool:
-    """Eager and its A/A control run without torch.compile."""
-    return name in ("eager", AA_CONTROL)
+from ..core.config import BenchmarkConfig
+from ..core.variants import is_eager, records_cudagraphs
+from .workloads import Workload, build_workload, call_model, dtype_name, kwargs_of, output_leaves
 
 
 def _unique_function(fn: Callable[..., Any], variant: str) -> Callable[..., Any]:
@@ -74,6 +70,8 @@ class Variant:
     clock_end: dict[str, Any] | None = None
     clock_max_change: float | None = None
     pipelined_ms: float | None = None
+    #: median ms per call with no thread pinned, as in a user's own program (pinned runs only)
+    unpinned_ms: float | None = None
     #: device-timed calls in the timed window, and those whose launch outlasted the sleep
     device_samples: int = 0
     uncovered: int = 0
@@ -157,7 +155,7 @@ def variant_of(
         torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9) if training else None
     )
     compiled = not is_eager(name)
-    cudagraphs = compiled and device.type == "cuda" and name in CUDAGRAPH_VARIANTS
+    cudagraphs = compiled and device.type == "cuda" and records_cudagraphs(name)
     kwargs = compile_kwargs(config, name, modes) if compiled else {}
 
     if not training:

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QLabel
 from ..core.config import EnvironmentInfo
 from ..core.protocol import HelloEvent
 from ..jobs.workers import WorkerLauncher
-from .benchmark_thread import EnvironmentProbe
+from .environment_probe import EnvironmentProbe
 from .standby import StandbyKeeper, standby_enabled
 
 

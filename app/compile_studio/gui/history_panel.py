@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..results import RunDamaged, RunResult, RunStore, load_run
-from ..results.summary_cache import summary_of
+from ..results.storage.summary_cache import summary_of
 from .history_entry import (
     PENDING_SPEEDUP,
     HistoryEntry,

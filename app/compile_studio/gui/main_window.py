@@ -19,11 +19,11 @@ from PySide6.QtWidgets import QMainWindow, QVBoxLayout, QWidget
 
 from ..core.config import BenchmarkConfig, EnvironmentInfo
 from ..core.protocol import HelloEvent, RunStatus
+from ..jobs.kinds import job_kinds
 from ..results import RunResult, RunStore
 from .centre_pane import CentrePane
-from .coldstart_view import install_coldstart_view
 from .environment_watch import EnvironmentWatch
-from .export_actions import ExportActions
+from .export_menu import ExportActions
 from .form_pane import FormPane
 from .gc_guard import collect_on_gui_thread
 from .help_menu import HelpMenu, WindowShortcutGuard
@@ -34,7 +34,6 @@ from .plots.panel import run_hint
 from .run_controller import RunController
 from .run_views import RunViews
 from .settings import AppSettings
-from .sweep_dock import install_sweep_view
 from .targets_dialog import install_target_chooser
 from .trial_status import follow_trials
 from .trust_dialog import CodeConsent
@@ -118,9 +117,9 @@ class MainWindow(QMainWindow):
         self.env_label, self.phase_label, self.progress_bar = self.machine.label, self.views.phase_label, self.views.progress_bar
         self.turns = self.views.turns
         self.run_action, self.stop_action = self.menus.run_action, self.menus.stop_action
-        # the Sweep and Start-up cost views, the target chooser and Help add their menus and actions
-        self.sweep_view = install_sweep_view(self)
-        self.coldstart_view = install_coldstart_view(self)
+        # each registered job kind's menu entries and view (jobs/kinds.py), the target chooser and Help
+        self.job_parts = {kind.name: kind.install(self) for kind in job_kinds() if kind.window is not None}
+        self.sweep_view, self.coldstart_view = self.job_parts["sweep"], self.job_parts["coldstart"]
         self.target_chooser = install_target_chooser(self)
         self.help_menu = HelpMenu(self)
         # every window shortcut works with the focus in a form field too
@@ -289,8 +288,10 @@ class MainWindow(QMainWindow):
         """Stop a running worker (no orphan process), save the settings, then close."""
         # not the user's Stop: the run folder is left "incomplete", with its samples
         self.live.close(CLOSED_DURING_RUN, CLOSE_WAIT_MS)
-        self.sweep_view.close_sweep(CLOSE_WAIT_MS)
-        self.coldstart_view.close_job(CLOSE_WAIT_MS)
+        for part in self.job_parts.values():  # each job kind's job stops; what it measured is kept
+            close_job = getattr(part, "close_job", None)
+            if close_job is not None:
+                close_job(CLOSE_WAIT_MS)
         self.why_view.stop_trial(CLOSE_WAIT_MS, "the window was closed during the comparison")
         self.machine.cancel(CLOSE_WAIT_MS)
         self.views.stop()

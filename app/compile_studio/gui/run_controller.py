@@ -119,9 +119,9 @@ class RunController(QObject):
         self.said.emit("Stopping… variants not started yet are kept as not run", 5000)
 
     def _started(self) -> None:
-        thread = self.live.benchmark_thread
-        if thread is not None and thread.folder is not None:
-            self._own_run_folders.add(os.path.abspath(thread.folder))
+        job = self.live.run_job
+        if job is not None and job.folder is not None:
+            self._own_run_folders.add(os.path.abspath(job.folder))
 
     def load(self, config: BenchmarkConfig, source: Path | str | None = None) -> None:
         """Put ``config`` into the form; ``source``: the run folder or file it came from (its code

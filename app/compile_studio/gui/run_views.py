@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
 from ..core.env_vars import int_from_env
 from ..results import RunResult, SummaryRow, summarize
-from ..results.formatting import why_sentence
-from ..results.turns_text import turns_line
+from ..results.report.formatting import why_sentence
+from ..results.report.turns_text import turns_line
 from .centre_pane import CentrePane
 from .draw_turns import DrawTurns
 from .history_panel import HistoryPanel, run_display_name
@@ -225,8 +225,8 @@ class RunViews(QObject):
     def live_name(self) -> str:
         """The short name of the running (or last live) run, apart from every listed run's."""
         live = self.live
-        thread = live.benchmark_thread
-        label = thread.config.label.strip() if thread is not None else live.name
+        job = live.run_job
+        label = job.config.label.strip() if job is not None else live.name
         try:
             when = datetime.strptime(live.run_id[:15], "%Y%m%d-%H%M%S")
         except ValueError:

@@ -2,8 +2,9 @@
 
 The :class:`~compile_studio.gui.sweep_view.SweepView` shows; a :class:`SweepController`
 runs its jobs: it makes the sweep's folder, asks about code the user has not agreed to
-run, and runs the points in a :class:`~compile_studio.gui.sweep_thread.SweepThread`
-(a shape sweep in a :class:`~compile_studio.gui.sweep_thread.ShapeSweepThread`).
+run, and runs the points (a :class:`~compile_studio.jobs.sweep.SweepRunner`, or a shape
+sweep's :class:`~compile_studio.jobs.shape_sweep_run.ShapeSweepRun`) on a
+:class:`~compile_studio.gui.job_thread.JobThread`.
 """
 
 from __future__ import annotations
@@ -11,19 +12,27 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
 from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError
-from ..jobs.shape_sweep_run import ShapeSweepOutcome, new_shape_sweep
-from ..jobs.sweep import SweepOutcome, local_session, new_sweep, planned_configs, sweep_configs
+from ..jobs.shape_sweep_run import ShapeSweepOutcome, ShapeSweepRun, new_shape_sweep
+from ..jobs.sweep import (
+    SweepOutcome,
+    SweepRunner,
+    local_session,
+    new_sweep,
+    planned_configs,
+    sweep_configs,
+)
 from ..jobs.sweep_spec import SweepSpec
 from ..jobs.trust import Agreement, code_of_configs
-from ..results.sweep_record import SweepDamaged
-from ..results.sweep_store import SweepFolder
-from .sweep_thread import ShapeSweepThread, SweepThread
+from ..results.records.sweep_record import SweepDamaged
+from ..results.storage.sweep_store import SweepFolder
+from .job_thread import JobThread
 from .trust_dialog import NOT_AGREED, CodeConsent
 
 
@@ -44,25 +53,25 @@ class SweepController(QObject):
     #: a sweep started: its SweepFolder
     sweep_started = Signal(object)
     #: a copy of the running sweep's record (SweepRecord) and the index of the point that changed
-    point_changed = Signal(object, int)
-    #: the phase of a running point: index, variant, phase
-    phase = Signal(int, str, str)
+    point_changed = Signal(object, object)
+    #: an event of the worker running a point: its index, the event (phase, error, warning)
+    worker_event = Signal(object, object)
     #: the sweep ended: its record (SweepRecord; None: none could be read)
     sweep_ended = Signal(object)
-    #: a shape sweep started, changed or ended: its record (ShapeSweepRecord)
+    #: a shape sweep started, changed (its record and the point) or ended: its record (ShapeSweepRecord)
     shape_started = Signal(object)
-    shape_changed = Signal(object)
+    shape_changed = Signal(object, object)
     shape_ended = Signal(object)
 
     def __init__(self, root: Path, busy: Callable[[], str] = lambda: "", parent: QWidget | None = None):
         super().__init__(parent)
         self.root = Path(root)
         self.busy = busy
-        self.sweep_thread: SweepThread | None = None
+        self.sweep_thread: JobThread | None = None
         #: the folder of the sweep running or run last
         self.folder: SweepFolder | None = None
         #: the shape sweep running (one worker), if any
-        self.shape_thread: ShapeSweepThread | None = None
+        self.shape_thread: JobThread | None = None
         self.last_outcome: SweepOutcome | None = None
         self.last_shape_outcome: ShapeSweepOutcome | None = None
         #: asks before a sweep from a received folder runs the code it names (shared with the window)
@@ -146,9 +155,13 @@ class SweepController(QObject):
     def _run(self, folder: SweepFolder, concurrency: int, agreement: Agreement | None = None) -> bool:
         self.folder = folder
         factory = (agreement or Agreement()).sessions(local_session)  # the agreed copies run
-        thread = SweepThread(folder, concurrency=concurrency, parent=self, session_factory=factory)
-        thread.point_changed.connect(self.point_changed)
-        thread.phase.connect(self.phase)
+        thread = JobThread(parent=self, what="the sweep")
+        thread.runner = SweepRunner(
+            folder, concurrency=concurrency, session_factory=factory, on_point=thread.relay_changed,
+            on_event=thread.relay_event, on_log=lambda index, line: thread.log.emit(f"[point {index + 1}] {line}"),
+        )
+        thread.changed.connect(self.point_changed)  # (a copy of the record, the point that changed)
+        thread.worker_event.connect(self.worker_event)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
         thread.finished_job.connect(self._on_finished)
@@ -178,8 +191,9 @@ class SweepController(QObject):
         except OSError as exc:
             self.message.emit(f"Cannot create the shape-sweep folder in {self.root}: {exc.strerror or exc}")
             return False
-        thread = ShapeSweepThread(folder, parent=self, pin=agreement.apply)
-        thread.point_changed.connect(self.shape_changed)
+        thread = JobThread(parent=self, what="the shape sweep")
+        thread.runner = ShapeSweepRun(folder, on_point=thread.relay_changed, on_log=thread.log.emit, pin=agreement.apply)
+        thread.changed.connect(self.shape_changed)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
         thread.finished_job.connect(self._on_shape_finished)
@@ -230,8 +244,9 @@ class SweepController(QObject):
         if shape is not None:
             self.shape_thread = None
             ended = shape.outcome
+            folder = cast(ShapeSweepRun, shape.runner).folder
             shape.deleteLater()
-            self.shape_ended.emit(ended.record if ended is not None else shape.folder.record.copy())
+            self.shape_ended.emit(ended.record if ended is not None else folder.record.copy())
             if ended is not None and ended.write_error:
                 self.message.emit(ended.write_error)
             self.running_changed.emit(False)

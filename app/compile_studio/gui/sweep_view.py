@@ -38,18 +38,18 @@ from ..jobs.sweep_spec import (
     value_text,
 )
 from ..results import RunDamaged, RunResult, load_run
-from ..results.file_io import atomic_write_text
-from ..results.formatting import plural
-from ..results.shape_record import (
+from ..results.records.shape_record import (
     ShapeSweepRecord,
     no_speedup_reason,
     shape_record_to_csv,
     speedup_spread,
 )
-from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
-from ..results.sweep_record import SweepDamaged, SweepRecord, record_to_csv
-from ..results.sweep_store import SweepFolder
-from .export import ExportError, save_plot_png, save_plot_svg
+from ..results.records.sweep_load import is_shape_sweep_folder, load_shape_sweep
+from ..results.records.sweep_record import SweepDamaged, SweepRecord, record_to_csv
+from ..results.report.formatting import plural
+from ..results.storage.file_io import atomic_write_text
+from ..results.storage.sweep_store import SweepFolder
+from .image_export import ExportError, save_plot_png, save_plot_svg
 from .plots.shape_sweep_plot import range_text
 from .plots.sweep_charts import SweepCharts
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
@@ -186,7 +186,7 @@ class SweepView(QWidget):
         jobs.log_line.connect(self.log_line)
         jobs.sweep_started.connect(self._on_sweep_started)
         jobs.point_changed.connect(self._on_point)
-        jobs.phase.connect(self._on_phase)
+        jobs.worker_event.connect(self._on_event)
         jobs.sweep_ended.connect(self._on_sweep_ended)
         jobs.shape_started.connect(self._on_shape_started)
         jobs.shape_changed.connect(self.show_shape_record)
@@ -304,21 +304,25 @@ class SweepView(QWidget):
             self.status.setText(self.status.text() + " · stopping…")
             self._update_buttons()
 
-    def close_sweep(self, wait_ms: int) -> None:
+    def close_job(self, wait_ms: int) -> None:
         """The window closes: stop a running sweep and wait up to ``wait_ms`` for its workers."""
         self.jobs.close(wait_ms)
 
     def _on_point(self, record: SweepRecord, index: int) -> None:
         self.show_record(record)
 
-    def _on_phase(self, index: int, variant: str, phase: str) -> None:
+    def _on_event(self, index: int, event: protocol.Event) -> None:
+        """An event of the worker running point ``index``: its phase shown, its errors and warnings logged."""
         record = self.record
-        if record is None:
-            return
-        point = next((p for p in record.points if p.index == index), None)
-        where = f"{record.param}={value_text(point.value)}" if point is not None else f"point {index + 1}"
-        self._phase = f"{where}: {variant} {phase}"
-        self.show_record(record)
+        if isinstance(event, protocol.ErrorEvent):
+            self.log_line.emit(f"[point {index + 1}] error ({event.kind}) in {event.variant or 'run'}: {event.message}")
+        elif isinstance(event, protocol.WarningEvent):
+            self.log_line.emit(f"[point {index + 1}] warning: {event.message}")
+        elif isinstance(event, protocol.PhaseEvent) and event.variant and record is not None:
+            point = next((p for p in record.points if p.index == index), None)
+            where = f"{record.param}={value_text(point.value)}" if point is not None else f"point {index + 1}"
+            self._phase = f"{where}: {event.variant} {str(event.phase)}"
+            self.show_record(record)
 
     def _tick(self) -> None:
         if self.is_running():

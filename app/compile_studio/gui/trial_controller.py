@@ -2,8 +2,8 @@
 
 The Why tab (:class:`~compile_studio.gui.why_view.WhyView`) shows; a
 :class:`TrialController` runs the trial: it asks about code the user has not agreed
-to run, makes the trial folder beside the run and runs its rounds in a
-:class:`~compile_studio.gui.trial_thread.TrialThread`.
+to run, makes the trial folder beside the run and runs its rounds (a
+:class:`~compile_studio.jobs.trial.TrialRunner`) on a :class:`~compile_studio.gui.job_thread.JobThread`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from PySide6.QtWidgets import QWidget
 
 from ..core.config import ConfigError
 from ..jobs.sweep import SessionFactory, local_session
-from ..jobs.trial import TrialOutcome, new_trial, tried_configs
+from ..jobs.trial import TrialOutcome, TrialRunner, new_trial, tried_configs
 from ..jobs.trust import code_of_configs
 from ..results import RunResult
-from ..results.advice import Suggestion
-from ..results.trial_record import MIN_TRIAL_ROUNDS, RUNNING, TrialRecord
-from ..results.what_to_try import verdict_summary
-from .trial_thread import TrialThread
+from ..results.records.trial_record import MIN_TRIAL_ROUNDS, RUNNING, TrialRecord
+from ..results.suggestions.advice import Suggestion
+from ..results.suggestions.what_to_try import verdict_summary
+from .job_thread import JobThread
 from .trust_dialog import CodeConsent
 
 
@@ -38,7 +38,7 @@ class TrialController(QObject):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         #: the comparison running (None when none)
-        self.trial_thread: TrialThread | None = None
+        self.trial_thread: JobThread | None = None
         #: how each run of a comparison is started (None: a worker on this machine); tests replace it
         self.session_factory: SessionFactory | None = None
         #: the code of a run the user agreed to run (asked once per piece of code)
@@ -66,8 +66,9 @@ class TrialController(QObject):
             self.note.emit(f"Cannot create the trial folder beside the run: {exc}")
             return False
         factory = agreement.sessions(self.session_factory or local_session)  # the agreed copies run
-        thread = TrialThread(trial, session_factory=factory, parent=self)
-        thread.run_changed.connect(self._progress)
+        thread = JobThread(parent=self, what="the comparison")
+        thread.runner = TrialRunner(trial, session_factory=factory, on_run=thread.relay_changed)
+        thread.changed.connect(self._progress)
         thread.finished_job.connect(self._done)
         thread.failed.connect(self._failed)
         self.trial_thread = thread
@@ -79,7 +80,9 @@ class TrialController(QObject):
         self.note.emit(text)
         self.status.emit(text)
 
-    def _progress(self, record: TrialRecord, r: int, role: str) -> None:
+    def _progress(self, record: TrialRecord, run: tuple[int, str]) -> None:
+        """A run of the trial started or ended: ``run`` is its round and role."""
+        r, role = run
         entry = next((x for x in record.runs if x.round == r and x.role == role), None)
         s = record.suggestions[0] if record.suggestions else None
         if entry is None or s is None:

@@ -24,7 +24,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
-from ..results.why_files import WhyReport
+from ..results.explain.why_files import WhyReport
 from .colors import EXTRA_COLORS, FOREGROUND, OKABE_ITO
 from .plots.style import SideLegend
 

@@ -8,11 +8,11 @@ breaks and recompiles with their reasons and source lines, Inductor's output
 code in a read-only viewer, and the Chrome trace's file (it opens in
 ui.perfetto.dev). Compile time by phase is a stacked bar per compiled
 variant. Below, "What to try": the run's ranked suggestions
-(``results.advice``) and, where one was tried (``compile-studio-cli advise RUN
---try N``), the verdict of its trial (``results.what_to_try``); "Try it" runs
+(``results.suggestions.advice``) and, where one was tried (``compile-studio-cli advise RUN
+--try N``), the verdict of its trial (``results.suggestions.what_to_try``); "Try it" runs
 that comparison for the selected suggestion off the GUI thread
-(:class:`~compile_studio.gui.trial_controller.TrialController`, as the sweep's controller runs a sweep). Everything is
-read from the run folder by ``results.why_files`` and ``results.trial_record``;
+(:class:`~compile_studio.gui.trial_controller.TrialController`: a :class:`~compile_studio.jobs.trial.TrialRunner` on a :class:`~compile_studio.gui.job_thread.JobThread`, as a sweep runs). Everything is
+read from the run folder by ``results.explain.why_files`` and ``results.records.trial_record``;
 text from the files is shown as plain text, never as markup. No torch.
 
 Below the variant row the tab scrolls rather than squash its parts; a narrow
@@ -47,20 +47,20 @@ from PySide6.QtWidgets import (
 
 from ..jobs.trial import not_tried_reason
 from ..results import RunDamaged, RunResult
-from ..results.trial_record import (
-    MIN_TRIAL_ROUNDS,
-    TRIAL_JSON,
-    TRIALS_DIR,
-)
-from ..results.what_to_try import WhatToTry, round_lines, verdict_summary, what_to_try
-from ..results.why import sentence, variant_lines
-from ..results.why_files import (
+from ..results.explain.why import sentence, variant_lines
+from ..results.explain.why_files import (
     CodeFile,
     VariantWhy,
     WhyReport,
     load_why,
     read_text_file,
 )
+from ..results.records.trial_record import (
+    MIN_TRIAL_ROUNDS,
+    TRIAL_JSON,
+    TRIALS_DIR,
+)
+from ..results.suggestions.what_to_try import WhatToTry, round_lines, verdict_summary, what_to_try
 from .run_identity import run_folder
 from .trial_controller import TrialController
 from .why_evidence import OP_COLUMNS as OP_COLUMNS  # where it was first

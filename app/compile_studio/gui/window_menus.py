@@ -1,4 +1,4 @@
-"""The window's File, Run and View menus and their actions (the Sweep, Start-up cost and Help menus add theirs)."""
+"""The window's File, Run and View menus and their actions (each job kind's part, the target chooser and Help add theirs)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMainWindow
 
-from .export_actions import ExportActions, window_action
+from .export_menu import ExportActions, window_action
 from .history_panel import HistoryPanel
 from .plots import PlotPanel
 

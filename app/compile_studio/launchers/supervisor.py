@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core import protocol
-from ..results.schema import MAX_NAME
+from ..results.records.schema import MAX_NAME
 from .event_checks import (
     DIAGNOSTICS_PREFIX,
     MAX_DIAGNOSTICS_LINE,

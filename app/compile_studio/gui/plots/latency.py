@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...results.formatting import plural
+from ...results.report.formatting import plural
 from .buffers import Series
 from .hover import hover_label, track_mouse
 from .latency_curves import LatencyCurves
@@ -118,7 +118,7 @@ class LatencyTab(PlotTab):
         for hover_item in (self._vline, self._hline, self.hover_label):
             hover_item.setVisible(False)
             hover_item.setZValue(100)
-            hover_item.exclude_from_export = True  # see gui.export
+            hover_item.exclude_from_export = True  # see gui.image_export
             self.plot.addItem(hover_item, ignoreBounds=True)
         self._mouse_proxy = track_mouse(self.plot, self._on_mouse_moved, self.hide_crosshair, self)
 

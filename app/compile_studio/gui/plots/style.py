@@ -188,7 +188,7 @@ def style_plot_item(item: pg.PlotItem, left: str, bottom: str | None) -> None:
 
 
 class CaptionedLayoutView(pg.GraphicsLayoutWidget):
-    """A white plot layout whose row 0 holds an export's caption (see gui.export).
+    """A white plot layout whose row 0 holds an export's caption (see gui.image_export).
 
     The row is empty and zero high on screen; plots go in rows 1 and below.
     ``colspan``: how many layout columns the caption spans.
