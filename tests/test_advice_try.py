@@ -580,13 +580,13 @@ def test_try_it_from_the_why_tab_runs_the_comparison_off_the_gui_thread(source, 
     view = WhyView()
     qtbot.addWidget(view)
     asked, threads = [], []
-    view.consent.ask = lambda refs, where: asked.append(([r.what for r in refs], where)) or True
+    view.trials.consent.ask = lambda refs, where: asked.append(([r.what for r in refs], where)) or True
 
     def ms(config, name):
         threads.append(threading.get_ident())
         return 1.0  # per call, whatever the batch: a batch of 64 is 64 times cheaper per sample
 
-    view.trial_session_factory = factory_of(ms=ms)
+    view.trials.session_factory = factory_of(ms=ms)
     view.show_folder(load_run(folder), folder)
     view.try_table.selectRow(tried.rules["mark-dynamic"] - 1)
     assert not view.try_button.isEnabled()  # a code change: shown, not tried
@@ -594,8 +594,8 @@ def test_try_it_from_the_why_tab_runs_the_comparison_off_the_gui_thread(source, 
     assert view.try_button.isEnabled() and view.try_button.text() == "Try it"
     view.try_button.click()
     assert asked == [(["factory"], f"the run {folder.name}")]  # the run's factory: the user's say-so
-    assert view.trial_thread is not None and view.try_button.text() == "Stop trying"
-    qtbot.waitUntil(lambda: view.trial_thread is None, timeout=60_000)
+    assert view.trials.trial_thread is not None and view.try_button.text() == "Stop trying"
+    qtbot.waitUntil(lambda: view.trials.trial_thread is None, timeout=60_000)
     assert threads and threading.get_ident() not in threads
     (listing,) = trials_of(folder)
     assert listing.record.status == "complete" and listing.record.rounds_done() == 3
@@ -638,7 +638,7 @@ def test_closing_the_window_stops_a_comparison_and_keeps_its_rounds(source, trie
     shutil.copytree(source.folder, folder, ignore=shutil.ignore_patterns("trials"))
     window = open_window(qtbot)
     view = window.why_view
-    view.consent.ask = lambda refs, where: True
+    view.trials.consent.ask = lambda refs, where: True
     started = []
 
     def hold_until_stopped(session):  # round 1's B: measuring until the window stops it
@@ -648,10 +648,10 @@ def test_closing_the_window_stops_a_comparison_and_keeps_its_rounds(source, trie
             while not session.stopped and time.monotonic() < deadline:
                 time.sleep(0.01)
 
-    view.trial_session_factory = factory_of(ms=lambda c, n: 1.0, during=hold_until_stopped)
+    view.trials.session_factory = factory_of(ms=lambda c, n: 1.0, during=hold_until_stopped)
     view.show_folder(load_run(folder), folder)
     assert view.try_suggestion(tried.rules["larger-batch"])
-    thread = view.trial_thread
+    thread = view.trials.trial_thread
     qtbot.waitUntil(lambda: len(started) == 2, timeout=30_000)
     window.close()
     assert thread.isFinished()

@@ -50,7 +50,7 @@ def test_report_figure_is_the_reported_run_alone_at_the_chosen_scale(qtbot, tmp_
     size = figure.size()
     figure.deleteLater()
 
-    written = window.export_report_to(tmp_path, run)
+    written = window.exports.export_report_to(tmp_path, run)
     png = tmp_path / f"{run.run_id}_report.png"
     assert png in written
     image = QImage(str(png))

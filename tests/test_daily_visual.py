@@ -228,7 +228,7 @@ def test_empty_plot_hint_says_what_run_will_do_and_goes_once_a_run_is_shown(wind
 def test_svg_export_has_no_embedded_image_and_carries_the_caption(qtbot, window, tmp_path):
     window.show_run(_run("r1", "A"))
     out = tmp_path / "plot.svg"
-    assert window.save_plot(out)
+    assert window.exports.save_plot(out)
     root = ET.parse(out).getroot()
     assert list(root.iter(f"{SVG}image")) == []  # no pixmap background, only vector shapes
     texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
@@ -261,11 +261,11 @@ def test_export_status_names_the_files_and_the_run_when_others_are_shown(window,
     shown, other = _run("r1", "A"), _run("r2", "B", slow=1.2)
     monkeypatch.setattr(window.history, "checked_runs", lambda: [other])
     window.show_run(shown)
-    written = window.export_run_to(tmp_path)
+    written = window.exports.export_run_to(tmp_path)
     message = window.statusBar().currentMessage()
     assert written and all(p.name in message for p in written)
     assert "run A (r1)" in message and "other runs ticked" in message
-    assert window.save_plot(tmp_path / "plot.png", scale=1)
+    assert window.exports.save_plot(tmp_path / "plot.png", scale=1)
     message = window.statusBar().currentMessage()
     assert "plot.png" in message and "2 runs" in message
     lines = window.exports.plot_caption_lines()

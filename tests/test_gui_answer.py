@@ -275,6 +275,6 @@ def test_about_names_the_torch_the_worker_reported(qtbot):
     from compile_studio.core.protocol import HelloEvent
 
     window = open_window(qtbot)
-    window.hello = HelloEvent(protocol=1, environment={"torch": "9.9.9+test"})
+    window.machine.hello = HelloEvent(protocol=1, environment={"torch": "9.9.9+test"})
     about = window.help_menu.show_about()
     assert "torch 9.9.9+test (as the worker reported)" in about.label.text()

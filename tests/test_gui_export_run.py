@@ -56,7 +56,7 @@ def test_exported_csv_and_json_reopen_to_the_run_shown(qtbot, tiny_config, tmp_p
     out = tmp_path / "export"
     out.mkdir()
 
-    written = window.export_run_to(out)
+    written = window.exports.export_run_to(out)
     prefix = f"{run.run_id}_"
     assert sorted(p.name for p in written) == sorted(
         prefix + n for n in ("samples.csv", "summary.csv", "run.json")
@@ -79,7 +79,7 @@ def test_markdown_report_has_the_table_and_a_real_plot_image(qtbot, saved_run_fo
     assert window.exports.export_report_action.text() == "Export report (Markdown)…"
     assert window.exports.export_report_action in window.menuBar().actions()[0].menu().actions()
 
-    written = window.export_report_to(tmp_path)
+    written = window.exports.export_report_to(tmp_path)
     md = tmp_path / f"{run.run_id}_report.md"
     png = tmp_path / f"{run.run_id}_report.png"
     assert sorted(written) == sorted([md, png])
@@ -111,11 +111,11 @@ def test_export_to_an_unwritable_place_shows_an_error_and_writes_nothing(qtbot, 
         target = Path("/proc/self")  # a folder nobody can create files in
     before = sorted(p.name for p in tmp_path.iterdir())
 
-    assert window.export_report_to(target) == []
+    assert window.exports.export_report_to(target) == []
     assert "Cannot export the report" in window.last_error
     assert window.error_banner.isVisible()
     window.hide_error()
-    assert window.export_run_to(target) == []
+    assert window.exports.export_run_to(target) == []
     assert "Cannot export the run" in window.last_error
     assert window.error_banner.isVisible()
     assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -256,7 +256,7 @@ def test_gpu_exports_carry_the_title_and_configuration_caption(qtbot, tmp_path):
     assert lines[0] == "GPU state during the run — hot card"
     assert "MLP 64,32,8 · batch 16" in lines[1] and "dashed = where a variant starts" in lines[2]
     svg = tmp_path / "gpu.svg"
-    assert window.save_plot(svg)
+    assert window.exports.save_plot(svg)
     root = ET.parse(svg).getroot()
     texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
     for words in ("GPU state during the run", "hot card", "MLP 64,32,8", "batch 16", "dashed = where a variant starts",
@@ -264,7 +264,7 @@ def test_gpu_exports_carry_the_title_and_configuration_caption(qtbot, tmp_path):
         assert words in texts, words
     assert list(root.iter(f"{SVG}image")) == []
     png = tmp_path / "gpu.png"
-    assert window.save_plot(png, scale=1)
+    assert window.exports.save_plot(png, scale=1)
     image = QImage(str(png))
     assert (image.width(), image.height()) == (plot.width(), plot.height())
     top = [image.pixelColor(x, y).lightness() for x in range(0, image.width(), 2) for y in range(0, 24)]

@@ -29,7 +29,7 @@ def _open(qtbot, size: tuple[int, int]) -> MainWindow:
 
 def _below_the_answer(window: MainWindow) -> dict[str, QWidget]:
     return {
-        "form": window._form_scroll,
+        "form": window.form.scroll_area,
         "run button": window.run_button,
         "plots": window.plots,
         "plot tab": window.plots.currentWidget(),

@@ -212,19 +212,19 @@ def test_turned_off_no_worker_is_started_ahead(qtbot, monkeypatch):
 def test_the_window_takes_its_environment_from_the_worker_started_ahead(qtbot):
     """One process imports torch at start-up, not two: no probe runs beside the standby."""
     window = open_window(qtbot, probe=True)
-    qtbot.waitUntil(lambda: window.hello is not None, timeout=READY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.machine.hello is not None, timeout=READY_TIMEOUT_MS)
     standby = window.live.standby.standby
-    assert window._probe is None, "no start-up probe beside the worker started ahead"
-    assert standby is not None and window.hello.pid == standby.pid
+    assert window.machine.probe is None, "no start-up probe beside the worker started ahead"
+    assert standby is not None and window.machine.hello.pid == standby.pid
     assert window.environment is not None and window.env_label.text().startswith("torch ")
 
 
 def test_without_a_worker_started_ahead_the_probe_asks(qtbot, monkeypatch):
     monkeypatch.setenv("COMPILE_STUDIO_WORKER_PREFIX", "env")  # a wrapped command: started per run
     window = open_window(qtbot, probe=True)
-    qtbot.waitUntil(lambda: window.hello is not None, timeout=READY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.machine.hello is not None, timeout=READY_TIMEOUT_MS)
     assert window.live.standby.standby is None
-    assert window._probe is not None
+    assert window.machine.probe is not None
 
 
 @IMPORTING

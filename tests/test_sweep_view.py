@@ -28,7 +28,7 @@ def test_a_sweep_from_the_window_updates_point_by_point_and_stops(qtbot):
             view.stop()  # the second point is running: the stop reaches it, whatever the machine's pace
 
     assert view.start(SweepSpec.parse("batch_size", "2,8,32"), window.config_panel.config())
-    view.sweep_thread.changed.connect(on_point)
+    view.jobs.sweep_thread.changed.connect(on_point)
     assert view.is_running() and view.stop_button.isEnabled() and not view.new_button.isEnabled()
     # no single run while the sweep runs
     window.start_run()
@@ -175,7 +175,7 @@ def test_a_running_point_s_events_show_its_phase_and_log_its_errors(qtbot, tmp_p
     view = window.sweep_view
     base = BenchmarkConfig.from_dict({"layers": "32,32,8", "device": "cpu", "variants": ["eager", "aot_eager"]})
     folder = new_sweep(SweepSpec.parse("batch_size", "2,8"), base, tmp_path)
-    view.sweep_thread = JobThread(SweepRunner(folder))  # running, as the view sees it (never started)
+    view.jobs.sweep_thread = JobThread(SweepRunner(folder))  # running, as the view sees it (never started)
     lines: list[str] = []
     view.log_line.connect(lines.append)
     view.show_record(folder.snapshot())
@@ -184,4 +184,4 @@ def test_a_running_point_s_events_show_its_phase_and_log_its_errors(qtbot, tmp_p
     view._on_event(0, protocol.ErrorEvent(kind=protocol.ErrorKind.OOM, message="too big", variant="eager"))
     view._on_event(1, protocol.WarningEvent(message="slow"))
     assert lines == ["[point 1] error (oom) in eager: too big", "[point 2] warning: slow"]
-    view.sweep_thread = None
+    view.jobs.sweep_thread = None

@@ -56,7 +56,7 @@ def test_window_export_of_a_crafted_run_stays_in_the_chosen_folder(qtbot, tmp_pa
     out.mkdir(parents=True)
     window = open_window(qtbot)
     before = every_file(tmp_path) - every_file(out)
-    written = window.export_run_to(out, run) + window.exports.export_report_to(out, run)
+    written = window.exports.export_run_to(out, run) + window.exports.export_report_to(out, run)
     assert len(written) >= 4
     assert all(p.parent == out for p in written)
     assert every_file(tmp_path) - every_file(out) == before

@@ -53,7 +53,7 @@ def main(width: int, height: int, folder: Path, shot: str | None) -> dict[str, o
     view.show_record(point_sweep())
     for _ in range(5):
         app.processEvents()
-    out["form_hbar"] = window._form_scroll.horizontalScrollBar().isVisible()
+    out["form_hbar"] = window.form.scroll_area.horizontalScrollBar().isVisible()
     out["panes"] = window.main_splitter.sizes()
     out["plots_least"] = window.plots.minimumWidth()
     out["dock"] = view.dock.width()

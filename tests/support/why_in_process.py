@@ -54,7 +54,7 @@ def check_recompile_with_its_guard_reason() -> None:
         sink = ListSink()
         runner = SimpleNamespace(
             sink=sink, device=torch.device("cpu"), x=(torch.randn(3, 8),), stop=threading.Event(),
-            timer=SimpleNamespace(sync=lambda: None), _no_grad=torch.no_grad,
+            timer=SimpleNamespace(sync=lambda: None), no_grad=torch.no_grad,
         )
         collector.report(runner, "v", lambda xs: fn(*xs), compiled=True)
     finally:
@@ -83,7 +83,7 @@ def check_hit_recompile_limit() -> None:
         sink = ListSink()
         runner = SimpleNamespace(
             sink=sink, device=torch.device("cpu"), x=(torch.randn(3, 8),), stop=threading.Event(),
-            timer=SimpleNamespace(sync=lambda: None), _no_grad=torch.no_grad,
+            timer=SimpleNamespace(sync=lambda: None), no_grad=torch.no_grad,
         )
         collector.report(runner, "v", lambda xs: fn(*xs), compiled=True)
     finally:
@@ -120,7 +120,7 @@ def check_refused_recompile_is_named_as_the_user_wrote_it() -> None:
         sink = ListSink()
         runner = SimpleNamespace(
             sink=sink, device=torch.device("cpu"), x=(torch.randn(3, 8),), stop=threading.Event(),
-            timer=SimpleNamespace(sync=lambda: None), _no_grad=torch.no_grad,
+            timer=SimpleNamespace(sync=lambda: None), no_grad=torch.no_grad,
         )
         collector.report(runner, "max-autotune", lambda xs: fn(*xs), compiled=True)
     finally:
@@ -213,7 +213,7 @@ def _capture(model: nn.Module, x: torch.Tensor, flops: float | None) -> tuple[Ev
     sink = ListSink()
     runner = SimpleNamespace(
         sink=sink, device=torch.device("cpu"), x=(x,), stop=threading.Event(),
-        timer=SimpleNamespace(sync=lambda: None), _no_grad=torch.no_grad,
+        timer=SimpleNamespace(sync=lambda: None), no_grad=torch.no_grad,
     )
     collector = WhyCollector()
     t0 = time.perf_counter()

@@ -62,7 +62,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
     except Stopped:
         raise
     except BaseException as exc:  # noqa: BLE001
-        run._error(v.name, exc, "checking the steady-state output")
+        run.send_error(v.name, exc, "checking the steady-state output")
         return
     verdict = _Verdict()
     _check_output(run, v, late, verdict)
@@ -75,7 +75,7 @@ def finish_variant(run: RunState, v: Variant) -> None:
     clock = clock_report(run, v)
     in_window = v.recompiles_in_window
     if v.compiled and in_window:
-        run._warn(
+        run.send_warning(
             v.name,
             f"{v.name} recompiled {in_window}x inside the timed window: "
             "its samples are not steady state",
@@ -126,7 +126,7 @@ def _check_output(run: RunState, v: Variant, late: CheckedOutput | None, verdict
     if not late_ok:
         verdict.problems.append(f"steady state: {late_why}")
     elif verdict.replay_diff != 0.0 and run.random_kind is None:
-        run._warn(
+        run.send_warning(
             v.name,
             f"{v.name}: a steady-state call differs from the first call by up to "
             f"{verdict.replay_diff:.3g} (not bit-identical, but within the correctness rule)",
@@ -148,7 +148,7 @@ def _check_training(run: RunState, v: Variant, verdict: _Verdict) -> None:
     if drift_why:
         verdict.problems.append(f"parameters: {drift_why}")
     if verdict.drift_unjudged and run.random_kind is None:
-        run._warn(v.name, f"{v.name}: the training check's parameters are not judged: "
+        run.send_warning(v.name, f"{v.name}: the training check's parameters are not judged: "
                           f"{verdict.drift_unjudged} (the gradients are judged)")
 
 
@@ -180,12 +180,12 @@ def _correctness(run: RunState, v: Variant, verdict: _Verdict) -> bool | None:
     problems = verdict.problems = verdict.structural + verdict.problems
     correct: bool | None = not problems
     if verdict.structural:
-        run._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
+        run.send_warning(v.name, f"{v.name} is not correct: " + "; ".join(problems))
     elif problems and run.random_kind is not None:
         correct = None
-        run._warn(v.name, f"{v.name}: " + "; ".join(problems))
+        run.send_warning(v.name, f"{v.name}: " + "; ".join(problems))
     elif problems:
-        run._warn(v.name, f"{v.name} is not correct: " + "; ".join(problems))
+        run.send_warning(v.name, f"{v.name} is not correct: " + "; ".join(problems))
     return correct
 
 
@@ -272,7 +272,7 @@ def steady_state_output(run: RunState, v: Variant) -> CheckedOutput | None:
         return None
     with torch.inference_mode():
         if run.random_kind is not None:
-            run._reseed()
+            run.reseed()
         out = v.step(run.x)
         late = checked_output(out)
     run.timer.sync()
@@ -282,7 +282,7 @@ def steady_state_output(run: RunState, v: Variant) -> CheckedOutput | None:
 def time_pipelined(run: RunState, v: Variant) -> float:
     """Milliseconds per call of PIPELINED_CALLS back-to-back calls, synchronised once."""
     calls = max(1, min(PIPELINED_CALLS, run.config.iterations))
-    with run._no_grad():
+    with run.no_grad():
         return run.timer.pipelined(lambda: v.step(run.x), calls)
 
 
@@ -299,9 +299,9 @@ def drift_steps(run: RunState, v: Variant) -> None:
     if v.name in run.drift_params:
         return
     v.restore()
-    with run._no_grad():
+    with run.no_grad():
         for _ in range(DRIFT_STEPS):
-            run._check_stop()
+            run.check_stop()
             v.step(run.x)
     run.timer.sync()
     run.drift_params[v.name] = v.params_cpu()
@@ -363,7 +363,7 @@ def cudagraph_report(run: RunState, v: Variant) -> None:
     """A warning when a CUDA-graph variant ran without its graphs."""
     state = cudagraph_state(run, v)
     if state and state != "used":
-        run._warn(v.name, f"{v.name}: CUDA graphs {state}; it ran without them")
+        run.send_warning(v.name, f"{v.name}: CUDA graphs {state}; it ran without them")
 
 
 def device_time_report(run: RunState, v: Variant) -> dict[str, Any] | None:
@@ -372,7 +372,7 @@ def device_time_report(run: RunState, v: Variant) -> dict[str, Any] | None:
         return None
     if v.uncovered:
         share = v.uncovered / v.device_samples
-        run._warn(
+        run.send_warning(
             v.name,
             f"{v.name}: {v.uncovered} of {v.device_samples} device-timed calls "
             f"({share:.0%}) outlasted the sleep that keeps the stream busy: their device time "
@@ -386,14 +386,14 @@ def clock_report(run: RunState, v: Variant) -> dict[str, Any]:
     """The clock at the timed windows' edges, warning when it changed too much inside one."""
     change = v.clock_max_change
     if change is not None and abs(change) > CLOCK_CHANGE_WARN:
-        run._warn(
+        run.send_warning(
             v.name,
             f"{v.name}: the {run.clock.source.replace('_', ' ')} changed by "
             f"{change * 100:+.0f} % inside a timed window",
         )
     throttled = slowdowns(v.clock_start, v.clock_end)
     if throttled:
-        run._warn(
+        run.send_warning(
             v.name,
             f"{v.name}: the GPU was slowed down at the edge of a timed window "
             f"({', '.join(r.replace('_', ' ') for r in throttled)}: NVML's clock-event reasons); "

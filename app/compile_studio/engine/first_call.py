@@ -149,19 +149,19 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
         return None
     compile_s: float | None = None
     if v.compiled:
-        run._phase(name, protocol.Phase.COMPILE, 1)
+        run.send_phase(name, protocol.Phase.COMPILE, 1)
         if run.isolated_compile is not None:
             try:
                 compile_s = run.isolated_compile(name)
             except Stopped:
                 raise
             except BaseException as exc:  # noqa: BLE001
-                run._check_stop()
-                run._error(name, exc, "compiling in a fresh process")
+                run.check_stop()
+                run.send_error(name, exc, "compiling in a fresh process")
                 return None
     if v.compiled and not run.libraries_started:
         try:
-            with run._no_grad(), contextlib.redirect_stdout(sys.stderr):
+            with run.no_grad(), contextlib.redirect_stdout(sys.stderr):
                 start_libraries(run, v)
         except Stopped:
             raise
@@ -187,14 +187,14 @@ def _build(run: RunState, name: str) -> Variant | None:
     """Variant ``name`` built (for training, its parameters kept); None if that failed."""
     from .environment import compile_modes
 
-    run._check_stop()
-    run._phase(name, protocol.Phase.BUILD, 0)
+    run.check_stop()
+    run.send_phase(name, protocol.Phase.BUILD, 0)
     try:
         v = build_variant(run.config, name, run.device, run.dtype, compile_modes())
     except Stopped:
         raise
     except BaseException as exc:  # noqa: BLE001 - reported, others go on
-        run._error(name, exc, "building the model")
+        run.send_error(name, exc, "building the model")
         return None
     # CUDA-graph pools created from here on are this variant's
     run.memory.mark_built(name)
@@ -208,9 +208,9 @@ def _time_first_call(run: RunState, v: Variant, heard: BreakCount) -> float | No
     second call that records the graph; None (the error said) if it failed."""
     try:
         # what the model prints on its first call (a compile) goes to the log
-        with heard, run._no_grad(), contextlib.redirect_stdout(sys.stderr):
+        with heard, run.no_grad(), contextlib.redirect_stdout(sys.stderr):
             if run.random_kind is not None:
-                run._reseed()
+                run.reseed()
             t0 = time.perf_counter_ns()
             out = v.step(run.x)
             run.timer.sync()
@@ -229,7 +229,7 @@ def _time_first_call(run: RunState, v: Variant, heard: BreakCount) -> float | No
     except Stopped:
         raise
     except BaseException as exc:  # noqa: BLE001
-        run._error(v.name, exc, "compiling" if v.compiled else "running the first call")
+        run.send_error(v.name, exc, "compiling" if v.compiled else "running the first call")
         return None
     return first_ms
 
@@ -263,7 +263,7 @@ def _report_compile(
     skipped = max(len(heard.skipped), not_ok)
     skip_reasons = list(dict.fromkeys(b["reason"] for b in heard.skipped))
     if skipped and after["graphs"] == counts["graphs"]:
-        run._warn(
+        run.send_warning(
             name,
             f"{name}: compile captured nothing: Dynamo gave up on the model"
             + (f" ({skip_reasons[0].split(' (hint:')[0]})" if skip_reasons else "")

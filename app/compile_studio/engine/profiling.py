@@ -50,7 +50,7 @@ class ProfiledRun(Protocol):
     stop: Any
     timer: Any
 
-    def _no_grad(self) -> contextlib.AbstractContextManager[Any]: ...
+    def no_grad(self) -> contextlib.AbstractContextManager[Any]: ...
 
 
 def profile_calls(
@@ -72,7 +72,7 @@ def profile_calls(
     per_call = ms_per_call if ms_per_call and ms_per_call > 0 else None
     calls = PROFILE_CALLS if per_call is None else max(1, min(PROFILE_CALLS, int(PROFILE_BUDGET_MS / per_call)))
     x, sync = runner.x, runner.timer.sync
-    with runner._no_grad(), profile(activities=activities, record_shapes=True) as prof:
+    with runner.no_grad(), profile(activities=activities, record_shapes=True) as prof:
         for k in range(calls):
             if runner.stop.is_set():
                 break

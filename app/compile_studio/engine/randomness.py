@@ -57,7 +57,7 @@ def detect_randomness(run: RunState, workload: Workload) -> str | None:
         with torch.random.fork_rng(devices=devices), grad:
             for reseed in (True, True, False):
                 if reseed:
-                    run._reseed()
+                    run.reseed()
                 outputs.append(checked_output(call_model(model, run.x)))
                 run.timer.sync()
     except Exception:  # noqa: BLE001 - the variants report the model's own failure

@@ -39,7 +39,7 @@ def time_unpinned(run: RunState, live: list[Variant]) -> None:
     samples: dict[str, list[float]] = {v.name: [] for v in live}
     run.pin.unpin_all()
     try:
-        with run._no_grad(), no_gc():
+        with run.no_grad(), no_gc():
             for _ in range(UNPINNED_ROUNDS):
                 for v in live:
                     samples[v.name] += _block(run, v, count)

@@ -311,9 +311,9 @@ class ColdStartView(QWidget):
 def install_coldstart_view(window: Any) -> ColdStartView:
     """Give the window its Start-up cost dock (hidden until used) and its two Run menu items."""
     view = ColdStartView(window.config_panel.config, window.store.root.parent / "coldstart")
-    agree = getattr(window, "form_code_agreed", None)
-    if agree is not None:
-        view.agree_base = agree
+    runs = getattr(window, "runs", None)  # the window's Run: its rule for the form's code
+    if runs is not None:
+        view.agree_base = runs.code_agreed
     view.message.connect(window.show_error)
     view.log_line.connect(window.log.append_line)
     dock = QDockWidget("Start-up cost", window)

@@ -140,6 +140,11 @@ class LiveRun(QObject):
     def running(self) -> bool:
         return self.benchmark_thread is not None
 
+    def running_folder(self) -> Path | None:
+        """The folder of the running benchmark (None: none runs)."""
+        job = self.run_job
+        return job.folder if self.running and job is not None else None
+
     @property
     def runs_here(self) -> bool:
         """Whether the running worker is on this machine (it shares its cores with the window)."""

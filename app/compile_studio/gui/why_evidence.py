@@ -291,7 +291,7 @@ class PhaseBars(pg.GraphicsLayoutWidget):
         super().resizeEvent(event)
         legend = getattr(self, "legend", None)  # pyqtgraph resizes the view while it is made
         if legend is not None:
-            legend._resync.start()  # as many legend columns as fit the new width
+            legend.sync_soon()  # as many legend columns as fit the new width
 
     # -- sizes from the font ----------------------------------------------------------------------
     def _fit_axes(self) -> None:

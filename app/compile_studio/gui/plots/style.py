@@ -249,6 +249,10 @@ class SideLegend(pg.LegendItem):
         self._resync.timeout.connect(self.sync)
         host.geometryChanged.connect(self._resync.start)
 
+    def sync_soon(self) -> None:
+        """Place the legend again from the event loop (after the host's size changed)."""
+        self._resync.start()
+
     def _entry_width(self) -> float:
         widest = 0.0
         for sample, label in self.items:

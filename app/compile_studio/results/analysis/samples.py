@@ -163,6 +163,10 @@ class VariantSamples:
         return [None if r == NO_ROUND else r for r in self.round_array().tolist()]
 
     # -- derived ---------------------------------------------------------------------------
+    def forget(self, what: str) -> None:
+        """Drop what :meth:`cached` kept under ``what``."""
+        self._cache.pop(what, None)
+
     def cached(self, what: str, compute: Callable[[], Any]) -> Any:
         """``compute()``, kept until more samples arrive."""
         hit = self._cache.get(what)

@@ -169,7 +169,7 @@ def _interval_against(
 
     got = variant.samples.cached(what, compute)
     if got[0] != len(base.samples):
-        variant.samples._cache.pop(what, None)
+        variant.samples.forget(what)
         got = variant.samples.cached(what, compute)
     return got[1]  # type: ignore[no-any-return]
 
@@ -289,17 +289,12 @@ def summarize(run: RunResult) -> list[SummaryRow]:
     run read back from disk returns the rows stored with it (see
     :meth:`RunResult.set_summary`).
     """
-    if not run.samples_loaded:
-        if run._summary is not None:
-            return list(run._summary[1])
-        run.require_samples()
-    key = _summary_key(run)
-    cached = run._summary
-    if cached is not None and cached[0] == key:
-        return list(cached[1])
+    known = run.known_summary()
+    if known is not None:
+        return known
+    run.require_samples()
     rows = _compute_summary(run)
-    run._summary = (key, rows)
-    run.summary_counts = {name: len(v.samples) for name, v in run.variants.items()}
+    run.set_summary(rows)
     return list(rows)
 
 

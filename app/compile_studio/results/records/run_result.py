@@ -287,6 +287,10 @@ class RunResult:
             name: len(v.samples) for name, v in self.variants.items()
         }
 
+    def forget_summary(self) -> None:
+        """No summary is known any more (the samples were read anew)."""
+        self._summary = None
+
     def last_summary(self) -> list[SummaryRow]:
         """The rows :func:`summarize` gave last, even if samples came since ([] when none yet)."""
         return list(self._summary[1]) if self._summary is not None else []

@@ -80,7 +80,7 @@ class SummarySource:
             if skipped:
                 run.load_problems.append(f"{SAMPLES_CSV}: {skipped} unreadable rows skipped")
         counts = {name: len(v.samples) for name, v in run.variants.items()}
-        run._summary = None
+        run.forget_summary()
         if self.stored is not None and self.stored[1] == counts:
             run.set_summary(*self.stored)
             return  # the summary is the run's own: no cache is looked at (nor its folder located)
