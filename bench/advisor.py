@@ -115,10 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     from compile_studio.jobs.session import RunSession
     from compile_studio.jobs.trial import TrialRunner, new_trial, not_tried_reason
     from compile_studio.results import RunStore, load_run
-    from compile_studio.results.advice import advice_text
-    from compile_studio.results.formatting import verdict_lines
-    from compile_studio.results.trial_judge import fmt_figure, fmt_ratio
-    from compile_studio.results.what_to_try import trial_table, what_to_try
+    from compile_studio.results.report.formatting import verdict_lines
+    from compile_studio.results.suggestions.advice import advice_text
+    from compile_studio.results.suggestions.trial_judge import fmt_figure, fmt_ratio
+    from compile_studio.results.suggestions.what_to_try import trial_table, what_to_try
 
     root = Path(tempfile.mkdtemp(prefix="compile-studio-advisor-"))
     store = RunStore(root / "runs")

@@ -261,7 +261,7 @@ def timer_child(request: dict[str, Any]) -> int:
 
     from compile_studio.core.config import BenchmarkConfig
     from compile_studio.engine.environment import compile_modes
-    from compile_studio.engine.model import TORCH_DTYPES
+    from compile_studio.engine.mlp import TORCH_DTYPES
     from compile_studio.engine.run_state import apply_precision, resolve_device
     from compile_studio.engine.runner import make_input, round_blocks
     from compile_studio.engine.variant import build_variant

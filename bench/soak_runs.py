@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from compile_studio.core.config import BenchmarkConfig
-    from compile_studio.gui.benchmark_thread import BenchmarkThread, has_finished
+    from compile_studio.gui.job_thread import JobThread, has_finished
     from compile_studio.gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     ]
     threads = [
-        o for o in gc.get_objects() if isinstance(o, BenchmarkThread) and not has_finished(o)
+        o for o in gc.get_objects() if isinstance(o, JobThread) and not has_finished(o)
     ]
     growth = rss_mib[-1] - rss_mib[1] if len(rss_mib) > 1 else 0.0
     per_run = growth / max(1, len(rss_mib) - 2)

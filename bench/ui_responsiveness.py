@@ -564,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("COMPILE_STUDIO_DATA_DIR", str(scratch / "data"))
     os.environ.setdefault("COMPILE_STUDIO_SETTINGS_DIR", str(scratch / "settings"))
     from compile_studio.core.config import BenchmarkConfig
-    from compile_studio.results.machine_load import machine_load
+    from compile_studio.results.analysis.machine_load import machine_load
 
     if args.stalls:
         os.environ["UI_BENCH_STALLS"] = "1"

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from compile_studio.core.config import BenchmarkConfig
-    from compile_studio.gui.export import save_widget_png
+    from compile_studio.gui.image_export import save_widget_png
     from compile_studio.gui.main_window import MainWindow
     from compile_studio.gui.sweep_dock import show_dock
     from compile_studio.jobs.sweep_spec import SweepSpec
@@ -170,10 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         window.statusBar().clearMessage()  # an export's "Saved … in <folder>" is no part of a picture
         app.processEvents()
         texts[name] = shown_texts(window)
-        made[name] = window.save_screenshot(out / name)
+        made[name] = window.exports.save_screenshot(out / name)
 
     def plot_picture(name: str, scale: float) -> None:
-        made[name] = window.save_plot(out / name, scale=scale)
+        made[name] = window.exports.save_plot(out / name, scale=scale)
         texts[name] = shown_texts(window.plots.currentWidget())
         window.statusBar().clearMessage()
 

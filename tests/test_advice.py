@@ -16,7 +16,8 @@ from compile_studio.cli import advise as cli_advise
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.core.protocol import RunStatus, VariantStatus
 from compile_studio.results import RunResult, RunWriter, VariantResult
-from compile_studio.results.advice import (
+from compile_studio.results.explain.why_files import compact
+from compile_studio.results.suggestions.advice import (
     TIER_CALL,
     TIER_COMPILE,
     TIER_GRAPH,
@@ -26,8 +27,7 @@ from compile_studio.results.advice import (
     gather,
     load_why,
 )
-from compile_studio.results.advice_rules import CACHE_BREAK_EVEN_CALLS, RULES, advise
-from compile_studio.results.why_files import compact
+from compile_studio.results.suggestions.advice_rules import CACHE_BREAK_EVEN_CALLS, RULES, advise
 
 MODES = ["default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune"]
 #: The environment blocks of the worker's hello: this CPU machine (as recorded), an H100, a T4 (no

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.core.protocol import RunStatus
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore, load_run
-from compile_studio.results.what_to_try import what_to_try
+from compile_studio.results.suggestions.what_to_try import what_to_try
+
+pytestmark = pytest.mark.long
 
 MODELS = Path(__file__).resolve().parent / "user_models"
 RUN = {
@@ -73,7 +77,7 @@ def test_trying_fullgraph_on_an_item_break_measures_the_model_as_one_graph(tmp_p
     import argparse
 
     from compile_studio.cli import advise as cli_advise
-    from compile_studio.results.trial_load import trials_of
+    from compile_studio.results.records.trial_load import trials_of
 
     outcome = RunSession(
         BenchmarkConfig.from_dict({**RUN, "model": "custom", "factory": f"{MODELS / 'item_scale.py'}:make_model"}),

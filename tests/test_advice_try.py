@@ -26,10 +26,12 @@ from compile_studio.core.protocol import RunStatus, VariantStatus
 from compile_studio.jobs import trial as trial_job
 from compile_studio.jobs.session import RunOutcome, RunSession
 from compile_studio.results import RunResult, RunStore, load_run
-from compile_studio.results.advice import CodeChange, Suggestion, advice_text
-from compile_studio.results.trial_load import load_trial, trials_of
-from compile_studio.results.trial_record import TRIAL_JSON, VERDICT_WORDS, TrialDamaged
-from compile_studio.results.what_to_try import what_to_try
+from compile_studio.results.records.trial_load import load_trial, trials_of
+from compile_studio.results.records.trial_record import TRIAL_JSON, VERDICT_WORDS, TrialDamaged
+from compile_studio.results.suggestions.advice import CodeChange, Suggestion, advice_text
+from compile_studio.results.suggestions.what_to_try import what_to_try
+
+pytestmark = pytest.mark.long
 
 #: The words a tried suggestion may get (a machine's speed decides which).
 TIMED = ("faster", "slower", "cannot tell")
@@ -88,7 +90,7 @@ def consistent(verdict: str, lo: float | None, hi: float | None) -> bool:
 @pytest.fixture(scope="module")
 def source(tmp_path_factory, worker_fork_server):
     """The user's run: the scorer at batch 1, diagnostics on (the evidence the rules read)."""
-    import worker_zygote
+    from support import worker_zygote
 
     base = tmp_path_factory.mktemp("try")
     path = base / "scorer.py"
@@ -110,7 +112,7 @@ def numbered(folder: Path) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def tried(source, worker_fork_server):
     """``advise RUN --try <larger-batch>,<dynamic-shapes> --rounds 3 --trust-code``, as a user types it."""
-    import worker_zygote
+    from support import worker_zygote
 
     rules = numbered(source.folder)
     assert "larger-batch" in rules and "dynamic-shapes" in rules, rules
@@ -542,7 +544,7 @@ def test_only_configuration_changes_are_tried(tmp_path):
 # -- shown where the verdict is -------------------------------------------------------------------
 
 def test_the_report_lists_what_to_try_with_each_verdict(source, tried):
-    from compile_studio.results.export import markdown_report
+    from compile_studio.results.report.run_export import markdown_report
 
     report = markdown_report(load_run(source.folder))
     section = report.split("### What to try", 1)[1]
@@ -578,13 +580,13 @@ def test_try_it_from_the_why_tab_runs_the_comparison_off_the_gui_thread(source, 
     view = WhyView()
     qtbot.addWidget(view)
     asked, threads = [], []
-    view.consent.ask = lambda refs, where: asked.append(([r.what for r in refs], where)) or True
+    view.trials.consent.ask = lambda refs, where: asked.append(([r.what for r in refs], where)) or True
 
     def ms(config, name):
         threads.append(threading.get_ident())
         return 1.0  # per call, whatever the batch: a batch of 64 is 64 times cheaper per sample
 
-    view.trial_session_factory = factory_of(ms=ms)
+    view.trials.session_factory = factory_of(ms=ms)
     view.show_folder(load_run(folder), folder)
     view.try_table.selectRow(tried.rules["mark-dynamic"] - 1)
     assert not view.try_button.isEnabled()  # a code change: shown, not tried
@@ -592,8 +594,8 @@ def test_try_it_from_the_why_tab_runs_the_comparison_off_the_gui_thread(source, 
     assert view.try_button.isEnabled() and view.try_button.text() == "Try it"
     view.try_button.click()
     assert asked == [(["factory"], f"the run {folder.name}")]  # the run's factory: the user's say-so
-    assert view.trial_thread is not None and view.try_button.text() == "Stop trying"
-    qtbot.waitUntil(lambda: view.trial_thread is None, timeout=60_000)
+    assert view.trials.trial_thread is not None and view.try_button.text() == "Stop trying"
+    qtbot.waitUntil(lambda: view.trials.trial_thread is None, timeout=60_000)
     assert threads and threading.get_ident() not in threads
     (listing,) = trials_of(folder)
     assert listing.record.status == "complete" and listing.record.rounds_done() == 3
@@ -630,13 +632,13 @@ def test_closing_the_window_stops_a_comparison_and_keeps_its_rounds(source, trie
     trial.json says why, with the runs done before it kept."""
     import time
 
-    from gui_helpers import open_window
+    from support.gui_helpers import open_window
 
     folder = tmp_path / "run"
     shutil.copytree(source.folder, folder, ignore=shutil.ignore_patterns("trials"))
     window = open_window(qtbot)
     view = window.why_view
-    view.consent.ask = lambda refs, where: True
+    view.trials.consent.ask = lambda refs, where: True
     started = []
 
     def hold_until_stopped(session):  # round 1's B: measuring until the window stops it
@@ -646,10 +648,10 @@ def test_closing_the_window_stops_a_comparison_and_keeps_its_rounds(source, trie
             while not session.stopped and time.monotonic() < deadline:
                 time.sleep(0.01)
 
-    view.trial_session_factory = factory_of(ms=lambda c, n: 1.0, during=hold_until_stopped)
+    view.trials.session_factory = factory_of(ms=lambda c, n: 1.0, during=hold_until_stopped)
     view.show_folder(load_run(folder), folder)
     assert view.try_suggestion(tried.rules["larger-batch"])
-    thread = view.trial_thread
+    thread = view.trials.trial_thread
     qtbot.waitUntil(lambda: len(started) == 2, timeout=30_000)
     window.close()
     assert thread.isFinished()

@@ -16,6 +16,8 @@ import pytest
 
 from compile_studio.results import load_run
 
+pytestmark = pytest.mark.long
+
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 
 
@@ -63,7 +65,7 @@ def test_run_show_compare(tmp_path, tiny_config):
     assert show.returncode == 0
     run = load_run(folders[0])
     median = next(v for v in run.variants.values() if v.name == "aot_eager").stats().median
-    from compile_studio.results.formatting import fmt_ms
+    from compile_studio.results.report.formatting import fmt_ms
 
     assert fmt_ms(median) in show.stdout
     comp = cli("compare", *map(str, folders))
@@ -230,7 +232,7 @@ def test_no_dynamic_is_the_old_spelling_of_dynamic_auto_and_says_so(capsys):
 
 def _recorded(store, when, **config):
     from compile_studio.core import protocol
-    from compile_studio.results.recorder import RunRecorder
+    from compile_studio.results.storage.recorder import RunRecorder
 
     rec = RunRecorder({"layers": "8,8", "batch_size": 2, "variants": ["eager", "aot_eager"], **config},
                       store.new_run_folder("r", when))

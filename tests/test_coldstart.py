@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.results.cache_file import (
+from compile_studio.results.records.cache_file import (
     MAGIC,
     CacheFileError,
     read_cache_file,
     write_cache_file,
 )
-from compile_studio.results.coldstart_record import load_coldstart, summarize
+from compile_studio.results.records.coldstart_record import load_coldstart, summarize
 
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 FLAGS = ["--layers", "32,32,8", "--batch-size", "4", "--device", "cpu", "--variants", "eager,default"]
@@ -216,7 +216,7 @@ def test_a_stop_during_a_cold_compile_keeps_what_was_measured_and_leaves_no_proc
 
 
 def test_a_gpu_cache_file_is_checked_against_the_gpu_triton_and_cuda_it_would_run_on():
-    from compile_studio.results.cache_file import (
+    from compile_studio.results.records.cache_file import (
         CachedVariant,
         CacheFile,
         cache_mismatches,

@@ -8,8 +8,12 @@ from PySide6.QtWidgets import QDialog
 
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.coldstart_view import ColdStartDialog
-from compile_studio.results.coldstart_record import ColdStartFolder, ColdStartPoint, ColdStartRecord
-from gui_helpers import open_window
+from compile_studio.results.records.coldstart_record import (
+    ColdStartFolder,
+    ColdStartPoint,
+    ColdStartRecord,
+)
+from support.gui_helpers import open_window
 
 
 def cells(view) -> list[list[str]]:
@@ -79,12 +83,12 @@ def test_closing_the_window_stops_a_running_start_up_job_and_keeps_it(qtbot, tmp
     qtbot.waitUntil(lambda: view.job_thread.runner.hello is not None, timeout=120_000)
     window.close()
     assert not view.is_running()
-    record = view.job_thread.folder.snapshot()
+    record = view.job_thread.runner.folder.snapshot()
     assert record.status == "stopped" and "window was closed" in record.message
 
 
 def test_a_cache_file_from_the_window_is_asked_about_checked_and_refused_with_its_reason(qtbot, tmp_path):
-    from compile_studio.results.cache_file import write_cache_file
+    from compile_studio.results.records.cache_file import write_cache_file
 
     window = open_window(qtbot)
     view = window.coldstart_view

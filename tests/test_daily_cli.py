@@ -14,8 +14,13 @@ import pytest
 from compile_studio.cli import commands as cli
 from compile_studio.core import protocol
 from compile_studio.results import RunStore, load_run, summarize
-from compile_studio.results.formatting import fmt_break_even, fmt_pays_off, plural, summary_cells
-from compile_studio.results.recorder import RunRecorder
+from compile_studio.results.report.formatting import (
+    fmt_break_even,
+    fmt_pays_off,
+    plural,
+    summary_cells,
+)
+from compile_studio.results.storage.recorder import RunRecorder
 
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 

@@ -11,8 +11,8 @@ from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.plots import PlotPanel
 from compile_studio.results import RunStore, load_run
-from compile_studio.results.formatting import verdict_lines
-from gui_helpers import legend_labels
+from compile_studio.results.report.formatting import verdict_lines
+from support.gui_helpers import legend_labels
 from test_daily_cli import record
 
 LOAD = {
@@ -50,7 +50,7 @@ def test_report_figure_is_the_reported_run_alone_at_the_chosen_scale(qtbot, tmp_
     size = figure.size()
     figure.deleteLater()
 
-    written = window.export_report_to(tmp_path, run)
+    written = window.exports.export_report_to(tmp_path, run)
     png = tmp_path / f"{run.run_id}_report.png"
     assert png in written
     image = QImage(str(png))

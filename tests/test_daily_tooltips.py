@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from compile_studio.core.config import AA_CONTROL, EnvironmentInfo
+from compile_studio.core.config import EnvironmentInfo
+from compile_studio.core.variants import AA_CONTROL
 from compile_studio.gui.config_panel import VARIANT_HELP, ConfigPanel
 from compile_studio.gui.summary_table import SummaryTableModel
-from compile_studio.results.formatting import HEADER_HELP, SUMMARY_HEADERS
+from compile_studio.results.report.formatting import HEADER_HELP, SUMMARY_HEADERS
 
 
 def env(devices):

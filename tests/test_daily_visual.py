@@ -13,13 +13,13 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QImage
 
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.export import _captioned, caption_html, save_plot_png
+from compile_studio.gui.image_export import _captioned, caption_html, save_plot_png
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.plots import PlotPanel
 from compile_studio.gui.plots.style import SideLegend, plain_number, run_dash
 from compile_studio.gui.summary_table import SummaryTableModel, SummaryTableView
 from compile_studio.results import RunResult, VariantResult, summarize
-from gui_helpers import distribution_note, histogram_data, legend_labels, series_color
+from support.gui_helpers import distribution_note, histogram_data, legend_labels, series_color
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -228,7 +228,7 @@ def test_empty_plot_hint_says_what_run_will_do_and_goes_once_a_run_is_shown(wind
 def test_svg_export_has_no_embedded_image_and_carries_the_caption(qtbot, window, tmp_path):
     window.show_run(_run("r1", "A"))
     out = tmp_path / "plot.svg"
-    assert window.save_plot(out)
+    assert window.exports.save_plot(out)
     root = ET.parse(out).getroot()
     assert list(root.iter(f"{SVG}image")) == []  # no pixmap background, only vector shapes
     texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
@@ -261,11 +261,11 @@ def test_export_status_names_the_files_and_the_run_when_others_are_shown(window,
     shown, other = _run("r1", "A"), _run("r2", "B", slow=1.2)
     monkeypatch.setattr(window.history, "checked_runs", lambda: [other])
     window.show_run(shown)
-    written = window.export_run_to(tmp_path)
+    written = window.exports.export_run_to(tmp_path)
     message = window.statusBar().currentMessage()
     assert written and all(p.name in message for p in written)
     assert "run A (r1)" in message and "other runs ticked" in message
-    assert window.save_plot(tmp_path / "plot.png", scale=1)
+    assert window.exports.save_plot(tmp_path / "plot.png", scale=1)
     message = window.statusBar().currentMessage()
     assert "plot.png" in message and "2 runs" in message
     lines = window.exports.plot_caption_lines()
@@ -278,7 +278,7 @@ def test_history_columns_and_latency_plot_fit_the_window(qtbot, size):
     """After a run with one overlay: the history's model, best speedup and status are seen
     without scrolling sideways, its "N runs" line is whole, and the latency plot keeps its height."""
     from compile_studio.gui.history_panel import COLUMNS
-    from compile_studio.results.run_files import run_to_json, samples_to_csv
+    from compile_studio.results.storage.run_files import run_to_json, samples_to_csv
 
     window = MainWindow(probe=False)
     qtbot.addWidget(window)

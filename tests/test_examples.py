@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from compile_studio.results import load_run
-from compile_studio.results.sweep_load import load_sweep
+from compile_studio.results.records.sweep_load import load_sweep
+
+pytestmark = pytest.mark.long
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -1,7 +1,7 @@
 """One achieved-FLOP/s figure: ``show``, ``why``, the report and summary.csv agree on one saved run.
 
 The figure is FLOPs per call (torch's FlopCounterMode count the run recorded, else the MLP's
-analytic count) ÷ the variant's median time per call (results.summary.FLOP_RATE_DEFINITION).
+analytic count) ÷ the variant's median time per call (results.analysis.summary.FLOP_RATE_DEFINITION).
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ import pytest
 
 from compile_studio.cli import commands as cli
 from compile_studio.results import load_run, summarize
-from compile_studio.results.export import markdown_report
-from compile_studio.results.summary import (
+from compile_studio.results.analysis.summary import (
     FLOP_RATE_DEFINITION,
     achieved_tflops,
     flop_rate_line,
     fmt_flop_rate,
     run_flops_per_call,
 )
-from compile_studio.results.why import why_text
-from compile_studio.results.why_files import load_why
-from compile_studio.results.why_rules import evidence
+from compile_studio.results.explain.why import why_text
+from compile_studio.results.explain.why_files import load_why
+from compile_studio.results.explain.why_rules import evidence
+from compile_studio.results.report.run_export import markdown_report
 
 #: ``45.2 GFLOP/s`` or ``1.3 TFLOP/s`` wherever a rate is printed
 RATE = re.compile(r"\d[\d.e+-]* [GT]FLOP/s")
@@ -35,7 +35,7 @@ RATE = re.compile(r"\d[\d.e+-]* [GT]FLOP/s")
 @pytest.fixture(scope="module")
 def saved_run(tmp_path_factory, worker_fork_server) -> Path:
     """One real tiny run with diagnostics (the profile the Why view reads), saved to disk."""
-    import worker_zygote
+    from support import worker_zygote
 
     out = tmp_path_factory.mktemp("flops")
     with worker_zygote.forked_workers(worker_fork_server):

@@ -309,7 +309,7 @@ def test_the_app_reads_nvml_through_ctypes_without_nvidia_ml_py_and_warns_on_thr
     assert environment._nvidia_driver() == "570.86.15"
     # the throttle reasons recorded at a window's edges are said, not only stored
     warned: list[str] = []
-    run = SimpleNamespace(clock=probe, _warn=lambda name, message: warned.append(message))
+    run = SimpleNamespace(clock=probe, send_warning=lambda name, message: warned.append(message))
     v = SimpleNamespace(name="default", clock_max_change=0.0,
                         clock_start=reading.to_dict(), clock_end=reading.to_dict())
     clock = finish.clock_report(run, v)

@@ -23,7 +23,7 @@ from compile_studio.engine.timing import (
     sleep_cycles,
     sleep_ms_for,
 )
-from compile_studio.results.stats import floor_subtracted_speedup
+from compile_studio.results.analysis.stats import floor_subtracted_speedup
 
 # -- busy-stream device time: pure parts --------------------------------------------------
 

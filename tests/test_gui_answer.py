@@ -17,12 +17,12 @@ from PySide6.QtWidgets import QApplication, QLabel, QLineEdit
 
 from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui import export_actions
+from compile_studio.gui import export_menu
 from compile_studio.gui.help_menu import ShortcutsDialog, WindowShortcutGuard, window_shortcuts
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.results import load_run
-from compile_studio.results.formatting import verdict_lines
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
+from compile_studio.results.report.formatting import verdict_lines
+from support.gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
 
 #: compiled variants (and the A/A control) judged against eager in the saved run
 JUDGED = ["aot_eager", "eager-aa"]
@@ -32,7 +32,7 @@ JUDGED = ["aot_eager", "eager-aa"]
 def saved_run_folder(tmp_path_factory, worker_fork_server) -> Path:
     """A real tiny run of eager, aot_eager and the A/A control, three rounds, saved by the CLI
     (its main, in this process; its worker forks from the test server)."""
-    import worker_zygote
+    from support import worker_zygote
 
     store = tmp_path_factory.mktemp("answer_runs")
     errors = io.StringIO()
@@ -180,7 +180,7 @@ def test_ctrl_e_exports_with_the_focus_in_a_form_field(
         asked.append(title)
         return str(tmp_path)
 
-    monkeypatch.setattr(export_actions.QFileDialog, "getExistingDirectory", staticmethod(choose_folder))
+    monkeypatch.setattr(export_menu.QFileDialog, "getExistingDirectory", staticmethod(choose_folder))
     if field_kind == "form field":
         field = next(f for f in window.config_panel.findChildren(QLineEdit) if f.isVisible() and f.isEnabled())
     else:
@@ -275,6 +275,6 @@ def test_about_names_the_torch_the_worker_reported(qtbot):
     from compile_studio.core.protocol import HelloEvent
 
     window = open_window(qtbot)
-    window.hello = HelloEvent(protocol=1, environment={"torch": "9.9.9+test"})
+    window.machine.hello = HelloEvent(protocol=1, environment={"torch": "9.9.9+test"})
     about = window.help_menu.show_about()
     assert "torch 9.9.9+test (as the worker reported)" in about.label.text()

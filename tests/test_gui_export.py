@@ -16,7 +16,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.export import (
+from compile_studio.gui.image_export import (
     ExportError,
     copy_widget_to_clipboard,
     default_file_name,
@@ -25,7 +25,7 @@ from compile_studio.gui.export import (
     save_widget_png,
 )
 from compile_studio.gui.plots import PlotPanel, SummaryBar
-from gui_helpers import hover_text
+from support.gui_helpers import hover_text
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -213,7 +213,7 @@ def test_default_file_name():
 
 def test_plot_and_export_modules_do_not_import_torch():
     code = (
-        "import sys; import compile_studio.gui.plots, compile_studio.gui.export;"
+        "import sys; import compile_studio.gui.plots, compile_studio.gui.image_export;"
         "bad = [m for m in sys.modules if m == 'torch' or m.startswith('torch.')];"
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -12,21 +12,21 @@ from PySide6.QtGui import QImage
 
 from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.benchmark_thread import has_finished
+from compile_studio.gui.job_thread import has_finished
 from compile_studio.gui.main_window import CLOSED_DURING_RUN, MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunResult, RunStore, load_run, summarize
-from compile_studio.results.formatting import SUMMARY_HEADERS, summary_cells
-from conftest import TINY
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait, series_data
+from compile_studio.results.report.formatting import SUMMARY_HEADERS, summary_cells
+from support.environment import TINY
+from support.gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait, series_data
 
 
 @pytest.fixture(scope="module")
 def saved_run_folder(tmp_path_factory, worker_fork_server) -> Path:
     """The folder of one finished tiny run (a real worker), for the tests that only export a run
     the window shows; the export of a run just finished in the window has a test of its own."""
-    import worker_zygote
+    from support import worker_zygote
 
     config = BenchmarkConfig(**{**TINY, "variants": list(TINY["variants"]), "label": "report run"})
     with worker_zygote.forked_workers(worker_fork_server):
@@ -56,7 +56,7 @@ def test_exported_csv_and_json_reopen_to_the_run_shown(qtbot, tiny_config, tmp_p
     out = tmp_path / "export"
     out.mkdir()
 
-    written = window.export_run_to(out)
+    written = window.exports.export_run_to(out)
     prefix = f"{run.run_id}_"
     assert sorted(p.name for p in written) == sorted(
         prefix + n for n in ("samples.csv", "summary.csv", "run.json")
@@ -79,7 +79,7 @@ def test_markdown_report_has_the_table_and_a_real_plot_image(qtbot, saved_run_fo
     assert window.exports.export_report_action.text() == "Export report (Markdown)…"
     assert window.exports.export_report_action in window.menuBar().actions()[0].menu().actions()
 
-    written = window.export_report_to(tmp_path)
+    written = window.exports.export_report_to(tmp_path)
     md = tmp_path / f"{run.run_id}_report.md"
     png = tmp_path / f"{run.run_id}_report.png"
     assert sorted(written) == sorted([md, png])
@@ -111,11 +111,11 @@ def test_export_to_an_unwritable_place_shows_an_error_and_writes_nothing(qtbot, 
         target = Path("/proc/self")  # a folder nobody can create files in
     before = sorted(p.name for p in tmp_path.iterdir())
 
-    assert window.export_report_to(target) == []
+    assert window.exports.export_report_to(target) == []
     assert "Cannot export the report" in window.last_error
     assert window.error_banner.isVisible()
     window.hide_error()
-    assert window.export_run_to(target) == []
+    assert window.exports.export_run_to(target) == []
     assert "Cannot export the run" in window.last_error
     assert window.error_banner.isVisible()
     assert sorted(p.name for p in tmp_path.iterdir()) == before
@@ -172,13 +172,14 @@ def test_window_closed_mid_run_leaves_an_incomplete_run_that_reopens(qtbot, tiny
     window = open_window(qtbot)
     window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}))
     thread = window.live.benchmark_thread
-    run_id = thread.run_id
+    job = thread.runner
+    run_id = job.run_id
     key = f"{run_id}/eager"
     qtbot.waitUntil(
         lambda: key in window.plots.series_keys() and len(series_data(window.plots, key)[0]) >= 20,
         timeout=RUN_TIMEOUT_MS,
     )
-    pid = thread.worker_pid
+    pid = job.worker_pid
     window.close()
     assert has_finished(thread)
     deadline = time.monotonic() + 3
@@ -192,8 +193,8 @@ def test_window_closed_mid_run_leaves_an_incomplete_run_that_reopens(qtbot, tiny
     assert "window was closed" in saved.message
     kept = saved.variants["eager"].samples
     assert len(kept) >= 20
-    assert thread.result is not None and thread.result.status == "incomplete"
-    assert len(thread.result.variants["eager"].samples) == len(kept)
+    assert job.result is not None and job.result.status == "incomplete"
+    assert len(job.result.variants["eager"].samples) == len(kept)
 
     # a new window lists it as incomplete; ticking it plots exactly its samples
     again = open_window(qtbot)

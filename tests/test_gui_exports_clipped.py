@@ -11,10 +11,10 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QFileDialog
 
-from compile_studio.gui import export_actions
-from compile_studio.gui.export import caption_html, clip_polyline, save_plot_svg
+from compile_studio.gui import export_menu
+from compile_studio.gui.image_export import caption_html, clip_polyline, save_plot_svg
 from compile_studio.gui.plots import PlotPanel
-from gui_helpers import open_window, series_color
+from support.gui_helpers import open_window, series_color
 from test_daily_visual import _run
 
 
@@ -83,10 +83,10 @@ def test_the_report_export_asks_for_a_file_name(qtbot, tmp_path, monkeypatch):
     def no_folder(*_args, **_kwargs):
         raise AssertionError("asked for a folder")
 
-    monkeypatch.setattr(export_actions.QFileDialog, "getSaveFileName", staticmethod(save_name))
-    monkeypatch.setattr(export_actions.QFileDialog, "getExistingDirectory", staticmethod(no_folder))
+    monkeypatch.setattr(export_menu.QFileDialog, "getSaveFileName", staticmethod(save_name))
+    monkeypatch.setattr(export_menu.QFileDialog, "getExistingDirectory", staticmethod(no_folder))
     window.exports.export_report_action.trigger()
     assert len(asked) == 1 and asked[0].endswith("20250101-000001_a_report.md")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["my report.md", "my report.png"]
     assert "(my%20report.png)" in (tmp_path / "my report.md").read_text()
-    assert QFileDialog is export_actions.QFileDialog
+    assert QFileDialog is export_menu.QFileDialog

@@ -15,17 +15,17 @@ import numpy as np
 import psutil
 import pytest
 
-import worker_zygote
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.benchmark_thread import has_finished
+from compile_studio.gui.job_thread import has_finished
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.settings import AppSettings
 from compile_studio.launchers.supervisor import probe_environment
 from compile_studio.results import load_run
-from compile_studio.results.recorder import RunRecorder
-from gui_helpers import (
+from compile_studio.results.storage.recorder import RunRecorder
+from support import worker_zygote
+from support.gui_helpers import (
     RUN_TIMEOUT_MS,
     is_series_failed,
     live_key,
@@ -34,11 +34,9 @@ from gui_helpers import (
     series_data,
 )
 
+pytestmark = pytest.mark.long
+
 LONG = {"iterations": 200_000, "variants": ["eager"]}
-
-
-
-
 
 
 def wait_for_points(qtbot, window: MainWindow, variant: str, n: int) -> str:
@@ -62,6 +60,7 @@ def assert_curves_are_the_saved_samples(window: MainWindow, run_id: str, variant
 
 # -- failures inside the worker ------------------------------------------------------------
 @pytest.mark.inductor
+@pytest.mark.fresh_worker  # the worker is given another C++ compiler (CXX): read at its start
 def test_compiler_failure_names_the_variant_and_keeps_the_others(qtbot, tiny_config, monkeypatch):
     monkeypatch.setenv("CXX", "/nonexistent/bin/g++")  # the worker inherits it
     window = open_window(qtbot)
@@ -113,10 +112,11 @@ def test_worker_killed_keeps_every_sample_and_the_next_run_works(qtbot, tiny_con
     window = open_window(qtbot)
     window.start_run(BenchmarkConfig(**{**tiny_config, **LONG}))
     thread = window.live.benchmark_thread
-    run_id = thread.run_id
+    job = thread.runner
+    run_id = job.run_id
     wait_for_points(qtbot, window, "eager", 30)
     with qtbot.waitSignal(window.run_finished, timeout=10_000) as blocker:
-        os.kill(thread.worker_pid, signal.SIGKILL)
+        os.kill(job.worker_pid, signal.SIGKILL)
     run = blocker.args[0]
     assert "the worker process died (killed by SIGKILL" in window.error_text
     # every sample that reached the window is on screen and on disk
@@ -149,7 +149,7 @@ GUI_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.fresh_worker_processes  # the window's worker is found as its child
+@pytest.mark.fresh_worker  # the window's worker is found as its child
 def test_window_process_killed_the_worker_ends_itself_and_the_run_reopens(tiny_config, tmp_path):
     store = tmp_path / "store"
     script = tmp_path / "gui.py"
@@ -262,7 +262,8 @@ def test_damaged_runs_are_listed_with_the_reason_and_the_others_load(qtbot):
 # -- stopping at any moment -------------------------------------------------------------------
 def stop_and_check(qtbot, window: MainWindow, measured: list[str]) -> None:
     thread = window.live.benchmark_thread
-    run_id, pid = thread.run_id, thread.worker_pid
+    job = thread.runner
+    run_id, pid = job.run_id, job.worker_pid
     t0 = time.monotonic()
     with qtbot.waitSignal(window.run_finished, timeout=3000):
         window.stop_run()

@@ -20,12 +20,13 @@ from PySide6.QtGui import QImage
 
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.benchmark_thread import BenchmarkThread
-from compile_studio.gui.export import save_plot_png, save_plot_svg
+from compile_studio.gui.image_export import save_plot_png, save_plot_svg
+from compile_studio.gui.job_thread import JobThread
 from compile_studio.gui.plots import GPU_QUANTITIES, NO_GPU_READINGS, PlotPanel
+from compile_studio.jobs.run_job import RunJob
 from compile_studio.launchers.supervisor import WORKER_PREFIX_ENV
 from compile_studio.results import RunResult, RunStore, VariantResult, load_run
-from gui_helpers import (
+from support.gui_helpers import (
     RUN_TIMEOUT_MS,
     gpu_legend_labels,
     gpu_note_shown,
@@ -255,7 +256,7 @@ def test_gpu_exports_carry_the_title_and_configuration_caption(qtbot, tmp_path):
     assert lines[0] == "GPU state during the run — hot card"
     assert "MLP 64,32,8 · batch 16" in lines[1] and "dashed = where a variant starts" in lines[2]
     svg = tmp_path / "gpu.svg"
-    assert window.save_plot(svg)
+    assert window.exports.save_plot(svg)
     root = ET.parse(svg).getroot()
     texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
     for words in ("GPU state during the run", "hot card", "MLP 64,32,8", "batch 16", "dashed = where a variant starts",
@@ -263,7 +264,7 @@ def test_gpu_exports_carry_the_title_and_configuration_caption(qtbot, tmp_path):
         assert words in texts, words
     assert list(root.iter(f"{SVG}image")) == []
     png = tmp_path / "gpu.png"
-    assert window.save_plot(png, scale=1)
+    assert window.exports.save_plot(png, scale=1)
     image = QImage(str(png))
     assert (image.width(), image.height()) == (plot.width(), plot.height())
     top = [image.pixelColor(x, y).lightness() for x in range(0, image.width(), 2) for y in range(0, 24)]
@@ -301,12 +302,20 @@ def _scripted_worker(tmp_path) -> str:
     return f"{sys.executable} {script}"
 
 
-def test_benchmark_thread_emits_the_readings_of_each_gpu_state_event(qtbot, tmp_path, monkeypatch, tiny_config):
+def test_the_run_thread_brings_the_readings_of_each_gpu_state_event(qtbot, tmp_path, monkeypatch, tiny_config):
+    from compile_studio.results.records.run_result import gpu_state_rows
+
     monkeypatch.setenv(WORKER_PREFIX_ENV, _scripted_worker(tmp_path))
-    thread = BenchmarkThread(BenchmarkConfig(**tiny_config), None)
+    thread = JobThread()
+    thread.runner = RunJob(BenchmarkConfig(**tiny_config), None, on_event=thread.relay_event)
     got: list[list[dict]] = []
-    thread.gpu_state.connect(got.append)
-    with qtbot.waitSignal(thread.finished_run, timeout=RUN_TIMEOUT_MS) as blocker:
+
+    def on_event(part, event) -> None:
+        if isinstance(event, protocol.GpuStateEvent):
+            got.append(gpu_state_rows(event))
+
+    thread.worker_event.connect(on_event)
+    with qtbot.waitSignal(thread.finished_job, timeout=RUN_TIMEOUT_MS) as blocker:
         thread.start()
     thread.wait(10_000)
     run = blocker.args[0]

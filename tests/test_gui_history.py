@@ -13,7 +13,7 @@ from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
-from gui_helpers import legend_labels, run_and_wait, series_data
+from support.gui_helpers import legend_labels, run_and_wait, series_data
 
 
 def headless_run(config: BenchmarkConfig, label: str):
@@ -137,25 +137,25 @@ def test_export_to_an_unwritable_folder_shows_an_error(qtbot, window, tiny_confi
     run = headless_run(BenchmarkConfig(**tiny_config), "export me")
     window.history.refresh()
     window.history.set_checked(run.run_id, True)
-    written = window.export_run(tmp_path)
+    written = window.exports.export_run_to(tmp_path)
     assert {p.name for p in written} == {
         f"{run.run_id}_samples.csv",
         f"{run.run_id}_summary.csv",
         f"{run.run_id}_run.json",
     }
-    assert window.export_run(tmp_path / "missing" / "folder") == []
+    assert window.exports.export_run_to(tmp_path / "missing" / "folder") == []
     assert "Cannot export the run" in window.last_error
     assert window.error_banner.isVisible()
 
 
 def test_screenshot_and_plot_files_and_failures_in_the_window(qtbot, window, tmp_path):
     png = tmp_path / "window.png"
-    assert window.save_screenshot(png)
+    assert window.exports.save_screenshot(png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = tmp_path / "plot.svg"
-    assert window.save_plot(svg)
+    assert window.exports.save_plot(svg)
     assert b"<svg" in svg.read_bytes()
     assert window.settings.export_folder() == tmp_path
-    assert not window.save_screenshot(tmp_path / "no" / "such" / "folder" / "x.png")
+    assert not window.exports.save_screenshot(tmp_path / "no" / "such" / "folder" / "x.png")
     assert "Cannot save the screenshot" in window.last_error
     assert window.error_banner.isVisible()

@@ -12,7 +12,7 @@ from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.verdict_lines import ROWS
 from compile_studio.results import load_run
-from gui_helpers import RUN_TIMEOUT_MS, run_and_wait
+from support.gui_helpers import RUN_TIMEOUT_MS, run_and_wait
 
 #: how far (px) a pane below the answer may move
 SLACK = 2
@@ -29,7 +29,7 @@ def _open(qtbot, size: tuple[int, int]) -> MainWindow:
 
 def _below_the_answer(window: MainWindow) -> dict[str, QWidget]:
     return {
-        "form": window._form_scroll,
+        "form": window.form.scroll_area,
         "run button": window.run_button,
         "plots": window.plots,
         "plot tab": window.plots.currentWidget(),

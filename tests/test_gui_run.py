@@ -11,12 +11,13 @@ import psutil
 from PySide6.QtGui import QGuiApplication
 
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.benchmark_thread import BenchmarkThread, has_finished
+from compile_studio.gui.job_thread import JobThread, has_finished
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
+from compile_studio.jobs.run_job import RunJob
 from compile_studio.results import RunStore, load_run
-from conftest import leftover_threads
-from gui_helpers import RUN_TIMEOUT_MS, live_key, open_window, run_and_wait, series_data
+from support.gui_helpers import RUN_TIMEOUT_MS, live_key, open_window, run_and_wait, series_data
+from support.threads import leftover_threads
 
 
 def wait_for_samples(qtbot, window: MainWindow, variant: str = "eager", n: int = 1) -> str:
@@ -82,9 +83,10 @@ def test_stop_mid_run_keeps_partial_data_and_leaves_no_process(qtbot, tiny_confi
     config = BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]})
     window.start_run(config)
     thread = window.live.benchmark_thread
+    job = thread.runner
     assert thread is not None
     key = wait_for_samples(qtbot, window, n=20)
-    pid = thread.worker_pid
+    pid = job.worker_pid
     assert pid is not None and psutil.pid_exists(pid)
 
     with qtbot.waitSignal(window.run_finished, timeout=3000) as blocker:
@@ -114,9 +116,10 @@ def test_worker_killed_marks_run_failed_and_keeps_samples(qtbot, tiny_config):
     config = BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]})
     window.start_run(config)
     thread = window.live.benchmark_thread
+    job = thread.runner
     wait_for_samples(qtbot, window, n=20)
     with qtbot.waitSignal(window.run_finished, timeout=10_000) as blocker:
-        os.kill(thread.worker_pid, signal.SIGKILL)
+        os.kill(job.worker_pid, signal.SIGKILL)
     run = blocker.args[0]
     assert run.status == "failed"
     assert "killed by SIGKILL" in run.message
@@ -151,9 +154,10 @@ def test_closing_the_window_mid_run_stops_the_worker(qtbot, tiny_config):
     window = open_window(qtbot)
     window.start_run(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}))
     thread = window.live.benchmark_thread
-    run_id = thread.run_id
+    job = thread.runner
+    run_id = job.run_id
     wait_for_samples(qtbot, window, n=10)
-    pid = thread.worker_pid
+    pid = job.worker_pid
     t0 = time.monotonic()
     window.close()
     assert time.monotonic() - t0 < 6.0
@@ -177,10 +181,9 @@ def test_environment_probe_fills_devices_and_variants(qtbot):
     assert window.env_label.text().startswith("torch ")
 
 
-def test_leftover_thread_check_sees_a_running_benchmark_thread(qtbot, tiny_config):
-    thread = BenchmarkThread(
-        BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}), None
-    )
+def test_leftover_thread_check_sees_a_running_run_thread(qtbot, tiny_config):
+    job = RunJob(BenchmarkConfig(**{**tiny_config, "iterations": 200_000, "variants": ["eager"]}), None)
+    thread = JobThread(job)
     thread.start()
     try:
         assert thread in leftover_threads(grace_s=0.5)
@@ -188,4 +191,4 @@ def test_leftover_thread_check_sees_a_running_benchmark_thread(qtbot, tiny_confi
         thread.request_stop()
         assert thread.wait(10_000)
     assert leftover_threads(grace_s=0.0) == []
-    assert thread.result is not None and thread.result.status == "stopped"
+    assert job.result is not None and job.result.status == "stopped"

@@ -10,8 +10,7 @@ from PySide6.QtWidgets import QApplication
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.run_names import distinct_names
-from compile_studio.gui.window_views import live_name
-from gui_helpers import legend_labels, run_and_wait
+from support.gui_helpers import legend_labels, run_and_wait
 from test_gui_history import headless_run
 
 
@@ -61,7 +60,7 @@ def test_two_runs_that_differ_only_in_time_are_named_apart_everywhere(qtbot, tin
 
     # a third run of that label, from the window beside them: named apart while it runs and after
     seen_live: list[str] = []
-    window.live.samples.connect(lambda *_: seen_live.append(live_name(window)))
+    window.live.samples.connect(lambda *_: seen_live.append(window.views.live_name()))
     third = run_and_wait(qtbot, window, BenchmarkConfig(**{**tiny_config, "label": "same"}))
     assert third.status == "complete", third.message
     assert seen_live and seen_live[0] not in names.values() and seen_live[0].startswith("same")

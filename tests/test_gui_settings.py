@@ -39,7 +39,7 @@ def test_config_geometry_and_splitters_survive_a_restart(qtbot, tmp_path):
     qtbot.waitUntil(lambda: first.size() == QSize(790, 730))
     main_sizes = first.main_splitter.sizes()
     centre_sizes = first.centre_splitter.sizes()
-    first.export_run  # noqa: B018 - the attribute exists
+    first.exports.export_run_to  # noqa: B018 - the attribute exists
     first.settings.set_export_folder(tmp_path)
     first.close()
     assert settings_file() is not None and settings_file().exists()

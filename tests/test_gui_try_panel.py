@@ -10,7 +10,7 @@ from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtWidgets import QApplication
 
 from compile_studio.core.config import BenchmarkConfig
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
+from support.gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
 from test_advice_try import factory_of
 
 
@@ -48,8 +48,8 @@ def test_try_it_heads_the_why_tab_and_the_status_bar_follows_the_comparison(qtbo
     # a comparison going: the status bar says so, not "done"
     assert window.phase_label.text() == "done"
     release = threading.Event()
-    view.consent.ask = lambda refs, where: True
-    view.trial_session_factory = factory_of(ms=lambda c, n: 1.0, during=lambda session: release.wait(30))
+    view.trials.consent.ask = lambda refs, where: True
+    view.trials.session_factory = factory_of(ms=lambda c, n: 1.0, during=lambda session: release.wait(30))
     tryable = next(r for r in range(table.rowCount()) if table.item(r, 2).text().startswith("config: "))
     table.selectRow(tryable)
     view.try_button.click()
@@ -59,5 +59,5 @@ def test_try_it_heads_the_why_tab_and_the_status_bar_follows_the_comparison(qtbo
     shown = [w.text() for w in window.statusBar().findChildren(type(label)) if w.isVisible()]
     assert "done" not in shown, shown
     release.set()
-    qtbot.waitUntil(lambda: view.trial_thread is None, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: view.trials.trial_thread is None, timeout=RUN_TIMEOUT_MS)
     assert not label.isVisible() and window.phase_label.isVisible()

@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt, QTimer
 
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.results.turns_text import turns_line
-from gui_helpers import live_key, open_window, run_and_wait
+from compile_studio.results.report.turns_text import turns_line
+from support.gui_helpers import live_key, open_window, run_and_wait
 
 
 def _drawn_measured_calls(window, variants) -> int:
@@ -46,7 +46,7 @@ def test_a_run_from_the_window_draws_in_the_pauses_and_no_timed_call_meets_a_rep
     pauses = [s for s in seen if s[1] == "pause"]
     assert len(pauses) >= 2, "the timed calls came in several blocks"
     assert window.turns.drawn + window.turns.late == len(pauses), "the window took every pause"
-    assert not window.plots_held()
+    assert not window.views.plots_held()
     drawn = [n for _, _, n in seen]  # at each pause, and at the end of the timed calls
     updates = sum(1 for a, b in zip(drawn, drawn[1:]) if b > a)
     seconds = seen[-1][0] - pauses[0][0]

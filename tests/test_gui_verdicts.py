@@ -15,12 +15,12 @@ import pytest
 from PySide6.QtCore import Qt
 
 from compile_studio.core import protocol
-from compile_studio.core.config import AA_CONTROL
+from compile_studio.core.variants import AA_CONTROL, is_eager
 from compile_studio.gui.history_panel import COLUMNS, HistoryPanel
 from compile_studio.gui.summary_table import SummaryTableModel
 from compile_studio.results import RunStore, summarize
-from compile_studio.results.recorder import RunRecorder
-from compile_studio.results.verdict import CAUSE_WORDS, VerdictCause, cause_of
+from compile_studio.results.analysis.verdict import CAUSE_WORDS, VerdictCause, cause_of
+from compile_studio.results.storage.recorder import RunRecorder
 
 
 def _events(rounds: dict[str, list[np.ndarray]], failed: tuple[str, ...] = ()):
@@ -29,7 +29,7 @@ def _events(rounds: dict[str, list[np.ndarray]], failed: tuple[str, ...] = ()):
     yield {"type": "hello", "environment": {"torch": "x", "devices": ["cpu"]}}
     for name in names:
         yield {"type": "phase", "variant": name, "phase": "build", "iterations": 0}
-        if name not in ("eager", AA_CONTROL):
+        if not is_eager(name):
             yield {"type": "compiled", "variant": name, "compile_s": 2.0, "first_call_ms": 2000.0,
                    "graphs": 1, "graph_breaks": 0, "break_reasons": [], "recompiles": 0}
     first = dict.fromkeys(names, 0)
@@ -209,7 +209,7 @@ def test_runs_of_one_model_are_told_apart_without_hovering(qtbot, store):
     # the same batch and dtype an hour later
     later = _recorder(store, rounds, batch_size=2)
     later.run.created = "2030-01-02T15:04:00"
-    from compile_studio.results.run_files import run_to_json
+    from compile_studio.results.storage.run_files import run_to_json
 
     (later.folder / "run.json").write_text(run_to_json(later.run))
     panel = HistoryPanel(store)

@@ -80,18 +80,18 @@ def test_the_tree_keeps_every_contract():
             "compile_studio.gui.colors -> compile_studio.worker",
         ),
         (
-            "results/formatting.py",
+            "results/report/formatting.py",
             "import torch",
             FRONT_ENDS,
-            "compile_studio.results.formatting -> torch",
+            "compile_studio.results.report.formatting -> torch",
         ),
         (
-            "results/stats.py",
+            "results/analysis/stats.py",
             "import PySide6.QtCore",
             NO_QT,
-            "compile_studio.results.stats -> PySide6",
+            "compile_studio.results.analysis.stats -> PySide6",
         ),
-        ("engine/model.py", "import psutil", WORKER_ONLY, "compile_studio.engine.model -> psutil"),
+        ("engine/mlp.py", "import psutil", WORKER_ONLY, "compile_studio.engine.mlp -> psutil"),
         (
             "jobs/session.py",
             "from PySide6 import QtCore",
@@ -112,9 +112,9 @@ def test_the_tree_keeps_every_contract():
         ),
         (
             "worker.py",
-            "from compile_studio.results import store",
+            "from compile_studio.results.storage import store",
             WORKER_ONLY,
-            "compile_studio.worker -> compile_studio.results.store",
+            "compile_studio.worker -> compile_studio.results.storage.store",
         ),
     ],
 )
@@ -148,7 +148,7 @@ def test_every_module_is_in_a_layer_and_outside_the_window_in_the_qt_contract():
     [
         ("core/config.py", "from compile_studio.jobs import session"),
         ("launchers/supervisor.py", "from compile_studio.jobs.session import RunSession"),
-        ("results/stats.py", "from compile_studio.launchers import remote"),
+        ("results/analysis/stats.py", "from compile_studio.launchers import remote"),
     ],
 )
 def test_an_import_from_a_layer_above_breaks_the_layers(tmp_path, module, line):

@@ -4,18 +4,30 @@ The kind is an A/A calibration: the same configuration run twice through the
 session (real workers), to see how far two identical runs differ. It is only
 a class of the :class:`~compile_studio.jobs.job.Job` shape using the shared
 :class:`~compile_studio.jobs.job.StopSwitch`; :class:`~compile_studio.gui.job_thread.JobThread`
-runs it, stops it and reports its end or its failure, as it does for sweeps.
+runs it, stops it and reports its end or its failure, as it does for runs and sweeps.
+Registered (:func:`~compile_studio.jobs.kinds.register_job_kind`) with a window
+part and a CLI part, it is in the window's Run menu and among the CLI's
+subcommands: the job, its two parts and the registration are all a kind needs.
 """
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 
 import pytest
 
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.job_thread import JobThread
 from compile_studio.jobs.job import Job, StopSwitch
+from compile_studio.jobs.kinds import (
+    JobKind,
+    job_kind,
+    job_kinds,
+    register_job_kind,
+    unregister_job_kind,
+)
 from compile_studio.jobs.session import RunOutcome, RunSession
 from compile_studio.results import RunStore
 
@@ -134,18 +146,125 @@ def print_calibration(outcomes, out) -> None:
     out.write("calibration: " + ", ".join(f"{m:.4f} ms" for m in medians) + "\n")
 
 
-def test_the_cli_runs_the_new_kind_to_its_end_and_ctrl_c_stops_it(tiny_config, tmp_path, capsys):
-    """The CLI's one path for any job (cli/job_end.py): the table, where it is saved, the exit
-    code; Ctrl+C stops the running session once and keeps what ran (exit 130)."""
+def cmd_calibrate(args) -> int:
+    from compile_studio.cli.job_end import report_end, run_to_end
+
+    config = BenchmarkConfig.from_dict(json.loads(args.config.read_text()))
+    job = CalibrationCliJob(config, RunStore(args.out))
+    return report_end(run_to_end(job, "the runs done"), "calibration", print_calibration)
+
+
+def add_calibrate_command(sub) -> None:
+    """The calibration's CLI part: ``compile-studio-cli calibrate --config FILE --out DIR``."""
+    p = sub.add_parser("calibrate", help="run one configuration twice: how far two identical runs differ")
+    p.add_argument("--config", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(handler=cmd_calibrate)
+
+
+class CalibrationMenu:
+    """The calibration's window part: Run ▸ Calibrate… runs the form's configuration twice on the
+    window's one job thread class and says the medians in the status bar."""
+
+    def __init__(self, window) -> None:
+        from PySide6.QtGui import QAction
+
+        self.window = window
+        self.threads: list[JobThread] = []
+        self.action = QAction("Calibrate…", window)
+        self.action.triggered.connect(lambda *_: self.start())
+        next(a.menu() for a in window.menuBar().actions() if a.text() == "&Run").addAction(self.action)
+
+    def start(self) -> None:
+        window = self.window
+        thread = JobThread(CalibrationJob(window.config_panel.config(), window.store), parent=window,
+                           what="the calibration")
+        thread.failed.connect(window.show_error)
+        thread.finished_job.connect(lambda outcomes: window.statusBar().showMessage(
+            "calibration: " + ", ".join(f"{o.run.variants['eager'].stats().median:.4f} ms" for o in outcomes)))
+        self.threads.append(thread)
+        thread.start()
+
+    def close_job(self, wait_ms: int) -> None:
+        for thread in self.threads:
+            thread.request_stop("the window was closed during the calibration")
+            thread.wait(wait_ms)
+
+
+@pytest.fixture
+def calibration_kind():
+    kind = JobKind("calibration", window=CalibrationMenu, cli=add_calibrate_command, order=40)
+    register_job_kind(kind)
+    yield kind
+    unregister_job_kind("calibration")
+
+
+def test_the_app_own_kinds_are_in_the_registry(calibration_kind):
+    """The window's job menus and the CLI's job subcommands come from the registry: a kind taken
+    out of it is gone from both."""
+    from compile_studio.cli import commands as cli
+
+    assert [k.name for k in job_kinds()] == ["trial", "sweep", "coldstart", "calibration"]
+    coldstart = job_kind("coldstart")
+    unregister_job_kind("coldstart")
+    try:
+        with pytest.raises(SystemExit):
+            cli.build_parser().parse_args(["coldstart"])
+    finally:
+        register_job_kind(coldstart)
+    assert cli.build_parser().parse_args(["coldstart"]).command == "coldstart"
+
+
+def test_a_registered_kind_is_in_the_window_run_menu_and_runs_from_it(qtbot, tiny_config, calibration_kind):
+    from gui_helpers import open_window
+
+    window = open_window(qtbot)
+    part = window.job_parts["calibration"]
+    run_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Run")
+    assert part.action in run_menu.actions() and part.action.text() == "Calibrate…"
+    # the kinds the app comes with are still installed in their places
+    assert window.job_parts["sweep"] is window.sweep_view and window.job_parts["coldstart"] is window.coldstart_view
+    window.config_panel.set_config(BenchmarkConfig.from_dict(tiny_config))
+    part.action.trigger()
+    (thread,) = part.threads
+    with qtbot.waitSignal(thread.finished_job, timeout=120_000) as ended:
+        pass
+    thread.wait(10_000)
+    assert [o.status for o in ended.args[0]] == ["complete", "complete"]
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("calibration: "), timeout=5000)
+    assert window.statusBar().currentMessage().count(" ms") == 2
+
+
+def test_closing_the_window_stops_a_registered_kind_s_job_and_keeps_what_ran(qtbot, tiny_config, calibration_kind):
+    from gui_helpers import open_window
+
+    window = open_window(qtbot)
+    part = window.job_parts["calibration"]
+    window.config_panel.set_config(BenchmarkConfig.from_dict({**tiny_config, "iterations": 100_000}))
+    part.action.trigger()
+    (thread,) = part.threads
+    qtbot.waitUntil(lambda: thread.fraction() > 0.01, timeout=120_000)
+    window.close()
+    assert thread.isFinished() and thread.stop_requested
+    (outcome,) = thread.outcome  # the second run never started
+    assert outcome.status == "stopped" and outcome.stop_requested
+    assert sum(len(v.samples) for v in outcome.run.variants.values()) > 0
+
+
+def test_the_cli_runs_the_new_kind_to_its_end_and_ctrl_c_stops_it(tiny_config, tmp_path, capsys, calibration_kind):
+    """The registered kind is a subcommand; the CLI's one path for any job (cli/job_end.py): the
+    table, where it is saved, the exit code; Ctrl+C stops the running session once and keeps what
+    ran (exit 130)."""
     import os
     import signal
     import time
 
+    from compile_studio.cli import commands as cli
     from compile_studio.cli.job_end import report_end, run_to_end
 
     handler = signal.getsignal(signal.SIGINT)
-    job = CalibrationCliJob(BenchmarkConfig.from_dict(tiny_config), RunStore(tmp_path / "runs"))
-    assert report_end(run_to_end(job, "the runs done"), "calibration", print_calibration) == 0
+    (tmp_path / "c.json").write_text(BenchmarkConfig.from_dict(tiny_config).to_json())
+    assert cli.main(["calibrate", "--config", str(tmp_path / "c.json"), "--out", str(tmp_path / "runs")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("calibration: ") and out.count(" ms") == 2
     assert f"saved: {tmp_path / 'runs'}" in out

@@ -10,8 +10,12 @@ import platformdirs.windows
 import pytest
 
 from compile_studio.core.app_info import APPLICATION, ORGANIZATION
-from compile_studio.results import locations
-from compile_studio.results.locations import DATA_DIR_ENV, default_data_dir, default_run_store
+from compile_studio.results.storage import locations
+from compile_studio.results.storage.locations import (
+    DATA_DIR_ENV,
+    default_data_dir,
+    default_run_store,
+)
 
 
 @pytest.fixture

@@ -11,9 +11,11 @@ import torch
 
 from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.engine.models import build_workload, count_flops
+from compile_studio.engine.workloads import build_workload, count_flops
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore, load_run
+
+pytestmark = pytest.mark.long
 
 SMALL = {
     "batch_size": 2, "device": "cpu", "iterations": 6, "warmup": 1, "warmup_min_ms": 0,

@@ -13,7 +13,7 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QImage
 
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.gui.export import render_widget_image, save_plot_svg
+from compile_studio.gui.image_export import render_widget_image, save_plot_svg
 from compile_studio.gui.plots import PlotPanel, SummaryBar
 from compile_studio.results import RunResult, VariantResult
 

@@ -31,7 +31,9 @@ from pathlib import Path
 import pytest
 
 from compile_studio.cli import commands as cli
-from compile_studio.results.formatting import SUMMARY_HEADERS
+from compile_studio.results.report.formatting import SUMMARY_HEADERS
+
+pytestmark = pytest.mark.long
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -190,7 +192,7 @@ class Made:
 def made(tmp_path_factory, worker_fork_server) -> Made:
     """Run the pages' commands that start workers, four at once, into a data folder of their own."""
     if worker_fork_server is not None:
-        # their workers fork from the tests' server (tests/forkhook) once it has imported torch:
+        # their workers fork from the tests' server (tests/support/forkhook) once it has imported torch:
         # a command started before that starts a fresh worker Python instead
         worker_fork_server.ready(120)
     data = tmp_path_factory.mktemp("readme-data")
@@ -306,14 +308,14 @@ def test_the_summary_csv_table_lists_every_column(made):
 
 
 def test_the_sweep_csv_table_lists_every_column():
-    from compile_studio.results.sweep_record import SWEEP_CSV_COLUMNS
+    from compile_studio.results.records.sweep_record import SWEEP_CSV_COLUMNS
 
     documented = _table_names(_readme_section("| `sweep.csv` column | meaning |"))
     assert documented == list(SWEEP_CSV_COLUMNS)
 
 
 def test_the_shape_sweep_csv_table_lists_every_column():
-    from compile_studio.results.shape_record import SHAPE_CSV_COLUMNS
+    from compile_studio.results.records.shape_record import SHAPE_CSV_COLUMNS
 
     documented = _table_names(_readme_section("| `shape_sweep.csv` column | meaning |"))
     assert documented == list(SHAPE_CSV_COLUMNS)
@@ -321,7 +323,7 @@ def test_the_shape_sweep_csv_table_lists_every_column():
 
 def test_the_sample_shape_sweep_table_has_the_real_columns(made):
     from compile_studio.cli.sweep_show import SHAPE_HEADERS
-    from compile_studio.results.formatting import rough_speedup_header
+    from compile_studio.results.report.formatting import rough_speedup_header
 
     def headers(calls: int) -> list[str]:
         return [rough_speedup_header(calls) if h == "speedup" else h for h in SHAPE_HEADERS]
@@ -342,8 +344,12 @@ def test_the_sample_shape_sweep_table_has_the_real_columns(made):
 def test_the_sample_trial_table_is_what_advise_try_prints():
     """The README's ``advise --try`` table, printed again from its own figures by the CLI's code."""
     from compile_studio.core.config import BenchmarkConfig
-    from compile_studio.results.trial_record import RoundFigure, TrialRecord, TrialSuggestion
-    from compile_studio.results.what_to_try import trial_table
+    from compile_studio.results.records.trial_record import (
+        RoundFigure,
+        TrialRecord,
+        TrialSuggestion,
+    )
+    from compile_studio.results.suggestions.what_to_try import trial_table
 
     block = next(b for b in code_blocks(README) if "$ compile-studio-cli advise latest --try" in b)
     lines = block.splitlines()

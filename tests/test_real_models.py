@@ -14,8 +14,8 @@ from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
-from compile_studio.results.formatting import why_sentence
-from compile_studio.results.summary import summarize
+from compile_studio.results.analysis.summary import summarize
+from compile_studio.results.report.formatting import why_sentence
 
 MODELS = Path(__file__).parent / "user_models"
 
@@ -61,7 +61,7 @@ def test_a_dtype_pinned_model_is_timed_and_checked_against_eager_saying_why(tmp_
 
 
 def test_an_incorrect_verdict_names_the_reference_that_judged_it():
-    from compile_studio.results.verdict import incorrect_text
+    from compile_studio.results.analysis.verdict import incorrect_text
 
     text = incorrect_text(["first call: error 3.1e-02 is above the fp32 bound 1e-05"], "eager fp32")
     assert text == (
@@ -95,7 +95,7 @@ def test_a_gru_is_compile_captured_nothing_with_allow_rnn_to_try(tmp_path):
     assert "compile captured nothing" in why and "one graph" not in why
     # the fix is a configuration change the trial can run: advise offers it with its delta
     from compile_studio.jobs.trial import not_tried_reason
-    from compile_studio.results.what_to_try import what_to_try
+    from compile_studio.results.suggestions.what_to_try import what_to_try
 
     found = [s for s in what_to_try(r, outcome.folder).suggestions if s.rule == "dynamo-flag"]
     assert found and found[0].delta == {"dynamo_config": ["allow_rnn=true"]}
@@ -114,7 +114,7 @@ def test_dynamo_config_flags_are_checked_and_set_in_the_worker(tmp_path):
 
 
 # -- 3. training checks name what failed ----------------------------------------------------------
-BACKENDS = str(Path(__file__).with_name("backends_for_tests.py"))
+BACKENDS = str(Path(__file__).parent / "support" / "backends_for_tests.py")
 
 
 def test_a_training_run_with_wrong_gradients_names_the_gradients_not_the_output(tmp_path):
@@ -193,8 +193,13 @@ def test_keyword_inputs_are_checked_and_what_is_accepted_is_said():
     import pytest
     import torch
 
-    from compile_studio.engine.models import CallInputs, FactoryError, factory_inputs, move_inputs
     from compile_studio.engine.shape_sweep import resize_inputs
+    from compile_studio.engine.workloads import (
+        CallInputs,
+        FactoryError,
+        factory_inputs,
+        move_inputs,
+    )
 
     ids = torch.zeros(2, 3, dtype=torch.int64)
     inputs = factory_inputs({"input_ids": ids, "use_cache": False})
@@ -211,7 +216,7 @@ def test_keyword_inputs_are_checked_and_what_is_accepted_is_said():
 
 # -- 5. advice that works and can be tried ----------------------------------------------------------
 def suggestions(tmp_path: Path, spec: str, **overrides):
-    from compile_studio.results.what_to_try import what_to_try
+    from compile_studio.results.suggestions.what_to_try import what_to_try
 
     outcome, _, _ = run(tmp_path, spec, diagnostics=True, **overrides)
     assert outcome.run.status == "complete", outcome.run.message
@@ -248,7 +253,7 @@ def test_a_recompiling_counter_gets_a_config_change_whose_try_gives_a_verdict(tm
     import argparse
 
     from compile_studio.cli import advise as cli_advise
-    from compile_studio.results.trial_load import trials_of
+    from compile_studio.results.records.trial_load import trials_of
 
     outcome, found = suggestions(tmp_path, "call_counter.py", iterations=12)
     numbers = {s.rule: k for k, s in enumerate(found, 1)}
@@ -301,9 +306,9 @@ def test_a_run_where_every_variant_failed_is_failed_not_complete(tmp_path):
 
 
 def test_an_interval_below_one_never_prints_its_bound_as_1_00():
-    from compile_studio.results.formatting import fmt_interval
-    from compile_studio.results.stats import SpeedupInterval
-    from compile_studio.results.verdict import interval_text
+    from compile_studio.results.analysis.stats import SpeedupInterval
+    from compile_studio.results.analysis.verdict import interval_text
+    from compile_studio.results.report.formatting import fmt_interval
 
     assert fmt_interval("default", 0.82, 0.64, 0.998) == "0.820× [0.640–0.998]"
     assert fmt_interval("default", 1.3, 1.0004, 1.9) == "1.3000× [1.0004–1.9000]"
@@ -313,7 +318,7 @@ def test_an_interval_below_one_never_prints_its_bound_as_1_00():
 
 
 def test_a_cpu_variant_whose_resident_size_did_not_grow_says_so_not_0_b():
-    from compile_studio.results.formatting import fmt_memory
+    from compile_studio.results.report.formatting import fmt_memory
 
     assert fmt_memory(0, "rss_peak") == "RSS did not grow"
     assert fmt_memory(0, "cuda_allocator_peak") == "0 B"
@@ -324,7 +329,7 @@ def test_a_shape_sweep_of_keyword_inputs_keeps_each_points_input_shapes_and_dtyp
     import subprocess
     import sys
 
-    from compile_studio.results.sweep_load import load_shape_sweep
+    from compile_studio.results.records.sweep_load import load_shape_sweep
 
     root = Path(__file__).resolve().parents[1]
     p = subprocess.run(
@@ -371,7 +376,7 @@ def test_a_sweep_over_a_factory_argument_rebuilds_the_model_at_each_value(tmp_pa
     import sys
 
     from compile_studio.results import load_run
-    from compile_studio.results.sweep_load import load_sweep
+    from compile_studio.results.records.sweep_load import load_sweep
 
     root = Path(__file__).resolve().parents[1]
     p = subprocess.run(
@@ -404,8 +409,8 @@ def test_factory_arguments_are_checked_against_the_factory():
 
 
 def test_a_speedup_that_the_medians_contradict_says_both():
-    from compile_studio.results.formatting import medians_note
-    from compile_studio.results.summary import SummaryRow
+    from compile_studio.results.analysis.summary import SummaryRow
+    from compile_studio.results.report.formatting import medians_note
 
     fields = {f: None for f in SummaryRow.__dataclass_fields__}
     eager = SummaryRow(**{**fields, "name": "eager", "median_ms": 149.0, "speedup": 1.0})
@@ -419,7 +424,7 @@ def test_a_speedup_that_the_medians_contradict_says_both():
 def test_a_quiet_run_near_the_70_percent_line_is_mixed_a_loaded_one_too_noisy():
     from dataclasses import replace
 
-    from compile_studio.results.why_rules import Evidence, machine_quiet
+    from compile_studio.results.explain.why_rules import Evidence, machine_quiet
 
     quiet_load = {"load_average": [0.4, 0.4, 0.4], "cpu_count": 2, "cpu_percent": 20.0,
                   "busiest": [{"pid": 1, "name": "Xorg", "cpu_percent": 3.0}]}
@@ -438,7 +443,7 @@ def test_a_shape_sweep_along_a_named_input_axis_resizes_it_and_its_mask(tmp_path
     import subprocess
     import sys
 
-    from compile_studio.results.sweep_load import load_shape_sweep
+    from compile_studio.results.records.sweep_load import load_shape_sweep
 
     root = Path(__file__).resolve().parents[1]
     p = subprocess.run(
@@ -465,8 +470,8 @@ def test_a_named_axis_that_is_not_there_says_which_inputs_there_are():
     import pytest
     import torch
 
-    from compile_studio.engine.models import CallInputs
     from compile_studio.engine.shape_sweep import resize_axis
+    from compile_studio.engine.workloads import CallInputs
 
     inputs = CallInputs((), {"input_ids": torch.zeros(2, 4, dtype=torch.int64)})
     assert resize_axis(inputs, "input_ids:1", 6).kwargs["input_ids"].shape == (2, 6)

@@ -26,7 +26,9 @@ from compile_studio.jobs.session import RunSession
 from compile_studio.launchers.remote import REMOTE_CACHE_ENV, RemoteLauncher, launcher_for
 from compile_studio.launchers.targets import Target, save_targets
 from compile_studio.launchers.worker_bundle import build_bundle, bundle_sources
-from compile_studio.results.store import RunStore
+from compile_studio.results.storage.store import RunStore
+
+pytestmark = pytest.mark.waits  # mostly waits for a service: see tests/support/markers.py
 
 REPO = Path(__file__).resolve().parent.parent
 SLURM_SCRIPT = REPO / "packaging" / "dev" / "slurm-local.sh"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.plots import PlotPanel
-from gui_helpers import live_key, open_window, run_and_wait
+from support.gui_helpers import live_key, open_window, run_and_wait
 
 
 def _round_lines(panel: PlotPanel, key: str) -> list[float]:
@@ -15,7 +15,7 @@ def test_a_live_run_and_the_same_run_reopened_mark_the_same_round_starts(qtbot, 
     window = open_window(qtbot)
     config = BenchmarkConfig.from_dict({**tiny_config, "iterations": 30, "rounds": 3})
     run = run_and_wait(qtbot, window, config)
-    window._on_tick()  # the 5 Hz repaint, now
+    window.views.tick()  # the 5 Hz repaint, now
     for variant in config.variants:
         v = run.variants[variant]
         its, rounds = v.samples.iteration_array(), v.samples.round_array()

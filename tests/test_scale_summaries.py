@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from compile_studio.core import protocol
-from compile_studio.results import RunStore, csv_readers, load_run, summarize, summary_cache
-from compile_studio.results import summary as summary_module
-from compile_studio.results.recorder import RunRecorder
-from compile_studio.results.summary import _compute_summary
+from compile_studio.results import RunStore, load_run, summarize
+from compile_studio.results.analysis import summary as summary_module
+from compile_studio.results.analysis.summary import _compute_summary
+from compile_studio.results.storage import csv_readers, summary_cache
+from compile_studio.results.storage.recorder import RunRecorder
 
 VARIANTS = ("eager", "aot_eager", "default")
 

@@ -177,7 +177,8 @@ def _folder_shape(folder: Path) -> dict:
 def test_cli_and_window_drive_the_same_session_and_write_the_same_folder(
     qtbot, tmp_path, tiny_config, monkeypatch
 ):
-    from compile_studio.gui.benchmark_thread import BenchmarkThread
+    from compile_studio.gui.job_thread import JobThread
+    from compile_studio.jobs.run_job import RunJob
 
     sessions: list[RunSession] = []
     original = RunSession.run
@@ -195,14 +196,15 @@ def test_cli_and_window_drive_the_same_session_and_write_the_same_folder(
     (tmp_path / "c.json").write_text(config.to_json())
     assert cli.main(args) == cli.EXIT_OK
 
-    thread = BenchmarkThread(config, RunStore(tmp_path / "gui"))
-    with qtbot.waitSignal(thread.finished_run, timeout=120_000):
+    job = RunJob(config, RunStore(tmp_path / "gui"))
+    thread = JobThread(job)
+    with qtbot.waitSignal(thread.finished_job, timeout=120_000):
         thread.start()
     assert thread.wait(10_000)
 
     assert len(sessions) == 2 and all(type(s) is RunSession for s in sessions)
     cli_folder = next(cli_store.iterdir())
-    gui_folder = thread.folder
+    gui_folder = job.folder
     assert cli_folder != gui_folder
     cli_shape, gui_shape = _folder_shape(cli_folder), _folder_shape(gui_folder)
     assert cli_shape["run.json"]["status"] == "complete"

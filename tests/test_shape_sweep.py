@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import worker_zygote
 from compile_studio.cli import commands as cli
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig, ConfigError
 from compile_studio.jobs.shape_sweep_run import parse_batches, shape_request
-from compile_studio.results.formatting import rough_speedup_header
-from compile_studio.results.shape_record import (
+from compile_studio.results.records.shape_record import (
     SHAPE_CSV,
     SHAPE_CSV_COLUMNS,
     SHAPE_JSON,
@@ -25,8 +23,10 @@ from compile_studio.results.shape_record import (
     shape_speedup_text,
     times_text,
 )
-from compile_studio.results.sweep_load import load_shape_sweep
-from compile_studio.results.sweep_record import SweepDamaged
+from compile_studio.results.records.sweep_load import load_shape_sweep
+from compile_studio.results.records.sweep_record import SweepDamaged
+from compile_studio.results.report.formatting import rough_speedup_header
+from support import worker_zygote
 
 BATCHES = [1, 2, 3, 4, 5]
 LIMIT = 3

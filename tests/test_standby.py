@@ -11,7 +11,6 @@ import time
 import psutil
 import pytest
 
-import worker_zygote
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
@@ -19,12 +18,15 @@ from compile_studio.gui.standby import STANDBY_ENV
 from compile_studio.jobs.session import RunSession, standby_launcher
 from compile_studio.launchers.standby_worker import StandbyWorker
 from compile_studio.results import RunStore
-from gui_helpers import RUN_TIMEOUT_MS, open_window
+from support import worker_zygote
+from support.gui_helpers import RUN_TIMEOUT_MS, open_window
+
+pytestmark = pytest.mark.long
 
 READY_TIMEOUT_MS = 60_000
 #: a test of what happens while the worker started ahead still imports torch: a fresh process
-#: (a forked one has imported it already); the others fork theirs (tests/worker_zygote.py)
-IMPORTING = pytest.mark.fresh_worker_processes
+#: (a forked one has imported it already); the others fork theirs (tests/support/worker_zygote.py)
+IMPORTING = pytest.mark.fresh_worker
 
 
 @pytest.fixture(autouse=True)
@@ -74,12 +76,13 @@ def test_the_window_starts_a_worker_ahead_and_run_uses_it(qtbot, tiny_config):
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.start_run(config)
         thread = window.live.benchmark_thread
+        job = thread.runner
         assert window.live.status_text() == "worker ready: starting the run…"
         # no worker is started ahead while the run goes on
         assert window.live.standby.standby is None
     run = blocker.args[0]
     assert run.status == "complete", run.message
-    assert thread.worker_pid == pid
+    assert job.worker_pid == pid
     assert run.measurement["worker_prestarted"] is True
     assert saved_measurement(run.run_id)["worker_prestarted"] is True
     for name in ("eager", "aot_eager"):
@@ -99,9 +102,10 @@ def test_the_window_starts_a_worker_ahead_and_run_uses_it(qtbot, tiny_config):
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.start_run(cold)
         thread = window.live.benchmark_thread
+        job = thread.runner
     run = blocker.args[0]
     assert run.status == "complete", run.message
-    assert thread.worker_pid != next_pid
+    assert job.worker_pid != next_pid
     assert run.measurement["worker_prestarted"] is False
     assert window.live.standby.standby is not None and window.live.standby.standby.pid == next_pid
 
@@ -125,12 +129,13 @@ def test_run_pressed_while_the_worker_imports_torch_waits_for_that_worker(qtbot,
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.start_run(config)
         thread = window.live.benchmark_thread
+        job = thread.runner
         text = window.live.status_text()  # read first: the hello may arrive at any moment
         if standby.hello is None:
             assert text == "starting a worker: importing torch…"
     run = blocker.args[0]
     assert run.status == "complete", run.message
-    assert thread.worker_pid == pid
+    assert job.worker_pid == pid
     assert run.measurement["worker_prestarted"] is True
 
 
@@ -145,9 +150,10 @@ def test_a_worker_started_ahead_that_died_is_replaced_quietly(qtbot, tiny_config
     with qtbot.waitSignal(window.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         window.start_run(config)
         thread = window.live.benchmark_thread
+        job = thread.runner
     run = blocker.args[0]
     assert run.status == "complete", run.message
-    assert thread.worker_pid != pid
+    assert job.worker_pid != pid
     assert run.measurement["worker_prestarted"] is False
     assert window.last_error == "" and not window.error_banner.isVisible()
 
@@ -206,19 +212,19 @@ def test_turned_off_no_worker_is_started_ahead(qtbot, monkeypatch):
 def test_the_window_takes_its_environment_from_the_worker_started_ahead(qtbot):
     """One process imports torch at start-up, not two: no probe runs beside the standby."""
     window = open_window(qtbot, probe=True)
-    qtbot.waitUntil(lambda: window.hello is not None, timeout=READY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.machine.hello is not None, timeout=READY_TIMEOUT_MS)
     standby = window.live.standby.standby
-    assert window._probe is None, "no start-up probe beside the worker started ahead"
-    assert standby is not None and window.hello.pid == standby.pid
+    assert window.machine.probe is None, "no start-up probe beside the worker started ahead"
+    assert standby is not None and window.machine.hello.pid == standby.pid
     assert window.environment is not None and window.env_label.text().startswith("torch ")
 
 
 def test_without_a_worker_started_ahead_the_probe_asks(qtbot, monkeypatch):
     monkeypatch.setenv("COMPILE_STUDIO_WORKER_PREFIX", "env")  # a wrapped command: started per run
     window = open_window(qtbot, probe=True)
-    qtbot.waitUntil(lambda: window.hello is not None, timeout=READY_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.machine.hello is not None, timeout=READY_TIMEOUT_MS)
     assert window.live.standby.standby is None
-    assert window._probe is not None
+    assert window.machine.probe is not None
 
 
 @IMPORTING

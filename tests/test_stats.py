@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compile_studio.results.stats import (
+from compile_studio.results.analysis.stats import (
     bootstrap_speedup_interval,
     break_even_calls,
     latency_stats,
@@ -72,7 +72,7 @@ def test_break_even():
 
 # -- intervals from rounds and the checks -----------------------------------------------------
 
-from compile_studio.results.stats import (  # noqa: E402
+from compile_studio.results.analysis.stats import (  # noqa: E402
     block_bootstrap_speedup_interval,
     drift_check,
     round_ratio_interval,

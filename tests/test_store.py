@@ -9,9 +9,9 @@ import pytest
 
 from compile_studio.core import protocol
 from compile_studio.results import RunDamaged, RunResult, RunStore, load_run, summarize
-from compile_studio.results.export import ExportFailed, export_markdown, export_run
-from compile_studio.results.file_io import atomic_write_text
-from compile_studio.results.recorder import RunRecorder
+from compile_studio.results.report.run_export import ExportFailed, export_markdown, export_run
+from compile_studio.results.storage.file_io import atomic_write_text
+from compile_studio.results.storage.recorder import RunRecorder
 
 
 def fake_events(variants=("eager", "default"), n=20, warmup=3):

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-import worker_zygote
 from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig, ConfigError
 from compile_studio.jobs.session import RunSession
@@ -22,14 +21,15 @@ from compile_studio.jobs.sweep import SweepRunner, new_sweep
 from compile_studio.jobs.sweep_spec import SweepSpec, parse_range, x_positions
 from compile_studio.launchers.supervisor import WorkerLauncher
 from compile_studio.results import load_run
-from compile_studio.results.sweep_load import load_sweep
-from compile_studio.results.sweep_record import (
+from compile_studio.results.records.sweep_load import load_sweep
+from compile_studio.results.records.sweep_record import (
     SWEEP_CSV,
     SWEEP_CSV_COLUMNS,
     SWEEP_JSON,
     SweepDamaged,
 )
-from compile_studio.results.sweep_store import SweepFolder
+from compile_studio.results.storage.sweep_store import SweepFolder
+from support import worker_zygote
 
 BATCHES = [1, 4, 16, 64, 256]
 
@@ -452,7 +452,7 @@ def test_a_point_left_running_by_a_process_that_ended_reads_as_stopped_and_resum
 
 
 def test_the_run_store_lists_sweep_folders_apart_not_as_damaged_runs(tmp_path, capsys):
-    from compile_studio.results.store import RunStore
+    from compile_studio.results.storage.store import RunStore
 
     sweep = new_sweep(SweepSpec.parse("batch_size", "1,2"), sweep_base(), tmp_path)
     (tmp_path / "20260101-000000_shape_x").mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.jobs.sweep_spec import SweepSpec
-from compile_studio.results.sweep_load import load_sweep
+from compile_studio.results.records.sweep_load import load_sweep
 
 SWEEP_TIMEOUT_MS = 120_000
 
@@ -28,7 +28,7 @@ def test_a_sweep_from_the_window_updates_point_by_point_and_stops(qtbot):
             view.stop()  # the second point is running: the stop reaches it, whatever the machine's pace
 
     assert view.start(SweepSpec.parse("batch_size", "2,8,32"), window.config_panel.config())
-    view.sweep_thread.point_changed.connect(on_point)
+    view.jobs.sweep_thread.changed.connect(on_point)
     assert view.is_running() and view.stop_button.isEnabled() and not view.new_button.isEnabled()
     # no single run while the sweep runs
     window.start_run()
@@ -69,8 +69,8 @@ def test_the_new_sweep_dialog_checks_the_values_as_typed(qtbot):
 
 def shape_folder(root):
     """A saved shape sweep (written as a worker's points would be): dynamic=false hits the limit at 4."""
-    from compile_studio.results.shape_record import ShapePoint, ShapeSweepRecord
-    from compile_studio.results.sweep_store import ShapeSweepFolder
+    from compile_studio.results.records.shape_record import ShapePoint, ShapeSweepRecord
+    from compile_studio.results.storage.sweep_store import ShapeSweepFolder
 
     record = ShapeSweepRecord(
         sweep_id="", created="", config=BenchmarkConfig(device="cpu", variants=["eager", "aot_eager"]),
@@ -133,7 +133,7 @@ def test_the_sweep_view_shows_a_shape_sweep_with_the_limit_warning_and_exports_i
 
 def test_a_shape_sweep_from_the_window_runs_in_one_worker_and_warns_of_the_limit(qtbot):
     from compile_studio.gui.sweep_dialogs import ShapeSweepDialog
-    from compile_studio.results.sweep_load import load_shape_sweep
+    from compile_studio.results.records.sweep_load import load_shape_sweep
 
     window = MainWindow(probe=False)
     qtbot.addWidget(window)
@@ -161,3 +161,27 @@ def test_a_shape_sweep_from_the_window_runs_in_one_worker_and_warns_of_the_limit
     assert not view.warning.isHidden()
     assert "dynamic=false: Dynamo hit its recompile limit (2) at batch 3" in view.warning.text()
     assert [p.recompiles for p in record.points_of("aot_eager", "false")] == [0, 1, 0]
+
+
+def test_a_running_point_s_events_show_its_phase_and_log_its_errors(qtbot, tmp_path):
+    """What the job thread relays of a point's worker: its phase in the status, errors and
+    warnings as log lines naming the point (no worker here: the events are handed in)."""
+    from compile_studio.core import protocol
+    from compile_studio.gui.job_thread import JobThread
+    from compile_studio.jobs.sweep import SweepRunner, new_sweep
+
+    window = MainWindow(probe=False)
+    qtbot.addWidget(window)
+    view = window.sweep_view
+    base = BenchmarkConfig.from_dict({"layers": "32,32,8", "device": "cpu", "variants": ["eager", "aot_eager"]})
+    folder = new_sweep(SweepSpec.parse("batch_size", "2,8"), base, tmp_path)
+    view.jobs.sweep_thread = JobThread(SweepRunner(folder))  # running, as the view sees it (never started)
+    lines: list[str] = []
+    view.log_line.connect(lines.append)
+    view.show_record(folder.snapshot())
+    view._on_event(1, protocol.PhaseEvent(variant="aot_eager", phase=protocol.Phase.COMPILE))
+    assert view.status.text().endswith(" · batch_size=8: aot_eager compile")
+    view._on_event(0, protocol.ErrorEvent(kind=protocol.ErrorKind.OOM, message="too big", variant="eager"))
+    view._on_event(1, protocol.WarningEvent(message="slow"))
+    assert lines == ["[point 1] error (oom) in eager: too big", "[point 2] warning: slow"]
+    view.jobs.sweep_thread = None

@@ -14,7 +14,7 @@ from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine.turns import ANSWER_CAP_S, BLOCK_S
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
-from compile_studio.results.turns_text import turns_line
+from compile_studio.results.report.turns_text import turns_line
 
 
 def _eager_only(tiny_config: dict, iterations: int) -> BenchmarkConfig:

@@ -11,7 +11,7 @@ import pytest
 
 from compile_studio.core import affinity
 from compile_studio.results import load_run
-from compile_studio.results.formatting import run_context
+from compile_studio.results.report.formatting import run_context
 
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 FLAGS = [

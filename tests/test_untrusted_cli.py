@@ -17,12 +17,12 @@ from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig, ConfigError
 from compile_studio.jobs.sweep import SweepRunner, local_worker_limit, new_sweep
 from compile_studio.jobs.sweep_spec import SweepSpec, parse_range
-from compile_studio.results.owner_lock import OWNER_LOCK
-from compile_studio.results.sweep_load import load_sweep
-from compile_studio.results.sweep_record import RUNNING
-from compile_studio.results.sweep_store import SweepFolder
-from compile_studio.results.terminal import escape_controls
-from untrusted_helpers import edit_json, saved_run
+from compile_studio.results.records.sweep_load import load_sweep
+from compile_studio.results.records.sweep_record import RUNNING
+from compile_studio.results.report.terminal import escape_controls
+from compile_studio.results.storage.owner_lock import OWNER_LOCK
+from compile_studio.results.storage.sweep_store import SweepFolder
+from support.untrusted_helpers import edit_json, saved_run
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "compile_studio.cli"]

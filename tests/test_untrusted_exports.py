@@ -11,11 +11,16 @@ from pathlib import Path
 import pytest
 
 from compile_studio.results import load_run
-from compile_studio.results.export import export_markdown, export_run, md_text, safe_file_stem
-from compile_studio.results.file_io import atomic_write_text, read_cell, safe_cell
-from compile_studio.results.run_files import summary_to_csv
-from gui_helpers import open_window
-from untrusted_helpers import saved_run
+from compile_studio.results.report.run_export import (
+    export_markdown,
+    export_run,
+    md_text,
+    safe_file_stem,
+)
+from compile_studio.results.storage.file_io import atomic_write_text, read_cell, safe_cell
+from compile_studio.results.storage.run_files import summary_to_csv
+from support.gui_helpers import open_window
+from support.untrusted_helpers import saved_run
 
 
 def crafted(tmp_path: Path, **fields) -> Path:
@@ -51,7 +56,7 @@ def test_window_export_of_a_crafted_run_stays_in_the_chosen_folder(qtbot, tmp_pa
     out.mkdir(parents=True)
     window = open_window(qtbot)
     before = every_file(tmp_path) - every_file(out)
-    written = window.export_run_to(out, run) + window.exports.export_report_to(out, run)
+    written = window.exports.export_run_to(out, run) + window.exports.export_report_to(out, run)
     assert len(written) >= 4
     assert all(p.parent == out for p in written)
     assert every_file(tmp_path) - every_file(out) == before

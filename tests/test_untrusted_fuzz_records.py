@@ -19,9 +19,9 @@ from compile_studio.jobs.shape_sweep_run import new_shape_sweep, shape_request
 from compile_studio.jobs.sweep import new_sweep
 from compile_studio.jobs.sweep_spec import SweepSpec
 from compile_studio.launchers.targets import Targets, TargetsFileError, load_targets
-from compile_studio.results.shape_record import SHAPE_JSON, ShapeSweepRecord
-from compile_studio.results.sweep_load import load_shape_sweep, load_sweep
-from compile_studio.results.sweep_record import SWEEP_JSON, SweepDamaged, SweepRecord
+from compile_studio.results.records.shape_record import SHAPE_JSON, ShapeSweepRecord
+from compile_studio.results.records.sweep_load import load_shape_sweep, load_sweep
+from compile_studio.results.records.sweep_record import SWEEP_JSON, SweepDamaged, SweepRecord
 from test_untrusted_loading import _json_values
 
 BASE = BenchmarkConfig.from_dict({"layers": "8,8", "device": "cpu", "variants": ["eager", "aot_eager"]})

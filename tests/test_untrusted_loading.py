@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compile_studio.results import RunDamaged, RunResult, RunStore, load_run, summarize
-from compile_studio.results.run_result import config_from_saved
-from untrusted_helpers import DAMAGES, edit_json, saved_run
+from compile_studio.results.records.run_result import config_from_saved
+from support.untrusted_helpers import DAMAGES, edit_json, saved_run
 
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 
@@ -157,7 +157,7 @@ def test_only_regular_files_under_a_cap(tmp_path, monkeypatch):
     with pytest.raises(RunDamaged, match="not a regular file"):
         load_run(other)
     big = saved_run(tmp_path / "c")
-    monkeypatch.setattr("compile_studio.results.run_load.MAX_RUN_JSON_BYTES", 100)
+    monkeypatch.setattr("compile_studio.results.storage.run_load.MAX_RUN_JSON_BYTES", 100)
     with pytest.raises(RunDamaged, match="larger than"):
         load_run(big)
 
@@ -170,7 +170,6 @@ def test_config_from_saved_never_raises():
 
 
 # -- one bad run never stops the others ---------------------------------------
-
 
 
 def test_list_show_compare_survive_every_damage(tmp_path):
@@ -292,11 +291,11 @@ _EXTREMES = st.sampled_from([1e308, -1e308, 1.7976931348623157e308, 5e-324, -5e-
 
 def advise_and_report(folder: Path) -> None:
     """What ``advise`` and the Markdown report make of a run folder; nothing may raise."""
-    from compile_studio.results.advice import advice_text, gather, load_why
-    from compile_studio.results.advice_rules import advise
-    from compile_studio.results.export import markdown_report
-    from compile_studio.results.summary_cache import summary_of
-    from compile_studio.results.what_to_try import what_to_try
+    from compile_studio.results.report.run_export import markdown_report
+    from compile_studio.results.storage.summary_cache import summary_of
+    from compile_studio.results.suggestions.advice import advice_text, gather, load_why
+    from compile_studio.results.suggestions.advice_rules import advise
+    from compile_studio.results.suggestions.what_to_try import what_to_try
 
     run = load_run(folder)
     report = load_why(folder)

@@ -30,7 +30,9 @@ from compile_studio.launchers.worker_bundle import (
     bundle_sources,
     worker_bundle,
 )
-from compile_studio.results.store import RunStore
+from compile_studio.results.storage.store import RunStore
+
+pytestmark = pytest.mark.waits  # mostly waits for a service: see tests/support/markers.py
 
 SLURM_CONF = "/tmp/compile-studio-slurm/slurm.conf"
 

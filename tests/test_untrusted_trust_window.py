@@ -16,8 +16,8 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.trust_dialog import CodeTrustDialog
 from compile_studio.jobs.sweep import new_sweep
 from compile_studio.jobs.sweep_spec import SweepSpec
-from gui_helpers import open_window
-from untrusted_helpers import edit_json, saved_run
+from support.gui_helpers import open_window
+from support.untrusted_helpers import edit_json, saved_run
 
 BACKEND = "import pathlib\npathlib.Path(__file__).with_suffix('.ran').write_text('ran')\n"
 
@@ -147,14 +147,14 @@ def test_resume_of_a_received_sweep_asks_and_no_starts_nothing(qtbot, tmp_path, 
         ran.append(folder.path)
         return True
 
-    monkeypatch.setattr(view, "_run", fake_run)
+    monkeypatch.setattr(view.jobs, "_run", fake_run)
     messages: list[str] = []
     view.message.connect(messages.append)
     assert view.open_sweep(received.path)
     with answering(yes=False) as shown:
         assert not view.resume()
     assert len(shown) == 1 and str(module.resolve()) in shown[0]
-    assert ran == [] and view.sweep_thread is None and "Not run" in messages[-1]
+    assert ran == [] and view.jobs.sweep_thread is None and "Not run" in messages[-1]
     with answering(yes=True) as shown:
         assert view.resume()
     assert len(shown) == 1 and ran == [received.path]
@@ -180,7 +180,7 @@ def test_new_sweep_from_a_loaded_configuration_asks_about_the_code_its_points_ru
     load_from_history(window, folder)
     view = window.sweep_view
     ran: list = []
-    monkeypatch.setattr(view, "_run", lambda folder, concurrency, agreement=None: ran.append(agreement) or True)
+    monkeypatch.setattr(view.jobs, "_run", lambda folder, concurrency, agreement=None: ran.append(agreement) or True)
     spec = SweepSpec.parse("model", "mlp,custom")
     with answering(yes=False) as shown:
         assert not view.start(spec, window.config_panel.config())

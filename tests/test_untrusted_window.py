@@ -6,7 +6,7 @@ import pytest
 
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
-from untrusted_helpers import DAMAGES, saved_run
+from support.untrusted_helpers import DAMAGES, saved_run
 
 
 @pytest.fixture
@@ -63,8 +63,8 @@ def test_the_run_in_progress_cannot_be_deleted_from_the_history(qtbot, tiny_conf
     window.history.confirm_delete = lambda *_: True
     config = BenchmarkConfig.from_dict({**tiny_config, "variants": ["eager"], "iterations": 200_000, "rounds": 1})
     window.start_run(config)
-    qtbot.waitUntil(lambda: window.live.benchmark_thread is not None and window.live.benchmark_thread.folder is not None, timeout=30_000)
-    folder = window.live.benchmark_thread.folder
+    qtbot.waitUntil(lambda: window.live.run_job is not None and window.live.run_job.folder is not None, timeout=30_000)
+    folder = window.live.run_job.folder
     entry = HistoryEntry(folder, None)
     messages: list[str] = []
     window.history.message.connect(messages.append)

@@ -222,9 +222,9 @@ def test_fuzz_a_workers_event_stream_is_kept_or_refused_never_raises(docs):
     """Every event type with any values in any field: checked at the boundary, then recorded and
     summarised, and nothing but a refusal comes of it."""
     from compile_studio.launchers.event_checks import Refused, check_event
-    from compile_studio.results.export import markdown_report
-    from compile_studio.results.recorder import RunRecorder
-    from compile_studio.results.summary import summarize
+    from compile_studio.results.analysis.summary import summarize
+    from compile_studio.results.report.run_export import markdown_report
+    from compile_studio.results.storage.recorder import RunRecorder
 
     rec = RunRecorder({"layers": "8,8", "device": "cpu", "variants": ["eager"]}, None)
     for doc in docs:

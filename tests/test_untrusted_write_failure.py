@@ -9,7 +9,7 @@ from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
-from compile_studio.results.run_files import RunWriter
+from compile_studio.results.storage.run_files import RunWriter
 
 
 def _fail_after(monkeypatch, calls: int, err: int) -> None:

@@ -19,7 +19,8 @@ from compile_studio.cli.config_flags import config_from_args
 from compile_studio.core import protocol
 from compile_studio.core.config import AS_GIVEN, BenchmarkConfig, config_fields
 from compile_studio.engine import checks
-from compile_studio.engine.models import (
+from compile_studio.engine.variant import checked_output
+from compile_studio.engine.workloads import (
     FactoryError,
     build_workload,
     count_flops,
@@ -28,9 +29,10 @@ from compile_studio.engine.models import (
     model_dtype,
     output_leaves,
 )
-from compile_studio.engine.variant import checked_output
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
+
+pytestmark = pytest.mark.long
 
 MODELS = Path(__file__).parent / "user_models"
 #: the BatchNorm CNN of examples/, as a spec relative to MODELS

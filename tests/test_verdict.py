@@ -12,12 +12,10 @@ import numpy as np
 import pytest
 
 from compile_studio.core import protocol
-from compile_studio.core.config import AA_CONTROL, BenchmarkConfig
+from compile_studio.core.config import BenchmarkConfig
+from compile_studio.core.variants import AA_CONTROL, is_eager
 from compile_studio.results import RunStore, load_run, summarize
-from compile_studio.results.export import markdown_report
-from compile_studio.results.recorder import RunRecorder
-from compile_studio.results.run_files import summary_to_csv
-from compile_studio.results.stats import (
+from compile_studio.results.analysis.stats import (
     SpeedupInterval,
     block_bootstrap_speedup_interval,
     bootstrap_speedup_interval,
@@ -25,7 +23,10 @@ from compile_studio.results.stats import (
     round_ratio_interval,
     sample_checks,
 )
-from compile_studio.results.verdict import VerdictKind, harness_note, judge, noise_floor
+from compile_studio.results.analysis.verdict import VerdictKind, harness_note, judge, noise_floor
+from compile_studio.results.report.run_export import markdown_report
+from compile_studio.results.storage.recorder import RunRecorder
+from compile_studio.results.storage.run_files import summary_to_csv
 
 # -- synthetic runs measured in rounds ------------------------------------------------------
 
@@ -36,7 +37,7 @@ def round_events(rounds: dict[str, list[np.ndarray]], allclose: dict[str, bool] 
     yield {"type": "hello", "environment": {"torch": "x", "devices": ["cpu"]}}
     for name in names:
         yield {"type": "phase", "variant": name, "phase": "build", "iterations": 0}
-        if name not in ("eager", AA_CONTROL):
+        if not is_eager(name):
             yield {"type": "compiled", "variant": name, "compile_s": 2.0, "first_call_ms": 2000.0,
                    "graphs": 1, "graph_breaks": 0, "break_reasons": [], "recompiles": 0}
         yield {"type": "samples", "variant": name, "phase": "warmup", "first_iteration": 0,
@@ -479,7 +480,7 @@ def test_summary_table_shows_the_verdict_with_its_sentence(qtbot, tmp_path):
 
 def test_machine_load_names_a_busy_process():
     psutil = pytest.importorskip("psutil")
-    from compile_studio.results.machine_load import machine_load
+    from compile_studio.results.analysis.machine_load import machine_load
 
     busy = subprocess.Popen(
         [sys.executable, "-c", "import time\nt = time.time() + 20\nwhile time.time() < t: pass"]

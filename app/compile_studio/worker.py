@@ -6,7 +6,8 @@ line ``stop`` on stdin, SIGTERM, or the end of stdin (the parent is gone) end
 it within about two seconds with the samples so far flushed and a ``done``
 saying ``stopped``. Anything else printed (compiler logs) goes to stderr.
 
-``--hello`` prints the hello event and exits (the GUI's start-up probe).
+``--hello`` prints the hello event and exits (the GUI's start-up probe); it and
+the worker's other one-shot modes are named by their flags in :data:`ONE_SHOT_MODES`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable
-from typing import IO, NoReturn
+from typing import IO, TYPE_CHECKING, NamedTuple, NoReturn
 
 from .core import affinity, protocol
 from .core.config import BenchmarkConfig, ConfigError, ConfigProblem, EnvironmentInfo
@@ -34,6 +35,9 @@ from .engine.compile_host import (
     time_first_call,
 )
 from .engine.sink import BatchingSink
+
+if TYPE_CHECKING:
+    from .engine.turns import TurnGate
 
 #: How long a stop waits for the timed loop to return before the worker
 #: flushes what it has and exits on its own (e.g. in the middle of a compile).
@@ -136,7 +140,7 @@ def _check_factory(config: BenchmarkConfig) -> None:
 
     The user's own traceback goes to stderr (the log); the message says why in a line.
     """
-    from .engine.models import FactoryError, build_workload
+    from .engine.workloads import FactoryError, build_workload
 
     try:
         build_workload(config)
@@ -227,12 +231,6 @@ class IsolatedCompile:
             self._hosts.pop().close()
 
 
-def _isolated_compile_main(variant: str, out: IO[str]) -> int:
-    """``--isolated-compile VARIANT``: time that variant's first call in this process started
-    on demand (the reference a compile host is checked against: bench/compile_host.py)."""
-    return time_first_call(out, variant, sys.stdin.readline())
-
-
 #: the safe folder this worker was started in; its own child processes start there too
 _START_FOLDER: str | None = None
 
@@ -291,24 +289,63 @@ def _return_to_user_folder() -> None:
             pass
 
 
+def _hello_mode(argv: list[str], out: IO[str], sink: StreamSink) -> int:
+    """``--hello``: the hello event, then exit (the window's start-up probe)."""
+    sink.event(hello_event())
+    return 0
+
+
+def _isolated_compile_mode(argv: list[str], out: IO[str], sink: StreamSink) -> int:
+    """``--isolated-compile VARIANT``: time that variant's first call in this process started
+    on demand (the reference a compile host is checked against: bench/compile_host.py)."""
+    variant = argv[argv.index("--isolated-compile") + 1]
+    return time_first_call(out, variant, sys.stdin.readline())
+
+
+def _compile_host_mode(argv: list[str], out: IO[str], sink: StreamSink) -> int:
+    """``--compile-host``: a compile host of a worker (see :mod:`.engine.compile_host`)."""
+    return host_main(out)
+
+
+def _coldstart_child_mode(argv: list[str], out: IO[str], sink: StreamSink) -> int:
+    """``--coldstart-child T0``: one measuring process of a cold-start job."""
+    from .engine.coldstart import child_main
+
+    return child_main(out, argv)
+
+
+#: The worker's one-shot modes, by the flag that asks for each (the first one present wins);
+#: with none of them the worker runs one job read from stdin (:func:`_job_mode`).
+ONE_SHOT_MODES: dict[str, Callable[[list[str], IO[str], StreamSink], int]] = {
+    "--hello": _hello_mode,
+    "--isolated-compile": _isolated_compile_mode,
+    HOST_FLAG: _compile_host_mode,
+    protocol.COLDSTART_CHILD_FLAG: _coldstart_child_mode,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The worker's program: the one-shot mode a flag names, else one job (see the module)."""
     argv = sys.argv[1:] if argv is None else argv
     affinity.widen_from_env()  # before torch sizes its thread pool from the cores it may use
     _return_to_user_folder()
     out = _protocol_stdout()
     sink = StreamSink(out)
-    if "--hello" in argv:
-        sink.event(hello_event())
-        return 0
-    if "--isolated-compile" in argv:
-        return _isolated_compile_main(argv[argv.index("--isolated-compile") + 1], out)
-    if HOST_FLAG in argv:
-        return host_main(out)
-    if protocol.COLDSTART_CHILD_FLAG in argv:
-        from .engine.coldstart import child_main
+    mode = next((mode for flag, mode in ONE_SHOT_MODES.items() if flag in argv), _job_mode)
+    return mode(argv, out, sink)
 
-        return child_main(out, argv)
 
+class _Job(NamedTuple):
+    """The job a worker was sent: a run's config, with a shape sweep's or cold-start's request."""
+
+    config: BenchmarkConfig
+    shape: protocol.ShapeSweepRequest | None
+    cold: protocol.ColdStartRequest | None
+
+
+def _job_mode(argv: list[str], out: IO[str], sink: StreamSink) -> int:
+    """One job: hello, its configuration line from stdin checked, then a run, a shape sweep
+    (``--shape-sweep``) or a cold-start job (``--coldstart``) to its ``done``."""
     stop = threading.Event()
     finished = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -317,6 +354,35 @@ def main(argv: list[str] | None = None) -> int:
     wanted = protocol.NO_COMPILE_HOST_AHEAD_FLAG not in argv
     early_host = None if os.environ.get(MEMORY_LIMIT_ENV) or not wanted else IsolatedCompile.start_host(stop)
 
+    hello = _say_hello(sink)
+    if hello is None:
+        return 3
+    # torch, Dynamo and the backends are imported: what they made lives as long as the process,
+    # so the collection before the timed calls need not look at it again (~0.25 s -> ~0.01 s)
+    gc.freeze()
+
+    line = sys.stdin.readline()
+    if not line.strip() or line.strip() == protocol.STOP_LINE:
+        # end of input, or a stop that came ahead of any configuration
+        sink.finish(protocol.RunStatus.STOPPED, reason="no configuration received")
+        return 0
+    sink.start_heartbeat()  # from here on the supervisor can tell a stopped worker from a busy one
+    try:
+        job = _read_job(line, argv, hello)
+    except ConfigError as exc:
+        _refuse_config(sink, exc)
+        return 2
+
+    gate = _listen(sink, stop, finished)
+    if job.cold is not None:
+        if early_host is not None:
+            early_host.close()
+        return _run_coldstart(job.cold, sink, stop, finished)
+    return _run_benchmark(job, sink, stop, finished, gate, early_host)
+
+
+def _say_hello(sink: StreamSink) -> protocol.HelloEvent | None:
+    """The hello sent; None (the worker failed, said as an error) when torch cannot start."""
     try:
         hello = hello_event()
     except Exception as exc:  # noqa: BLE001
@@ -328,52 +394,55 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         sink.finish(protocol.RunStatus.FAILED)
-        return 3
+        return None
     sink.event(hello)
-    # torch, Dynamo and the backends are imported: what they made lives as long as the process,
-    # so the collection before the timed calls need not look at it again (~0.25 s -> ~0.01 s)
-    gc.freeze()
+    return hello
 
-    line = sys.stdin.readline()
-    if not line.strip() or line.strip() == protocol.STOP_LINE:
-        # end of input, or a stop that came ahead of any configuration
-        sink.finish(protocol.RunStatus.STOPPED, reason="no configuration received")
-        return 0
-    sink.start_heartbeat()  # from here on the supervisor can tell a stopped worker from a busy one
+
+def _read_job(line: str, argv: list[str], hello: protocol.HelloEvent) -> _Job:
+    """The job on the configuration ``line``, checked against this worker; ConfigError if wrong."""
     shape_request: protocol.ShapeSweepRequest | None = None
     cold_request: protocol.ColdStartRequest | None = None
-    try:
-        if protocol.SHAPE_SWEEP_FLAG in argv:
-            from .engine.shape_sweep import read_request
+    if protocol.SHAPE_SWEEP_FLAG in argv:
+        from .engine.shape_sweep import read_request
 
-            shape_request, line = read_request(line)
-        if protocol.COLDSTART_FLAG in argv:
-            try:
-                cold_request = protocol.ColdStartRequest.from_json(line)
-            except (ValueError, TypeError) as exc:
-                raise ConfigError([ConfigProblem("coldstart", str(exc))]) from None
-            line = json.dumps(cold_request.config)
-        config = BenchmarkConfig.from_json(line)
-        env = EnvironmentInfo.from_hello(hello.environment)
-        if config.backend_modules:
-            env = _with_backend_modules(env, config.backend_modules)
-        config.validate(env)
-        if config.model == "custom":
-            _check_factory(config)
-    except ConfigError as exc:
-        fields = {p.field for p in exc.problems}
-        sink.event(
-            protocol.ErrorEvent(
-                kind=protocol.ErrorKind.DEVICE_UNAVAILABLE
-                if fields == {"device"}
-                else protocol.ErrorKind.BAD_CONFIG,
-                message="; ".join(str(p) for p in exc.problems),
-                problems=[{"field": p.field, "message": p.message} for p in exc.problems],
-            )
+        shape_request, line = read_request(line)
+    if protocol.COLDSTART_FLAG in argv:
+        try:
+            cold_request = protocol.ColdStartRequest.from_json(line)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError([ConfigProblem("coldstart", str(exc))]) from None
+        line = json.dumps(cold_request.config)
+    config = BenchmarkConfig.from_json(line)
+    env = EnvironmentInfo.from_hello(hello.environment)
+    if config.backend_modules:
+        env = _with_backend_modules(env, config.backend_modules)
+    config.validate(env)
+    if config.model == "custom":
+        _check_factory(config)
+    return _Job(config, shape_request, cold_request)
+
+
+def _refuse_config(sink: StreamSink, exc: ConfigError) -> None:
+    """The configuration's problems said as an error, and the worker done (failed)."""
+    fields = {p.field for p in exc.problems}
+    sink.event(
+        protocol.ErrorEvent(
+            kind=protocol.ErrorKind.DEVICE_UNAVAILABLE
+            if fields == {"device"}
+            else protocol.ErrorKind.BAD_CONFIG,
+            message="; ".join(str(p) for p in exc.problems),
+            problems=[{"field": p.field, "message": p.message} for p in exc.problems],
         )
-        sink.finish(protocol.RunStatus.FAILED)
-        return 2
+    )
+    sink.finish(protocol.RunStatus.FAILED)
 
+
+def _listen(sink: StreamSink, stop: threading.Event, finished: threading.Event) -> TurnGate:
+    """Threads that read stdin (``stop``, the window's turn answers) and end a stuck stop.
+
+    Returns the gate the turn answers open.
+    """
     from .engine.turns import TurnGate
 
     gate = TurnGate()
@@ -398,12 +467,19 @@ def main(argv: list[str] | None = None) -> int:
 
     threading.Thread(target=read_stdin, name="stdin-reader", daemon=True).start()
     threading.Thread(target=watchdog, name="stop-watchdog", daemon=True).start()
+    return gate
 
-    if cold_request is not None:
-        if early_host is not None:
-            early_host.close()
-        return _run_coldstart(cold_request, sink, stop, finished)
 
+def _run_benchmark(
+    job: _Job,
+    sink: StreamSink,
+    stop: threading.Event,
+    finished: threading.Event,
+    gate: TurnGate,
+    early_host: CompileHost | None,
+) -> int:
+    """A run or a shape sweep in this worker, to its ``done``; the exit code."""
+    config, shape_request = job.config, job.shape
     cache_dir = None
     if config.compile_cache == "cold":
         cache_dir = tempfile.mkdtemp(prefix="compile-studio-cold-")
@@ -418,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     monitor = None
     isolated: IsolatedCompile | None = None
     try:
-        from .engine.variant import is_eager
+        from .core.variants import is_eager
 
         if early_host is not None and (
             shape_request is not None

@@ -12,7 +12,8 @@ import math
 import statistics
 from typing import Any
 
-from compile_studio.core.config import CUDAGRAPH_VARIANTS, BenchmarkConfig, format_bytes
+from compile_studio.core.config import BenchmarkConfig, format_bytes
+from compile_studio.core.variants import records_cudagraphs
 from compile_studio.engine import checks as rule
 from compile_studio.engine.clocks import CLOCK_CHANGE_WARN
 
@@ -197,7 +198,7 @@ def _judge_replay_and_graphs(
                  "steady-state output bit-identical to the first (replay_max_diff == 0)",
                  bool(diffs) and all(d == 0 for d in diffs.values()),
                  ", ".join(f"{n} {d}" for n, d in diffs.items()))
-    graphed = [n for n in cfg.variants if n in CUDAGRAPH_VARIANTS]
+    graphed = [n for n in cfg.variants if records_cudagraphs(n)]
     states = ", ".join(f"{n}: {variants[n].cudagraphs}" for n in graphed if n in variants)
     name = "CUDA graphs used by the CUDA-graph variants"
     if not graphed:
@@ -219,7 +220,7 @@ def judge_graph_memory(
     id_ = f"{tag}.cudagraph_memory"
     name = (f"every CUDA-graph variant's peak memory ≥ {GRAPH_MEMORY_MIN:.0%} of eager's, "
             "allocated bytes as eager's (the recording counted, the second variant's too)")
-    graphed = [n for n in cfg.variants if n in CUDAGRAPH_VARIANTS and n in variants]
+    graphed = [n for n in cfg.variants if records_cudagraphs(n) and n in variants]
     eager = variants.get("eager")
     eager_peak = eager.peak_memory_bytes if eager is not None else None
     parts = [f"eager {format_bytes(eager_peak) if eager_peak is not None else '–'}"]

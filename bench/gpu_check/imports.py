@@ -15,7 +15,7 @@ DESKTOP_MODULES = ("PySide6", "pyqtgraph")
 DESKTOP_APP_MODULES = (
     "compile_studio.gui",
     "compile_studio.cli",
-    "compile_studio.results.locations",
+    "compile_studio.results.storage.locations",
 )
 
 

@@ -26,7 +26,7 @@ import torch
 
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine.environment import compile_modes
-from compile_studio.engine.model import TORCH_DTYPES
+from compile_studio.engine.mlp import TORCH_DTYPES
 from compile_studio.engine.run_state import apply_precision
 from compile_studio.engine.runner import make_input
 from compile_studio.engine.timing import CallTimer

@@ -19,15 +19,16 @@ from typing import Any
 
 import torch
 
-from compile_studio.core.config import CUDAGRAPH_VARIANTS, BenchmarkConfig, format_bytes
+from compile_studio.core.config import BenchmarkConfig, format_bytes
+from compile_studio.core.variants import records_cudagraphs
 from compile_studio.engine import checks as rule
 from compile_studio.engine.cache_flush import CacheFlush
 from compile_studio.engine.environment import compile_modes
-from compile_studio.engine.model import TORCH_DTYPES
-from compile_studio.engine.models import build_workload
+from compile_studio.engine.mlp import TORCH_DTYPES
 from compile_studio.engine.run_state import apply_precision
 from compile_studio.engine.timing import CallTimer
 from compile_studio.engine.variant import build_variant
+from compile_studio.engine.workloads import build_workload
 
 from .figures import median, ms, ratio_text, ratios
 from .loops import app_loop, do_bench_cudagraph_ms, do_bench_ms, timer_ms, warm_up
@@ -112,7 +113,7 @@ def stage_same_process(
         if cuda:
             figures["method_notes"] = {
                 name: {"do_bench_cudagraph": NESTED_CAPTURE}
-                for name in steps if name in CUDAGRAPH_VARIANTS
+                for name in steps if records_cudagraphs(name)
             }
         _judge_timing(report, cuda, per, errors, figures)
         _judge_floor(report, cuda, per, floors)
@@ -159,7 +160,7 @@ def _one_round(
     if cuda:
         for method, measure in (("do_bench", do_bench_ms),
                                 ("do_bench_cudagraph", do_bench_cudagraph_ms)):
-            if method == "do_bench_cudagraph" and name in CUDAGRAPH_VARIANTS:
+            if method == "do_bench_cudagraph" and records_cudagraphs(name):
                 continue  # NESTED_CAPTURE
             try:
                 row[method].append(measure(fn, plan.bench_rep_ms))
@@ -260,7 +261,7 @@ def _profile(report: Report, steps: dict[str, Callable[[], Any]], figures: dict[
         )
         report.say(f"   profiler {name}: {launches[name]} cudaGraphLaunch in {calls} calls")
     figures["cuda_graph_launches"] = launches
-    for name in [n for n in steps if n in CUDAGRAPH_VARIANTS]:
+    for name in [n for n in steps if records_cudagraphs(n)]:
         report.check(f"compare.{name}.cudagraph_launch",
                      f"profiler shows cudaGraphLaunch for {name}", launches[name] >= 5,
                      f"{launches[name]} launches in 5 calls; others: " + ", ".join(
@@ -284,7 +285,7 @@ def _replay_and_errors(
         diff = (float((late[name].double() - first[name].double()).abs().max())
                 if first[name].numel() else 0.0)
         figures.setdefault("replay_max_diff", {})[name] = diff
-        if cuda and name not in CUDAGRAPH_VARIANTS:
+        if cuda and not records_cudagraphs(name):
             continue
         report.check(f"compare.{name}.replay_identical",
                      f"{name}: a later call's output is bit-identical to the first",

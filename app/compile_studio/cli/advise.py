@@ -30,13 +30,8 @@ from typing import Any
 
 from ..core.config import ConfigError
 from ..results import RunDamaged, RunResult, RunStore, load_run
-from ..results.advice import Suggestion, advice_text, gather, load_why
-from ..results.advice_rules import advise
-from ..results.locations import default_run_store
-from ..results.summary_cache import summary_of
-from ..results.terminal import escape_controls
-from ..results.trial_judge import fmt_figure
-from ..results.trial_record import (
+from ..results.explain.why_files import WhyReport
+from ..results.records.trial_record import (
     COMPLETE,
     MAX_TRIAL_ROUNDS,
     MIN_TRIAL_ROUNDS,
@@ -45,8 +40,13 @@ from ..results.trial_record import (
     RUNNING,
     TrialRecord,
 )
-from ..results.what_to_try import WhatToTry, round_figures, trial_table, tried_lines
-from ..results.why_files import WhyReport
+from ..results.report.terminal import escape_controls
+from ..results.storage.locations import default_run_store
+from ..results.storage.summary_cache import summary_of
+from ..results.suggestions.advice import Suggestion, advice_text, gather, load_why
+from ..results.suggestions.advice_rules import advise
+from ..results.suggestions.trial_judge import fmt_figure
+from ..results.suggestions.what_to_try import WhatToTry, round_figures, trial_table, tried_lines
 from .common import EXIT_BAD_CONFIG as EXIT_BAD
 from .common import (
     EXIT_FAILED,
@@ -121,7 +121,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _print_advice(run: RunResult, report: WhyReport, suggestions: list[Suggestion], folder: Path) -> None:
-    from ..results.trial_load import trials_of
+    from ..results.records.trial_load import trials_of
 
     out = sys.stdout
     out.write(escape_controls(f"{run.title()}  [{run.status}]  run {run.run_id}\n\n"))

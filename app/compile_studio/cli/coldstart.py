@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from ..core.config import ConfigError, ConfigProblem
 from ..core.protocol import START_KINDS
-from ..results.coldstart_record import (
+from ..results.records.coldstart_record import (
     PHASES,
     SUMMARY_COLUMNS,
     ColdStartRecord,
@@ -29,10 +29,10 @@ from ..results.coldstart_record import (
     summarize,
     summary_rows,
 )
-from ..results.formatting import text_table
-from ..results.locations import default_data_dir
-from ..results.sweep_record import SweepDamaged
-from ..results.terminal import escape_controls
+from ..results.records.sweep_record import SweepDamaged
+from ..results.report.formatting import text_table
+from ..results.report.terminal import escape_controls
+from ..results.storage.locations import default_data_dir
 from .common import (
     EXIT_BAD_CONFIG,
     EXIT_FAILED,
@@ -154,7 +154,7 @@ def cmd_coldstart(args: argparse.Namespace) -> int:
     """``coldstart``: the job, its table, where it is kept."""
     from ..jobs.coldstart_run import ColdStartRun, coldstart_request, new_coldstart
     from ..launchers.targets import TargetsFileError
-    from ..results.cache_file import CacheFileError, read_cache_file
+    from ..results.records.cache_file import CacheFileError, read_cache_file
 
     try:
         launcher = _launcher(args.target)

@@ -23,11 +23,13 @@ from .. import __version__
 from ..core import protocol
 from ..core.config import ConfigError
 from ..core.protocol import RunStatus, VariantStatus
+from ..jobs.kinds import job_kinds
 from ..jobs.progress import Progress
 from ..jobs.session import RunSession
 from ..jobs.workers import ProbeFailed, probe_environment
 from ..results import RunDamaged, RunResult, RunStore, summarize
-from ..results.formatting import (
+from ..results.analysis.summary import flop_rate_line
+from ..results.report.formatting import (
     SUMMARY_HEADERS,
     plural,
     summary_cells,
@@ -36,11 +38,10 @@ from ..results.formatting import (
     verdict_lines,
     worker_notes,
 )
-from ..results.locations import default_run_store
-from ..results.summary import flop_rate_line
-from ..results.summary_cache import summary_of
-from ..results.terminal import escape_controls, guarded
-from ..results.turns_text import turns_line
+from ..results.report.terminal import escape_controls, guarded
+from ..results.report.turns_text import turns_line
+from ..results.storage.locations import default_run_store
+from ..results.storage.summary_cache import summary_of
 from .common import (  # noqa: F401 - shared with the other command modules, re-exported
     EXIT_BAD_CONFIG,
     EXIT_BROKEN_PIPE,
@@ -103,16 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _more_commands() -> list:
-    """Subcommands kept in their own modules: each ``register(sub)`` adds a parser
-    whose defaults carry ``handler`` (a function of the parsed arguments)."""
-    from . import advise as cli_advise
-    from . import coldstart as cli_coldstart
-    from . import sweep as cli_sweep
+    """Subcommands kept in their own modules, in their order: each registered job kind's
+    (``jobs/kinds.py``) and the others'. Each ``register(sub)`` adds a parser whose defaults
+    carry ``handler`` (a function of the parsed arguments)."""
     from . import targets as cli_targets
     from . import why as cli_why
 
-    return [cli_advise.register, cli_sweep.register, cli_targets.register, cli_why.register,
-            cli_coldstart.register]
+    others = [(20, cli_targets.register), (25, cli_why.register)]
+    kinds = [(kind.order, kind.add_command) for kind in job_kinds() if kind.cli is not None]
+    return [register for _, register in sorted(kinds + others, key=lambda pair: pair[0])]
 
 
 #: Lines of the worker's own output the CLI shows: what the factory and the model print on
@@ -464,7 +464,7 @@ def terminal_output() -> Iterator[None]:
     """stdout and stderr escape every control character while a command runs.
 
     Strings from run folders, sweeps and targets files are someone else's; none
-    reaches the terminal raw (see :mod:`compile_studio.results.terminal`).
+    reaches the terminal raw (see :mod:`compile_studio.results.report.terminal`).
     """
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = guarded(sys.stdout), guarded(sys.stderr)

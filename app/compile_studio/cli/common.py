@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING
 
 from ..core.config import BenchmarkConfig, ConfigProblem
 from ..results import RunDamaged, RunResult, RunStore, load_run, summarize
-from ..results.formatting import (
+from ..results.report.formatting import (
     SUMMARY_HEADERS,
     fmt_speedup_ratio,
     plural,
     summary_cells,
     text_table,
 )
-from ..results.locations import default_run_store
-from ..results.summary_cache import summary_of
-from ..results.terminal import escape_controls
+from ..results.report.terminal import escape_controls
+from ..results.storage.locations import default_run_store
+from ..results.storage.summary_cache import summary_of
 
 if TYPE_CHECKING:
     from ..jobs.trust import Agreement

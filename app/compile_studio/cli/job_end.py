@@ -17,7 +17,7 @@ from typing import Any, Protocol, TextIO
 
 from ..core.config import ConfigProblem
 from ..jobs.job import Job
-from ..results.terminal import escape_controls
+from ..results.report.terminal import escape_controls
 from .common import (
     EXIT_BAD_CONFIG,
     EXIT_FAILED,

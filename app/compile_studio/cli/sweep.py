@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,15 +26,15 @@ from ..jobs.shape_sweep_run import SHAPE_REPEATS
 from ..jobs.sweep import SweepRunner, local_session, new_sweep, planned_configs, sweep_configs
 from ..jobs.sweep_spec import DERIVED_PARAMS, SweepSpec, value_text
 from ..jobs.trust import Agreement
-from ..results.formatting import (
+from ..results.records.shape_record import ShapeSweepRecord
+from ..results.records.sweep_load import is_shape_sweep_folder, load_shape_sweep
+from ..results.records.sweep_record import FAILED, SWEEP_JSON, SweepDamaged, SweepRecord
+from ..results.report.formatting import (
     fmt_ms,
     plural,
 )
-from ..results.shape_record import ShapeSweepRecord
-from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
-from ..results.sweep_record import FAILED, SWEEP_JSON, SweepDamaged, SweepRecord
-from ..results.sweep_store import ShapeSweepFolder, SweepFolder
-from ..results.terminal import escape_controls
+from ..results.report.terminal import escape_controls
+from ..results.storage.sweep_store import ShapeSweepFolder, SweepFolder
 from .common import (
     EXIT_BAD_CONFIG,
     EXIT_FAILED,
@@ -179,15 +180,56 @@ class PointPrinter:
         self.message(text)
 
 
+class _Leave(Exception):
+    """Leave the command with exit code ``code`` (why is said already)."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+def _refuse(problems: list[ConfigProblem]) -> _Leave:
+    """The problems printed; raise the result to leave with the bad-configuration code."""
+    _print_problems(problems)
+    return _Leave(EXIT_BAD_CONFIG)
+
+
+def _shape_flags_given(args: argparse.Namespace) -> list[str]:
+    """The flags given that only a shape sweep takes."""
+    return [f for f, v in (("--modes", args.modes), ("--recompile-limit", args.recompile_limit),
+                           ("--repeats", args.repeats), ("--axis", args.axis)) if v is not None]
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
-    shape_only = [f for f, v in (("--modes", args.modes), ("--recompile-limit", args.recompile_limit),
-                                 ("--repeats", args.repeats), ("--axis", args.axis)) if v is not None]
+    """``sweep``: a new sweep, or the missing points of one (``--resume``); ``--shape``: a shape sweep."""
+    shape_only = _shape_flags_given(args)
     resumes_shape = args.resume is not None and is_shape_sweep_folder(args.resume)
     if args.shape or resumes_shape:
         return cmd_shape_sweep(args)
-    if shape_only:
-        _print_problems([ConfigProblem(", ".join(shape_only), "go with --shape")])
-        return EXIT_BAD_CONFIG
+    try:
+        if shape_only:
+            raise _refuse([ConfigProblem(", ".join(shape_only), "go with --shape")])
+        factory, concurrency = _sweep_workers(args)
+        folder, agreement = _resumed_sweep(args) if args.resume is not None else _new_sweep(args)
+    except _Leave as leave:
+        return leave.code
+    printer = PointPrinter(sys.stderr, args.quiet)
+    runner = SweepRunner(
+        folder, concurrency=concurrency, on_point=printer.on_point, retry_failed=args.retry_failed,
+        session_factory=agreement.sessions(factory or local_session),  # the agreed copies run
+    )
+    _say_how_it_runs(args, folder, runner, printer)
+    outcome = run_to_end(runner, "the points done")
+    code = report_end(outcome, "sweep", print_sweep)
+    hint = resume_hint(outcome.record, outcome.folder)
+    if hint and getattr(outcome, "refused", None) is None:
+        sys.stdout.write(escape_controls(hint) + "\n")
+    return code
+
+
+def _sweep_workers(args: argparse.Namespace) -> tuple[Any, int]:
+    """Where the points run (``--target``'s session factory; None: this machine) and how many
+    at once (``--concurrency``, by default the target's workers)."""
     factory: Any = None
     target_workers = 1
     if args.target:
@@ -199,74 +241,80 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             factory = session_factory(target)
         except (TargetsFileError, KeyError, ValueError) as exc:
             sys.stderr.write(f"error: --target: {exc.args[0] if exc.args else exc}\n")
-            return EXIT_BAD_CONFIG
+            raise _Leave(EXIT_BAD_CONFIG) from None
         target_workers = target.concurrency()
     concurrency = args.concurrency if args.concurrency is not None else target_workers
     if not 1 <= concurrency <= 64:
-        _print_problems([ConfigProblem("--concurrency", "must be 1–64")])
-        return EXIT_BAD_CONFIG
-    if args.resume is not None:
-        given = _config_flags_given(args)
-        if given:
-            _print_problems(
-                [ConfigProblem(", ".join(given), "--resume runs the sweep as it was made; leave these out")]
-            )
-            return EXIT_BAD_CONFIG
-        latest = latest_sweep(str(args.resume))
-        if isinstance(latest, str):
-            sys.stderr.write(f"error: --resume {latest}\n")
-            return EXIT_BAD_CONFIG
-        resume = latest or sweep_path(str(args.resume))
-        if resume is None:
-            sys.stderr.write(
-                f"error: {args.resume}: not a sweep folder (it has no {SWEEP_JSON}); "
-                "give a sweep folder, its name, or latest (latest~1, …)\n"
-            )
-            return EXIT_BAD_CONFIG
-        try:
-            folder = SweepFolder.open(resume)
-        except SweepDamaged as exc:
-            sys.stderr.write(f"error: {args.resume}: {exc}\n")
-            return EXIT_FAILED
-        for problem in folder.record.load_problems[:10]:
-            sys.stderr.write(f"note: {problem}\n")
-        agreement = code_agreed(sweep_configs(folder.record), f"the sweep {folder.path}", args, from_flags=False)
-        if agreement is None:
-            return EXIT_BAD_CONFIG
-    else:
-        if args.retry_failed:
-            _print_problems([ConfigProblem("--retry-failed", "goes with --resume")])
-            return EXIT_BAD_CONFIG
-        if args.param is None:
-            _print_problems([ConfigProblem("--param", "name the parameter to sweep (or --resume a sweep)")])
-            return EXIT_BAD_CONFIG
-        try:
-            config = config_from_args(args)
-            spec = SweepSpec.parse(args.param, args.values, args.range_text)
-            spec.validate(config)
-        except ConfigError as exc:
-            _print_problems(exc.problems)
-            return EXIT_BAD_CONFIG
-        agreement = Agreement()
-        if args.config is not None:
-            agreed = code_agreed(planned_configs(spec, config), f"--config {args.config}", args)
-            if agreed is None:
-                return EXIT_BAD_CONFIG
-            agreement = agreed
-        root = args.out or default_sweep_root()
-        try:
-            folder = new_sweep(spec, config, root)
-        except ConfigError as exc:
-            _print_problems(exc.problems)
-            return EXIT_BAD_CONFIG
-        except OSError as exc:
-            sys.stderr.write(f"error: cannot create a sweep folder in {root}: {exc.strerror or exc}\n")
-            return EXIT_FAILED
-    printer = PointPrinter(sys.stderr, args.quiet)
-    runner = SweepRunner(
-        folder, concurrency=concurrency, on_point=printer.on_point, retry_failed=args.retry_failed,
-        session_factory=agreement.sessions(factory or local_session),  # the agreed copies run
-    )
+        raise _refuse([ConfigProblem("--concurrency", "must be 1–64")])
+    return factory, concurrency
+
+
+def _resumed_sweep(args: argparse.Namespace) -> tuple[SweepFolder, Agreement]:
+    """The sweep ``--resume`` names, opened, and the code its configs agreed to run."""
+    given = _config_flags_given(args)
+    if given:
+        raise _refuse(
+            [ConfigProblem(", ".join(given), "--resume runs the sweep as it was made; leave these out")]
+        )
+    latest = latest_sweep(str(args.resume))
+    if isinstance(latest, str):
+        sys.stderr.write(f"error: --resume {latest}\n")
+        raise _Leave(EXIT_BAD_CONFIG)
+    resume = latest or sweep_path(str(args.resume))
+    if resume is None:
+        sys.stderr.write(
+            f"error: {args.resume}: not a sweep folder (it has no {SWEEP_JSON}); "
+            "give a sweep folder, its name, or latest (latest~1, …)\n"
+        )
+        raise _Leave(EXIT_BAD_CONFIG)
+    try:
+        folder = SweepFolder.open(resume)
+    except SweepDamaged as exc:
+        sys.stderr.write(f"error: {args.resume}: {exc}\n")
+        raise _Leave(EXIT_FAILED) from None
+    for problem in folder.record.load_problems[:10]:
+        sys.stderr.write(f"note: {problem}\n")
+    agreement = code_agreed(sweep_configs(folder.record), f"the sweep {folder.path}", args, from_flags=False)
+    if agreement is None:
+        raise _Leave(EXIT_BAD_CONFIG)
+    return folder, agreement
+
+
+def _new_sweep(args: argparse.Namespace) -> tuple[SweepFolder, Agreement]:
+    """A new sweep folder for the flags' parameter, values and configuration, and the code agreed
+    for ``--config``."""
+    if args.retry_failed:
+        raise _refuse([ConfigProblem("--retry-failed", "goes with --resume")])
+    if args.param is None:
+        raise _refuse([ConfigProblem("--param", "name the parameter to sweep (or --resume a sweep)")])
+    try:
+        config = config_from_args(args)
+        spec = SweepSpec.parse(args.param, args.values, args.range_text)
+        spec.validate(config)
+    except ConfigError as exc:
+        raise _refuse(exc.problems) from None
+    agreement = Agreement()
+    if args.config is not None:
+        agreed = code_agreed(planned_configs(spec, config), f"--config {args.config}", args)
+        if agreed is None:
+            raise _Leave(EXIT_BAD_CONFIG)
+        agreement = agreed
+    root = args.out or default_sweep_root()
+    try:
+        folder = new_sweep(spec, config, root)
+    except ConfigError as exc:
+        raise _refuse(exc.problems) from None
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot create a sweep folder in {root}: {exc.strerror or exc}\n")
+        raise _Leave(EXIT_FAILED) from None
+    return folder, agreement
+
+
+def _say_how_it_runs(
+    args: argparse.Namespace, folder: SweepFolder, runner: SweepRunner, printer: PointPrinter
+) -> None:
+    """Notes ahead of the points: a concurrency that differs from the one asked or the sweep's
+    own, and what a resume has left to run."""
     if args.resume is not None and folder.record.concurrency != runner.concurrency:
         printer.message(
             f"note: the sweep was run {folder.record.concurrency} at a time; resuming "
@@ -282,13 +330,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             printer.message("nothing to resume: every point has run")
         else:
             printer.message(f"resuming: {len(todo)} of {plural(len(folder.record.points), 'point')} to run")
-
-    outcome = run_to_end(runner, "the points done")
-    code = report_end(outcome, "sweep", print_sweep)
-    hint = resume_hint(outcome.record, outcome.folder)
-    if hint and getattr(outcome, "refused", None) is None:
-        sys.stdout.write(escape_controls(hint) + "\n")
-    return code
 
 
 # -- shape sweeps ----------------------------------------------------------------------------
@@ -306,73 +347,88 @@ def _shape_launcher(target_name: str | None) -> Any:
 
 def cmd_shape_sweep(args: argparse.Namespace) -> int:
     """``sweep --shape``: the batch sizes in one worker per dynamic mode; a table per mode."""
-    from ..jobs.shape_sweep_run import ShapeSweepRun, new_shape_sweep, parse_batches, shape_request
+    from ..jobs.shape_sweep_run import ShapeSweepRun
     from ..launchers.targets import TargetsFileError
 
-    if args.param is not None:
-        _print_problems([ConfigProblem("--param", "a shape sweep varies the batch size: leave --param out")])
-        return EXIT_BAD_CONFIG
-    if args.concurrency not in (None, 1) or args.retry_failed:
-        _print_problems([ConfigProblem("--concurrency, --retry-failed", "a shape sweep runs in one worker")])
-        return EXIT_BAD_CONFIG
     try:
-        launcher = _shape_launcher(args.target)
-    except (TargetsFileError, KeyError, ValueError) as exc:
-        sys.stderr.write(f"error: --target: {exc.args[0] if exc.args else exc}\n")
-        return EXIT_BAD_CONFIG
-    if args.resume is not None:
-        given = _config_flags_given(args)
-        given += [f for f, v in (("--modes", args.modes), ("--recompile-limit", args.recompile_limit),
-                                 ("--repeats", args.repeats), ("--axis", args.axis)) if v is not None]
-        if given:
-            _print_problems(
-                [ConfigProblem(", ".join(given), "--resume runs the shape sweep as it was made; leave these out")]
-            )
-            return EXIT_BAD_CONFIG
+        if args.param is not None:
+            raise _refuse([ConfigProblem("--param", "a shape sweep varies the batch size: leave --param out")])
+        if args.concurrency not in (None, 1) or args.retry_failed:
+            raise _refuse([ConfigProblem("--concurrency, --retry-failed", "a shape sweep runs in one worker")])
         try:
-            record = load_shape_sweep(args.resume)
-        except SweepDamaged as exc:
-            sys.stderr.write(f"error: {args.resume}: {exc}\n")
-            return EXIT_FAILED
-        folder = ShapeSweepFolder(Path(args.resume), record)
-        agreement = code_agreed(record.config, f"the shape sweep {folder.path}", args, from_flags=False)
-        if agreement is None:
+            launcher = _shape_launcher(args.target)
+        except (TargetsFileError, KeyError, ValueError) as exc:
+            sys.stderr.write(f"error: --target: {exc.args[0] if exc.args else exc}\n")
             return EXIT_BAD_CONFIG
-        try:
-            shape_request(
-                record.config, record.batches, record.modes, record.recompile_limit, record.repeats,
-                record.axis,
-            )
-        except ConfigError as exc:
-            _print_problems(exc.problems)
-            return EXIT_BAD_CONFIG
-    else:
-        modes = [m.strip() for m in (args.modes or ",".join(SHAPE_MODES)).split(",") if m.strip()]
-        try:
-            config = config_from_args(args)
-            batches = parse_batches(args.values, args.range_text)
-            request = shape_request(
-                config, batches, modes,
-                recompile_limit=args.recompile_limit if args.recompile_limit is not None else 0,
-                repeats=args.repeats if args.repeats is not None else SHAPE_REPEATS,
-                axis=args.axis or "",
-            )
-        except ConfigError as exc:
-            _print_problems(exc.problems)
-            return EXIT_BAD_CONFIG
-        agreement = Agreement()
-        if args.config is not None:
-            agreed = code_agreed(config, f"--config {args.config}", args)
-            if agreed is None:
-                return EXIT_BAD_CONFIG
-            agreement = agreed
-        root = args.out or default_sweep_root()
-        try:
-            folder = new_shape_sweep(request, root)
-        except OSError as exc:
-            sys.stderr.write(f"error: cannot create a shape-sweep folder in {root}: {exc.strerror or exc}\n")
-            return EXIT_FAILED
-    quiet = args.quiet
+        folder, agreement = _resumed_shape_sweep(args) if args.resume is not None else _new_shape_sweep(args)
+    except _Leave as leave:
+        return leave.code
+    run = ShapeSweepRun(folder, launcher=launcher, on_point=_shape_point_printer(args.quiet), pin=agreement.apply)
+    return report_end(run_to_end(run, "the points done"), "shape sweep", print_shape_sweep)
+
+
+def _resumed_shape_sweep(args: argparse.Namespace) -> tuple[ShapeSweepFolder, Agreement]:
+    """The shape sweep ``--resume`` names, checked as it was made, and the code agreed to run."""
+    from ..jobs.shape_sweep_run import shape_request
+
+    given = _config_flags_given(args) + _shape_flags_given(args)
+    if given:
+        raise _refuse(
+            [ConfigProblem(", ".join(given), "--resume runs the shape sweep as it was made; leave these out")]
+        )
+    try:
+        record = load_shape_sweep(args.resume)
+    except SweepDamaged as exc:
+        sys.stderr.write(f"error: {args.resume}: {exc}\n")
+        raise _Leave(EXIT_FAILED) from None
+    folder = ShapeSweepFolder(Path(args.resume), record)
+    agreement = code_agreed(record.config, f"the shape sweep {folder.path}", args, from_flags=False)
+    if agreement is None:
+        raise _Leave(EXIT_BAD_CONFIG)
+    try:
+        shape_request(
+            record.config, record.batches, record.modes, record.recompile_limit, record.repeats,
+            record.axis,
+        )
+    except ConfigError as exc:
+        raise _refuse(exc.problems) from None
+    return folder, agreement
+
+
+def _new_shape_sweep(args: argparse.Namespace) -> tuple[ShapeSweepFolder, Agreement]:
+    """A new shape-sweep folder for the flags' batch sizes, modes and configuration, and the
+    code agreed for ``--config``."""
+    from ..jobs.shape_sweep_run import new_shape_sweep, parse_batches, shape_request
+
+    modes = [m.strip() for m in (args.modes or ",".join(SHAPE_MODES)).split(",") if m.strip()]
+    try:
+        config = config_from_args(args)
+        batches = parse_batches(args.values, args.range_text)
+        request = shape_request(
+            config, batches, modes,
+            recompile_limit=args.recompile_limit if args.recompile_limit is not None else 0,
+            repeats=args.repeats if args.repeats is not None else SHAPE_REPEATS,
+            axis=args.axis or "",
+        )
+    except ConfigError as exc:
+        raise _refuse(exc.problems) from None
+    agreement = Agreement()
+    if args.config is not None:
+        agreed = code_agreed(config, f"--config {args.config}", args)
+        if agreed is None:
+            raise _Leave(EXIT_BAD_CONFIG)
+        agreement = agreed
+    root = args.out or default_sweep_root()
+    try:
+        folder = new_shape_sweep(request, root)
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot create a shape-sweep folder in {root}: {exc.strerror or exc}\n")
+        raise _Leave(EXIT_FAILED) from None
+    return folder, agreement
+
+
+def _shape_point_printer(quiet: bool) -> Callable[[ShapeSweepRecord], None]:
+    """Prints each new point of a shape sweep on stderr as it comes (quiet: failures only)."""
     seen = [0]
 
     def on_point(record: ShapeSweepRecord) -> None:
@@ -388,8 +444,7 @@ def cmd_shape_sweep(args: argparse.Namespace) -> int:
             sys.stderr.write(text + "\n")
         seen[0] = len(record.points)
 
-    run = ShapeSweepRun(folder, launcher=launcher, on_point=on_point, pin=agreement.apply)
-    return report_end(run_to_end(run, "the points done"), "shape sweep", print_shape_sweep)
+    return on_point
 
 
 __all__ = ["cmd_shape_sweep", "cmd_sweep", "register"]

@@ -16,7 +16,10 @@ from typing import Any, TextIO
 
 from ..jobs.sweep_spec import describe_points, value_text
 from ..results import RunDamaged, RunResult, load_run
-from ..results.formatting import (
+from ..results.records.shape_record import ShapeSweepRecord, shape_speedup_text
+from ..results.records.sweep_load import is_shape_sweep_folder, load_shape_sweep, load_sweep
+from ..results.records.sweep_record import FAILED, SweepDamaged, SweepRecord
+from ..results.report.formatting import (
     break_even_text,
     fmt_interval,
     fmt_ms,
@@ -25,10 +28,7 @@ from ..results.formatting import (
     rough_speedup_header,
     text_table,
 )
-from ..results.locations import default_data_dir
-from ..results.shape_record import ShapeSweepRecord, shape_speedup_text
-from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep, load_sweep
-from ..results.sweep_record import FAILED, SweepDamaged, SweepRecord
+from ..results.storage.locations import default_data_dir
 from .common import (
     EXIT_BAD_CONFIG,
     EXIT_FAILED,
@@ -121,7 +121,7 @@ def print_sweep(record: SweepRecord, out: TextIO) -> None:
 def sweep_path(ref: str) -> Path | None:
     """The sweep folder ``ref`` names: a sweep folder, its sweep.json, or a sweep's name in the
     default sweeps folder; None when it names none (it may then be a run)."""
-    from ..results.sweep_load import is_sweep_folder, sweep_folder_of
+    from ..results.records.sweep_load import is_sweep_folder, sweep_folder_of
 
     path = Path(ref).expanduser()
     if is_sweep_folder(path):
@@ -166,7 +166,7 @@ def show_sweep(ref: str) -> int:
 
 def sweep_folder_of_path(path: Path) -> Path:
     """The sweep folder of ``path`` (the folder, or the folder of its sweep.json)."""
-    from ..results.sweep_load import sweep_folder_of
+    from ..results.records.sweep_load import sweep_folder_of
 
     return sweep_folder_of(path)
 
@@ -186,7 +186,7 @@ def latest_sweep(ref: str) -> Path | str | None:
     """The sweep folder ``latest`` / ``latest~N`` names: the newest sweep in the default sweeps
     folder, the one before it, …; a sentence when there is none such; None when ``ref`` is
     neither (nor an existing path)."""
-    from ..results.sweep_load import is_sweep_folder
+    from ..results.records.sweep_load import is_sweep_folder
 
     found = re.fullmatch(r"latest(?:~(\d+))?", ref)
     if found is None or Path(ref).exists():

@@ -24,7 +24,7 @@ from ..launchers.targets import (
     load_targets,
     update_targets,
 )
-from ..results.formatting import text_table
+from ..results.report.formatting import text_table
 from .common import EXIT_BAD_CONFIG as EXIT_BAD
 from .common import EXIT_FAILED, EXIT_OK
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..results import RunDamaged, RunStore, load_run
-from ..results.locations import default_run_store
-from ..results.why import why_text
-from ..results.why_files import load_why
+from ..results.explain.why import why_text
+from ..results.explain.why_files import load_why
+from ..results.storage.locations import default_run_store
 from .common import EXIT_BAD_CONFIG as EXIT_BAD
 from .common import EXIT_FAILED, EXIT_OK, RUN_REF_HELP, RunNotFound, resolve_run
 

@@ -43,6 +43,7 @@ from .model_specs import MAX_LAYER_WIDTH as MAX_LAYER_WIDTH
 from .model_specs import MAX_LAYERS as MAX_LAYERS
 from .model_specs import LayerSpecError as LayerSpecError
 from .model_specs import parse_layer_spec as parse_layer_spec
+from .variants import CUDAGRAPH_MIN_WARMUP, EAGER_VARIANTS, compiled_variants, records_cudagraphs
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16")
 #: The dtype choice that converts nothing: a custom model and its inputs run as the factory made them.
@@ -58,10 +59,6 @@ COMPILE_TIMINGS = ("isolated", "in_run")
 #: torch.compile's ``dynamic``: auto passes nothing (torch's automatic mode: static first,
 #: dynamic after a shape changes), false and true pass ``dynamic=False`` / ``dynamic=True``.
 DYNAMIC_MODES = ("auto", "false", "true")
-#: A second, independent copy of eager: its speedup measures this machine's noise floor.
-AA_CONTROL = "eager-aa"
-#: Variants that run without torch.compile.
-EAGER_VARIANTS = ("eager", AA_CONTROL)
 
 #: Longest configuration text read (a config file, the worker's stdin line).
 MAX_CONFIG_CHARS = 1_000_000
@@ -71,10 +68,6 @@ MAX_WARMUP = 100_000
 MAX_ROUNDS = 1_000
 MAX_WARMUP_MS = 600_000
 MAX_SEED = 2**31 - 1
-#: CUDA-graph based modes record on the first calls after warm-up starts; they
-#: need a few warm-up calls before the timed window is steady state.
-CUDAGRAPH_MIN_WARMUP = 3
-CUDAGRAPH_VARIANTS = ("reduce-overhead", "max-autotune", "cudagraphs")
 
 BYTES_PER_ELEMENT = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 
@@ -410,7 +403,7 @@ class BenchmarkConfig:
         return parse_layer_spec(self.layers)
 
     def compiled_variants(self) -> list[str]:
-        return [v for v in self.variants if v not in EAGER_VARIANTS]
+        return compiled_variants(self.variants)
 
     def parameter_count(self) -> int:
         sizes = self.layer_sizes()
@@ -529,7 +522,7 @@ class BenchmarkConfig:
                 typed = typed and spec.type_problem(value) is None
         if not typed:
             return out
-        cudagraph = [v for v in self.variants if v in CUDAGRAPH_VARIANTS]
+        cudagraph = [v for v in self.variants if records_cudagraphs(v)]
         if cudagraph and self.warmup < CUDAGRAPH_MIN_WARMUP:
             out.append(
                 ConfigProblem(

@@ -408,7 +408,7 @@ class ShapeSweepSettings:
     ``recompile_limit`` (0: torch's own) is set as Dynamo's recompile limit in
     the worker; ``repeats`` timed calls per point give its median. Declared
     once for the request (:class:`ShapeSweepRequest`) and the record kept of
-    the sweep (``results.shape_record.ShapeSweepRecord``).
+    the sweep (``results.records.shape_record.ShapeSweepRecord``).
     """
 
     batches: list[int]
@@ -548,7 +548,7 @@ class ColdStartSettings:
     """How a cold-start job runs its config: rounds, start kinds, calls timed per process.
 
     Declared once for the request (:class:`ColdStartRequest`) and the record kept
-    of the job (``results.coldstart_record.ColdStartRecord``).
+    of the job (``results.records.coldstart_record.ColdStartRecord``).
     """
 
     rounds: int = 3

@@ -42,9 +42,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..core import protocol
+
+if TYPE_CHECKING:
+    import torch
+
+    from .compile_records import CompileRecords
+    from .timing import CallTimer
+    from .variant import Variant
 
 #: A call is "fast" once it takes at most this many times the steady calls' median.
 FAST_FACTOR = 1.5
@@ -343,23 +350,19 @@ def child_main(out: IO[str], argv: list[str]) -> int:
 
 
 def _measure(point: protocol.ColdStartPointEvent, request: dict[str, Any], t0: float) -> None:
+    """One start of ``point``'s variant in this process: artifacts loaded (if asked), the model
+    built, its first, next and steady calls timed, its compile's phases, artifacts saved."""
     import contextlib
 
     import torch
 
     from ..core.config import BenchmarkConfig
-    from .compile_records import (
-        CompileRecords,
-        cache_counts,
-        compile_phases,
-        timed_lengths,
-        timed_since,
-    )
-    from .environment import compile_modes, triton_version
-    from .models import build_workload, conversion_dtype
+    from .compile_records import CompileRecords, timed_lengths
+    from .environment import compile_modes
     from .run_state import apply_precision, resolve_device
     from .timing import CallTimer
     from .variant import variant_of
+    from .workloads import build_workload, conversion_dtype
 
     point.import_s = time.monotonic() - t0
     config = BenchmarkConfig.from_json(json.dumps(request["config"]))
@@ -369,24 +372,13 @@ def _measure(point: protocol.ColdStartPointEvent, request: dict[str, Any], t0: f
         load_backend_modules(config.backend_modules)
     kind, name = point.start, point.variant
     if request.get("load"):
-        folder = os.path.dirname(os.environ["TORCHINDUCTOR_CACHE_DIR"])
-        point.files_before_load = _count_entries(folder)
-        with open(request["load"], "rb") as fh:
-            blob = fh.read()
-        t = time.monotonic()
-        info = torch.compiler.load_cache_artifacts(blob)
-        point.load_s = time.monotonic() - t
-        point.loaded = {k: len(v) for k, v in (info.artifacts.items() if info is not None else [])}
-        if not point.loaded:
-            raise RuntimeError("torch.compiler.load_cache_artifacts loaded nothing from the artifacts")
+        _load_artifacts(point, request["load"])
     device = torch.device(resolve_device(config.device))
     if device.type == "cuda":
         torch.cuda.set_device(device)
     apply_precision(config.dtype)
     modes = compile_modes()
-    eager = kind == protocol.EAGER_START
     workload = build_workload(config, name).to(device, conversion_dtype(config.dtype))
-    x = workload.inputs
     v = variant_of(config, name, workload, device, modes)
     timer = CallTimer(device)
     training = config.workload == "training"
@@ -394,6 +386,41 @@ def _measure(point: protocol.ColdStartPointEvent, request: dict[str, Any], t0: f
     records = CompileRecords()
     marks = timed_lengths()
     point.ready_s = time.monotonic() - t0
+    _time_calls(point, v, workload.inputs, timer, grad, t0, request["calls"])
+    point.eager_ms = point.call_ms if kind == protocol.EAGER_START else None
+    if kind != protocol.EAGER_START:
+        _note_compile(point, records, marks)
+    if request.get("save"):
+        _save_artifacts(request["save"], device)
+
+
+def _load_artifacts(point: protocol.ColdStartPointEvent, path: str) -> None:
+    """The compile artifacts at ``path`` loaded into this process's (empty) caches, timed."""
+    import torch
+
+    folder = os.path.dirname(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+    point.files_before_load = _count_entries(folder)
+    with open(path, "rb") as fh:
+        blob = fh.read()
+    t = time.monotonic()
+    info = torch.compiler.load_cache_artifacts(blob)
+    point.load_s = time.monotonic() - t
+    point.loaded = {k: len(v) for k, v in (info.artifacts.items() if info is not None else [])}
+    if not point.loaded:
+        raise RuntimeError("torch.compiler.load_cache_artifacts loaded nothing from the artifacts")
+
+
+def _time_calls(
+    point: protocol.ColdStartPointEvent,
+    v: Variant,
+    x: Any,
+    timer: CallTimer,
+    grad: Callable[[], Any],
+    t0: float,
+    calls: int,
+) -> None:
+    """The first call, the few after it, then ``calls`` steady ones, timed: when the first
+    result came and when the calls first ran at the steady speed."""
     with grad():
         t = time.monotonic()
         v.step(x)
@@ -405,7 +432,7 @@ def _measure(point: protocol.ColdStartPointEvent, request: dict[str, Any], t0: f
     times = [end - t]
     # the calls after it, until the steady state shows
     with grad():
-        for _ in range(min(3, request["calls"])):
+        for _ in range(min(3, calls)):
             t = time.monotonic()
             v.step(x)
             timer.sync()
@@ -415,53 +442,70 @@ def _measure(point: protocol.ColdStartPointEvent, request: dict[str, Any], t0: f
     # eager call beside compiled kernels meets their thread pool and is not what an eager program sees)
     own: list[float] = []
     with grad():
-        for _ in range(int(request["calls"])):
+        for _ in range(int(calls)):
             t = time.monotonic()
             v.step(x)
             timer.sync()
             own.append(time.monotonic() - t)
     steady = sorted(own)[len(own) // 2]
     point.call_ms = steady * 1000.0
-    point.eager_ms = point.call_ms if eager else None
     point.calls = len(own)
     fast = next((i for i, d in enumerate(times) if d <= FAST_FACTOR * steady), None)
     if fast is None:
         fast = len(times) - 1
     point.fast_call = fast
     point.first_fast_s = ends[fast] - t0
-    if not eager:
-        new = records.new()
-        build_s = timed_since(marks, "compile_file") + timed_since(marks, "async_compile.wait")
-        phases = compile_phases(new, build_s)
-        if phases.get("cache load", 0.0) > 0 and phases.get("C++/Triton build", 0.0) == 0.0:
-            # a cache hit still builds what the cache holds as source (C++ kernels on the CPU)
-            moved = min(build_s, phases["cache load"])
-            phases["cache load"] -= moved
-            phases["C++/Triton build"] = moved
-        point.phases = phases_with_other(phases, point.first_call_s)
-        point.cache = cache_counts(new)
-        point.graphs = sum(1 for m in new if getattr(m, "has_guarded_code", True))
-    if request.get("save") and not hasattr(torch.compiler, "save_cache_artifacts"):
-        with open(request["save"] + ".json", "w", encoding="utf-8") as fh:
+
+
+def _note_compile(
+    point: protocol.ColdStartPointEvent, records: CompileRecords, marks: dict[str, int]
+) -> None:
+    """The first call's compile: its phases (what the rest of the call took is ``other``),
+    cache hits and graphs."""
+    from .compile_records import cache_counts, compile_phases, timed_since
+
+    assert point.first_call_s is not None  # timed by now
+    new = records.new()
+    build_s = timed_since(marks, "compile_file") + timed_since(marks, "async_compile.wait")
+    phases = compile_phases(new, build_s)
+    if phases.get("cache load", 0.0) > 0 and phases.get("C++/Triton build", 0.0) == 0.0:
+        # a cache hit still builds what the cache holds as source (C++ kernels on the CPU)
+        moved = min(build_s, phases["cache load"])
+        phases["cache load"] -= moved
+        phases["C++/Triton build"] = moved
+    point.phases = phases_with_other(phases, point.first_call_s)
+    point.cache = cache_counts(new)
+    point.graphs = sum(1 for m in new if getattr(m, "has_guarded_code", True))
+
+
+def _save_artifacts(path: str, device: torch.device) -> None:
+    """This process's compile artifacts saved at ``path`` (Mega-Cache), with what they are and
+    where they were made in ``path + ".json"`` (or why there is nothing to carry)."""
+    import torch
+
+    from .environment import triton_version
+
+    if not hasattr(torch.compiler, "save_cache_artifacts"):
+        with open(path + ".json", "w", encoding="utf-8") as fh:
             json.dump({"missing": f"torch {torch.__version__} has no torch.compiler.save_cache_artifacts "
                        "(Mega-Cache): there is nothing to carry"}, fh)
-    elif request.get("save"):
-        saved = torch.compiler.save_cache_artifacts()
-        if saved is not None:
-            blob, info = saved
-            with open(request["save"], "wb") as fh:
-                fh.write(blob)
-            from .environment import _cpu_name
+        return
+    saved = torch.compiler.save_cache_artifacts()
+    if saved is not None:
+        blob, info = saved
+        with open(path, "wb") as fh:
+            fh.write(blob)
+        from .environment import _cpu_name
 
-            names = {"device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
-                     else _cpu_name()}
-            meta = {
-                "artifacts": {k: len(v) for k, v in info.artifacts.items()},
-                "environment": {
-                    "torch": torch.__version__, "triton": triton_version(),
-                    "python": sys.version.split()[0], "device_type": device.type,
-                    "cuda": torch.version.cuda, **names,
-                },
-            }
-            with open(request["save"] + ".json", "w", encoding="utf-8") as fh:
-                json.dump(meta, fh)
+        names = {"device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
+                 else _cpu_name()}
+        meta = {
+            "artifacts": {k: len(v) for k, v in info.artifacts.items()},
+            "environment": {
+                "torch": torch.__version__, "triton": triton_version(),
+                "python": sys.version.split()[0], "device_type": device.type,
+                "cuda": torch.version.cuda, **names,
+            },
+        }
+        with open(path + ".json", "w", encoding="utf-8") as fh:
+            json.dump(meta, fh)

@@ -28,7 +28,7 @@ steady-state profile and its figures).
 Everything degrades to words: a figure that cannot be had is named in
 ``missing`` with the reason, and nothing here ever fails a run. The worker
 writes no files: the evidence travels as one ``diagnostics`` event and the
-supervising side writes it into the run folder (``results.why``).
+supervising side writes it into the run folder (``results.explain.why``).
 """
 
 from __future__ import annotations

@@ -5,18 +5,19 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from dataclasses import dataclass
 
 import torch
 
 from ..core import protocol
 from ..core.config import BenchmarkConfig
 from .compile_logs import BreakCount
-from .models import build_workload, call_model, conversion_dtype, output_leaves
 from .randomness import use_eager_random_numbers
 from .run_errors import Stopped
 from .run_state import RunState, apply_dynamo_config, apply_precision, resolve_device
 from .timing import CallTimer
 from .variant import Variant, build_variant, checked_output, variant_of
+from .workloads import build_workload, call_model, conversion_dtype, output_leaves
 
 
 def dynamo_counts() -> dict[str, int]:
@@ -126,39 +127,41 @@ def start_libraries(run: RunState, v: Variant) -> None:
     run.timer.sync()
 
 
+@dataclass
+class _BeforeFirstCall:
+    """Dynamo's counters and logs as a first call starts: what differs after it is that call's."""
+
+    counts: dict[str, int]
+    reasons: dict[str, int]
+    skips: int
+    #: the graph breaks and skipped frames that call's compile logs
+    heard: BreakCount
+
+    @classmethod
+    def now(cls, run: RunState) -> _BeforeFirstCall:
+        return cls(dynamo_counts(), break_reasons(), run.skip_log.count(), BreakCount())
+
+
 def prepare_variant(run: RunState, name: str) -> Variant | None:
     """Build and compile (first call) one variant; None if it failed."""
-    from .environment import compile_modes
-
-    cfg = run.config
-    run._check_stop()
-    run._phase(name, protocol.Phase.BUILD, 0)
-    try:
-        v = build_variant(cfg, name, run.device, run.dtype, compile_modes())
-    except Stopped:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - reported, others go on
-        run._error(name, exc, "building the model")
+    v = _build(run, name)
+    if v is None:
         return None
-    # CUDA-graph pools created from here on are this variant's
-    run.memory.mark_built(name)
-    if run.training:
-        v.snapshot()
     compile_s: float | None = None
     if v.compiled:
-        run._phase(name, protocol.Phase.COMPILE, 1)
+        run.send_phase(name, protocol.Phase.COMPILE, 1)
         if run.isolated_compile is not None:
             try:
                 compile_s = run.isolated_compile(name)
             except Stopped:
                 raise
             except BaseException as exc:  # noqa: BLE001
-                run._check_stop()
-                run._error(name, exc, "compiling in a fresh process")
+                run.check_stop()
+                run.send_error(name, exc, "compiling in a fresh process")
                 return None
     if v.compiled and not run.libraries_started:
         try:
-            with run._no_grad(), contextlib.redirect_stdout(sys.stderr):
+            with run.no_grad(), contextlib.redirect_stdout(sys.stderr):
                 start_libraries(run, v)
         except Stopped:
             raise
@@ -166,15 +169,48 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
             pass
         run.libraries_started = True
     run.why.first_call_starts(name)
-    before = dynamo_counts()
-    reasons_before = break_reasons()
-    skips_before = run.skip_log.count()
-    heard = BreakCount()
+    before = _BeforeFirstCall.now(run)
+    first_ms = _time_first_call(run, v, before.heard)
+    if first_ms is None:
+        return None
+    run.libraries_started = True
+    run.memory.mark_recorded(name)
+    after = dynamo_counts()
+    run.why.first_call_done(name, first_ms + (v.cudagraph_record_ms or 0.0))
+    v.cudagraph_skips = run.skip_log.since(before.skips)
+    if v.compiled:
+        _report_compile(run, v, before, after, first_ms, compile_s)
+    return v
+
+
+def _build(run: RunState, name: str) -> Variant | None:
+    """Variant ``name`` built (for training, its parameters kept); None if that failed."""
+    from .environment import compile_modes
+
+    run.check_stop()
+    run.send_phase(name, protocol.Phase.BUILD, 0)
+    try:
+        v = build_variant(run.config, name, run.device, run.dtype, compile_modes())
+    except Stopped:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - reported, others go on
+        run.send_error(name, exc, "building the model")
+        return None
+    # CUDA-graph pools created from here on are this variant's
+    run.memory.mark_built(name)
+    if run.training:
+        v.snapshot()
+    return v
+
+
+def _time_first_call(run: RunState, v: Variant, heard: BreakCount) -> float | None:
+    """``v``'s first call timed (ms; its output kept for the checks) and, for CUDA graphs, the
+    second call that records the graph; None (the error said) if it failed."""
     try:
         # what the model prints on its first call (a compile) goes to the log
-        with heard, run._no_grad(), contextlib.redirect_stdout(sys.stderr):
+        with heard, run.no_grad(), contextlib.redirect_stdout(sys.stderr):
             if run.random_kind is not None:
-                run._reseed()
+                run.reseed()
             t0 = time.perf_counter_ns()
             out = v.step(run.x)
             run.timer.sync()
@@ -185,7 +221,7 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
             if v.uses_cudagraphs:
                 # the second call records the CUDA graph: a one-off cost like the compile,
                 # and what it allocates is what the graph holds (see memory.PeakMeter)
-                run.memory.mark_recording(name)
+                run.memory.mark_recording(v.name)
                 t0 = time.perf_counter_ns()
                 v.step(run.x)
                 run.timer.sync()
@@ -193,51 +229,59 @@ def prepare_variant(run: RunState, name: str) -> Variant | None:
     except Stopped:
         raise
     except BaseException as exc:  # noqa: BLE001
-        run._error(name, exc, "compiling" if v.compiled else "running the first call")
+        run.send_error(v.name, exc, "compiling" if v.compiled else "running the first call")
         return None
-    run.libraries_started = True
-    run.memory.mark_recorded(name)
-    after = dynamo_counts()
-    run.why.first_call_done(name, first_ms + (v.cudagraph_record_ms or 0.0))
-    v.cudagraph_skips = run.skip_log.since(skips_before)
-    if v.compiled:
-        reasons = [
-            _short_reason(k)
-            for k, n in break_reasons().items()
-            if n - reasons_before.get(k, 0) > 0
-        ]
-        reasons += [b["reason"] for b in heard.breaks if b["reason"] not in reasons]
-        # three records, whichever saw most: the graph_break counter (an unsupported call, every
-        # torch); the graph_breaks log (also a data-dependent branch from about 2.6 on: 2.13
-        # counts it only under "unimplemented"); the frames compiled whole beyond the model's
-        # own (each break resumes in a frame of its own: torch 2.4/2.5 log and count a
-        # data-dependent branch nowhere else)
-        resumed = (after["frames_ok"] - before["frames_ok"]) - 1
-        breaks = max(after["breaks"] - before["breaks"], len(heard.breaks), resumed)
-        not_ok = (after["frames"] - after["frames_ok"]) - (before["frames"] - before["frames_ok"])
-        skipped = max(len(heard.skipped), not_ok)
-        skip_reasons = list(dict.fromkeys(b["reason"] for b in heard.skipped))
-        if skipped and after["graphs"] == before["graphs"]:
-            run._warn(
-                name,
-                f"{name}: compile captured nothing: Dynamo gave up on the model"
-                + (f" ({skip_reasons[0].split(' (hint:')[0]})" if skip_reasons else "")
-                + " and its calls ran eager",
-            )
-        run.sink.event(
-            protocol.CompiledEvent(
-                variant=name,
-                compile_s=compile_s
-                if compile_s is not None
-                else (first_ms + (v.cudagraph_record_ms or 0.0)) / 1000.0,
-                compile_timing="isolated" if compile_s is not None else "in_run",
-                first_call_ms=first_ms,
-                graphs=after["graphs"] - before["graphs"],
-                graph_breaks=breaks,
-                break_reasons=reasons,
-                recompiles=0,
-                frames_skipped=skipped,
-                skip_reasons=skip_reasons,
-            )
+    return first_ms
+
+
+def _report_compile(
+    run: RunState,
+    v: Variant,
+    before: _BeforeFirstCall,
+    after: dict[str, int],
+    first_ms: float,
+    compile_s: float | None,
+) -> None:
+    """The ``compiled`` event of ``v``: its compile time, graphs, breaks and skipped frames
+    (warning when compile captured nothing)."""
+    name, heard = v.name, before.heard
+    reasons = [
+        _short_reason(k)
+        for k, n in break_reasons().items()
+        if n - before.reasons.get(k, 0) > 0
+    ]
+    reasons += [b["reason"] for b in heard.breaks if b["reason"] not in reasons]
+    # three records, whichever saw most: the graph_break counter (an unsupported call, every
+    # torch); the graph_breaks log (also a data-dependent branch from about 2.6 on: 2.13
+    # counts it only under "unimplemented"); the frames compiled whole beyond the model's
+    # own (each break resumes in a frame of its own: torch 2.4/2.5 log and count a
+    # data-dependent branch nowhere else)
+    counts = before.counts
+    resumed = (after["frames_ok"] - counts["frames_ok"]) - 1
+    breaks = max(after["breaks"] - counts["breaks"], len(heard.breaks), resumed)
+    not_ok = (after["frames"] - after["frames_ok"]) - (counts["frames"] - counts["frames_ok"])
+    skipped = max(len(heard.skipped), not_ok)
+    skip_reasons = list(dict.fromkeys(b["reason"] for b in heard.skipped))
+    if skipped and after["graphs"] == counts["graphs"]:
+        run.send_warning(
+            name,
+            f"{name}: compile captured nothing: Dynamo gave up on the model"
+            + (f" ({skip_reasons[0].split(' (hint:')[0]})" if skip_reasons else "")
+            + " and its calls ran eager",
         )
-    return v
+    run.sink.event(
+        protocol.CompiledEvent(
+            variant=name,
+            compile_s=compile_s
+            if compile_s is not None
+            else (first_ms + (v.cudagraph_record_ms or 0.0)) / 1000.0,
+            compile_timing="isolated" if compile_s is not None else "in_run",
+            first_call_ms=first_ms,
+            graphs=after["graphs"] - counts["graphs"],
+            graph_breaks=breaks,
+            break_reasons=reasons,
+            recompiles=0,
+            frames_skipped=skipped,
+            skip_reasons=skip_reasons,
+        )
+    )

@@ -144,7 +144,7 @@ class PeakMeter:
             return None
         try:
             torch.cuda.synchronize(self.device)
-            segments = torch.cuda.memory._snapshot(self.device).get("segments", [])
+            segments = torch.cuda.memory._snapshot(self.device).get("segments", [])  # noqa: SLF001 - torch's, per device
         except Exception:  # noqa: BLE001 - an allocator without snapshots: no pool figure
             return None
         index = self.device.index if self.device.index is not None else torch.cuda.current_device()

@@ -10,6 +10,7 @@ import re
 import statistics
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import torch
@@ -49,7 +50,7 @@ class ProfiledRun(Protocol):
     stop: Any
     timer: Any
 
-    def _no_grad(self) -> contextlib.AbstractContextManager[Any]: ...
+    def no_grad(self) -> contextlib.AbstractContextManager[Any]: ...
 
 
 def profile_calls(
@@ -71,7 +72,7 @@ def profile_calls(
     per_call = ms_per_call if ms_per_call and ms_per_call > 0 else None
     calls = PROFILE_CALLS if per_call is None else max(1, min(PROFILE_CALLS, int(PROFILE_BUDGET_MS / per_call)))
     x, sync = runner.x, runner.timer.sync
-    with runner._no_grad(), profile(activities=activities, record_shapes=True) as prof:
+    with runner.no_grad(), profile(activities=activities, record_shapes=True) as prof:
         for k in range(calls):
             if runner.stop.is_set():
                 break
@@ -183,6 +184,92 @@ def _call_index(marks: list[Any]) -> Callable[[float], int | None]:
     return find
 
 
+@dataclass
+class _CallTally:
+    """What the profiler's CPU events say about each profiled call (lists: one entry per call)."""
+
+    calls: int
+    #: self CPU time of each operator (and other CPU event) name, per call
+    self_us: dict[str, list[float]] = field(default_factory=dict)
+    #: events of each name over all the calls
+    counts: dict[str, int] = field(default_factory=dict)
+    #: time inside the outermost operators and compiled graphs (CPU)
+    busy: list[float] = field(init=False)
+    #: the GEMMs' part of ``busy`` (CPU)
+    gemm: list[float] = field(init=False)
+    #: outermost operators, and the GEMMs among them
+    outer: list[int] = field(init=False)
+    gemms: list[int] = field(init=False)
+    #: compiled graphs called
+    graphs: list[int] = field(init=False)
+    #: elements of the outermost operators' largest inputs
+    elements: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        n = self.calls
+        self.busy, self.gemm = [0.0] * n, [0.0] * n
+        self.outer, self.gemms, self.graphs, self.elements = [0] * n, [0] * n, [0] * n, [0] * n
+
+
+def _tally_calls(events: list[Any], marks: list[Any], cuda: bool) -> _CallTally:
+    """Each CPU event counted against the profiled call it ran in."""
+    n = len(marks)
+    index = {id(m): k for k, m in enumerate(marks)}
+    tally = _CallTally(n)
+    for e in events:
+        if _is_cuda_event(e) or str(e.name).startswith(CALL_MARK):
+            continue
+        call = _call_of(e)
+        if call is None or id(call) not in index:
+            continue
+        k = index[id(call)]
+        name = str(e.name)
+        tally.self_us.setdefault(name, [0.0] * n)[k] += float(getattr(e, "self_cpu_time_total", 0.0) or 0.0)
+        tally.counts[name] = tally.counts.get(name, 0) + 1
+        if name.startswith("## Call CompiledFxGraph"):
+            tally.graphs[k] += 1
+            if not cuda:  # Inductor's own C++ kernels run inside it, unseen by the profiler
+                own = float(getattr(e, "self_cpu_time_total", 0.0) or 0.0)
+                tally.busy[k] += own
+        if _outermost_op(e):
+            tally.outer[k] += 1
+            tally.elements[k] += _elements(e)
+            if not cuda:
+                total = _us(e)
+                tally.busy[k] += total
+                if is_gemm(name):
+                    tally.gemm[k] += total
+                    tally.gemms[k] += 1
+    return tally
+
+
+def _top_ops(tally: _CallTally, marks: list[Any], wall_us: float) -> list[dict[str, Any]]:
+    """The top-operators table: self time per call (median), calls per call, share of the call;
+    the time outside any operator is a row of its own."""
+    n = tally.calls
+    ops: list[dict[str, Any]] = []
+    for name, per in tally.self_us.items():
+        ops.append(
+            {
+                "name": name[:200],
+                "self_ms_per_call": round(_median(per) / 1000.0, 6),
+                "calls_per_call": round(tally.counts[name] / n, 3),
+                "share": round(_median(per) / wall_us, 4) if wall_us > 0 else None,
+            }
+        )
+    outside = [max(0.0, _us(m) - sum(_us(c) for c in (m.cpu_children or []))) for m in marks]
+    ops.append(
+        {
+            "name": "(Python and framework, outside any operator)",
+            "self_ms_per_call": round(_median(outside) / 1000.0, 6),
+            "calls_per_call": 1.0,
+            "share": round(_median(outside) / wall_us, 4) if wall_us > 0 else None,
+        }
+    )
+    ops.sort(key=lambda o: -o["self_ms_per_call"])
+    return ops[:TOP_OPS]
+
+
 def profile_figures(events: list[Any], cuda: bool) -> dict[str, Any] | None:
     """Per-call figures from profiler events (FunctionEvent-like objects).
 
@@ -210,128 +297,19 @@ def profile_figures(events: list[Any], cuda: bool) -> dict[str, Any] | None:
     n = len(marks)
     wall = [_us(m) for m in marks]
     wall_us = _median(wall)
-    index = {id(m): k for k, m in enumerate(marks)}
-    self_us: dict[str, list[float]] = {}
-    counts: dict[str, int] = {}
-    busy = [0.0] * n
-    gemm = [0.0] * n
-    outer = [0] * n
-    gemms = [0] * n
-    graphs = [0] * n
-    elements = [0] * n
-    for e in events:
-        if _is_cuda_event(e) or str(e.name).startswith(CALL_MARK):
-            continue
-        call = _call_of(e)
-        if call is None or id(call) not in index:
-            continue
-        k = index[id(call)]
-        name = str(e.name)
-        self_us.setdefault(name, [0.0] * n)[k] += float(getattr(e, "self_cpu_time_total", 0.0) or 0.0)
-        counts[name] = counts.get(name, 0) + 1
-        if name.startswith("## Call CompiledFxGraph"):
-            graphs[k] += 1
-            if not cuda:  # Inductor's own C++ kernels run inside it, unseen by the profiler
-                own = float(getattr(e, "self_cpu_time_total", 0.0) or 0.0)
-                busy[k] += own
-        if _outermost_op(e):
-            outer[k] += 1
-            elements[k] += _elements(e)
-            if not cuda:
-                total = _us(e)
-                busy[k] += total
-                if is_gemm(name):
-                    gemm[k] += total
-                    gemms[k] += 1
-    ops: list[dict[str, Any]] = []
-    for name, per in self_us.items():
-        ops.append(
-            {
-                "name": name[:200],
-                "self_ms_per_call": round(_median(per) / 1000.0, 6),
-                "calls_per_call": round(counts[name] / n, 3),
-                "share": round(_median(per) / wall_us, 4) if wall_us > 0 else None,
-            }
-        )
-    outside = [max(0.0, _us(m) - sum(_us(c) for c in (m.cpu_children or []))) for m in marks]
-    ops.append(
-        {
-            "name": "(Python and framework, outside any operator)",
-            "self_ms_per_call": round(_median(outside) / 1000.0, 6),
-            "calls_per_call": 1.0,
-            "share": round(_median(outside) / wall_us, 4) if wall_us > 0 else None,
-        }
-    )
-    ops.sort(key=lambda o: -o["self_ms_per_call"])
+    tally = _tally_calls(events, marks, cuda)
     figures: dict[str, Any] = {
         "calls": n,
         "wall_ms_per_call": round(wall_us / 1000.0, 6),
-        "ops": ops[:TOP_OPS],
-        "ops_per_call": round(sum(outer) / n, 3),
-        "compiled_graphs_per_call": round(sum(graphs) / n, 3),
-        "elements_per_call": round(_median([float(x) for x in elements]), 1),
+        "ops": _top_ops(tally, marks, wall_us),
+        "ops_per_call": round(sum(tally.outer) / n, 3),
+        "compiled_graphs_per_call": round(sum(tally.graphs) / n, 3),
+        "elements_per_call": round(_median([float(x) for x in tally.elements]), 1),
     }
     if cuda:
-        kernels = [e for e in events if _is_cuda_event(e)]
-        by_name: dict[str, list[float]] = {}
-        kt = 0.0
-        gt = 0.0
-        # kernel time per call: a call ends with a synchronize, so its kernels start inside it
-        busy = [0.0] * n
-        gemm = [0.0] * n
-        find = _call_index(marks)
-        for e in kernels:
-            d = _us(e)
-            kt += d
-            g = is_gemm(str(e.name))
-            if g:
-                gt += d
-            by_name.setdefault(str(e.name)[:200], []).append(d)
-            tr = getattr(e, "time_range", None)
-            at = find(float(tr.start)) if tr is not None else None
-            if at is not None:
-                busy[at] += d
-                if g:
-                    gemm[at] += d
-        total_wall = sum(wall)
-        rows: list[dict[str, Any]] = [
-            {
-                "name": k,
-                "self_ms_per_call": round(sum(v) / n / 1000.0, 6),
-                "calls_per_call": round(len(v) / n, 3),
-                "share": round(sum(v) / total_wall, 4) if total_wall > 0 else None,
-            }
-            for k, v in by_name.items()
-        ]
-        rows = sorted(rows, key=lambda o: -float(o["self_ms_per_call"]))[:TOP_OPS]
-        figures["kernels"] = rows
-        figures["kernels_per_call"] = round(len(kernels) / n, 3) if kernels else None
-        figures["gemm_per_call"] = round(
-            sum(1 for e in kernels if is_gemm(str(e.name))) / n, 3
-        )
-        figures["kernels_counted"] = "CUDA kernels launched per call (profiler, CUPTI)"
-        figures["device_ms_per_call"] = round(kt / n / 1000.0, 6) if kernels else None
-        figures["busy"] = round(min(1.0, kt / total_wall), 4) if kernels and total_wall > 0 else None
-        figures["busy_counted"] = "CUDA kernel time ÷ wall time of the call"
-        figures["gemm_share"] = round(gt / total_wall, 4) if kernels and total_wall > 0 else None
-        figures["gemm_share_of_ops_counted"] = "GEMM kernel time ÷ kernel time of the call"
-        if kernels and not any(busy) and kt > 0:  # kernels outside the calls' spans: totals only
-            busy, gemm = [kt / n] * n, [gt / n] * n
+        busy, gemm = _kernel_figures(figures, events, marks, wall)
     else:
-        figures["kernels_per_call"] = figures["ops_per_call"]
-        figures["gemm_per_call"] = round(sum(gemms) / n, 3)
-        figures["kernels_counted"] = (
-            "operators the call dispatched (aten ops no other op called); a compiled "
-            "graph's fused C++ kernels are counted from its output code"
-        )
-        figures["busy"] = round(min(1.0, _median([b / w for b, w in zip(busy, wall) if w > 0])), 4)
-        figures["busy_counted"] = (
-            "time inside those operators and inside compiled graphs ÷ wall time of the call"
-        )
-        figures["gemm_share"] = round(_median([g / w for g, w in zip(gemm, wall) if w > 0]), 4)
-        figures["gemm_share_of_ops_counted"] = (
-            "GEMM operators' time ÷ time inside the outermost operators and compiled graphs"
-        )
+        busy, gemm = _cpu_op_figures(figures, tally, wall)
     shares = [round(min(1.0, g / b), 4) for g, b in zip(gemm, busy) if b > 0]
     figures["gemm_share_of_ops"] = round(_median(shares), 4) if shares else None
     figures["gemm_share_of_ops_calls"] = shares
@@ -341,3 +319,80 @@ def profile_figures(events: list[Any], cuda: bool) -> dict[str, Any] | None:
     figures["op_spread"] = _spread(busy)
     figures["wall_spread"] = _spread(wall)
     return figures
+
+
+def _kernel_figures(
+    figures: dict[str, Any], events: list[Any], marks: list[Any], wall: list[float]
+) -> tuple[list[float], list[float]]:
+    """The CUDA kernels' figures added to ``figures``; returns each call's kernel time and the
+    GEMM kernels' part of it."""
+    n = len(marks)
+    kernels = [e for e in events if _is_cuda_event(e)]
+    by_name: dict[str, list[float]] = {}
+    kt = 0.0
+    gt = 0.0
+    # kernel time per call: a call ends with a synchronize, so its kernels start inside it
+    busy = [0.0] * n
+    gemm = [0.0] * n
+    find = _call_index(marks)
+    for e in kernels:
+        d = _us(e)
+        kt += d
+        g = is_gemm(str(e.name))
+        if g:
+            gt += d
+        by_name.setdefault(str(e.name)[:200], []).append(d)
+        tr = getattr(e, "time_range", None)
+        at = find(float(tr.start)) if tr is not None else None
+        if at is not None:
+            busy[at] += d
+            if g:
+                gemm[at] += d
+    total_wall = sum(wall)
+    rows: list[dict[str, Any]] = [
+        {
+            "name": k,
+            "self_ms_per_call": round(sum(v) / n / 1000.0, 6),
+            "calls_per_call": round(len(v) / n, 3),
+            "share": round(sum(v) / total_wall, 4) if total_wall > 0 else None,
+        }
+        for k, v in by_name.items()
+    ]
+    rows = sorted(rows, key=lambda o: -float(o["self_ms_per_call"]))[:TOP_OPS]
+    figures["kernels"] = rows
+    figures["kernels_per_call"] = round(len(kernels) / n, 3) if kernels else None
+    figures["gemm_per_call"] = round(
+        sum(1 for e in kernels if is_gemm(str(e.name))) / n, 3
+    )
+    figures["kernels_counted"] = "CUDA kernels launched per call (profiler, CUPTI)"
+    figures["device_ms_per_call"] = round(kt / n / 1000.0, 6) if kernels else None
+    figures["busy"] = round(min(1.0, kt / total_wall), 4) if kernels and total_wall > 0 else None
+    figures["busy_counted"] = "CUDA kernel time ÷ wall time of the call"
+    figures["gemm_share"] = round(gt / total_wall, 4) if kernels and total_wall > 0 else None
+    figures["gemm_share_of_ops_counted"] = "GEMM kernel time ÷ kernel time of the call"
+    if kernels and not any(busy) and kt > 0:  # kernels outside the calls' spans: totals only
+        busy, gemm = [kt / n] * n, [gt / n] * n
+    return busy, gemm
+
+
+def _cpu_op_figures(
+    figures: dict[str, Any], tally: _CallTally, wall: list[float]
+) -> tuple[list[float], list[float]]:
+    """The CPU operators' figures added to ``figures``; returns each call's operator time and
+    the GEMM operators' part of it."""
+    figures["kernels_per_call"] = figures["ops_per_call"]
+    figures["gemm_per_call"] = round(sum(tally.gemms) / tally.calls, 3)
+    figures["kernels_counted"] = (
+        "operators the call dispatched (aten ops no other op called); a compiled "
+        "graph's fused C++ kernels are counted from its output code"
+    )
+    busy, gemm = tally.busy, tally.gemm
+    figures["busy"] = round(min(1.0, _median([b / w for b, w in zip(busy, wall) if w > 0])), 4)
+    figures["busy_counted"] = (
+        "time inside those operators and inside compiled graphs ÷ wall time of the call"
+    )
+    figures["gemm_share"] = round(_median([g / w for g, w in zip(gemm, wall) if w > 0]), 4)
+    figures["gemm_share_of_ops_counted"] = (
+        "GEMM operators' time ÷ time inside the outermost operators and compiled graphs"
+    )
+    return busy, gemm

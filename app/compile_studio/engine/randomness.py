@@ -7,9 +7,9 @@ import copy
 import torch
 
 from . import checks
-from .models import Workload, call_model
 from .run_state import RunState
 from .variant import CheckedOutput, checked_output
+from .workloads import Workload, call_model
 
 #: How a model is random: ``seeded`` (the same output under the same torch seed) or
 #: ``unseeded`` (a different output even then: a random source other than torch's).
@@ -57,7 +57,7 @@ def detect_randomness(run: RunState, workload: Workload) -> str | None:
         with torch.random.fork_rng(devices=devices), grad:
             for reseed in (True, True, False):
                 if reseed:
-                    run._reseed()
+                    run.reseed()
                 outputs.append(checked_output(call_model(model, run.x)))
                 run.timer.sync()
     except Exception:  # noqa: BLE001 - the variants report the model's own failure

@@ -23,12 +23,12 @@ from .cudagraphs import CudagraphSkipLog
 from .diagnostics import WhyCollector
 from .gpu_monitor import nvml_handle
 from .memory import PeakMeter
-from .models import conversion_dtype
 from .pinning import TimingThreadPin
 from .run_errors import Stopped, error_event
 from .timing import CallTimer
 from .turns import TurnGate, Turns
 from .variant import CheckedOutput
+from .workloads import conversion_dtype
 
 
 class EventSink(Protocol):
@@ -172,22 +172,27 @@ class RunState:
         self.isolated_compile = isolated_compile
 
     # -- helpers every step uses ----------------------------------------------------
-    def _reseed(self) -> None:
+    def reseed(self) -> None:
         """Torch's RNG back to the run's seed: a random model draws the same numbers again."""
         torch.manual_seed(self.config.seed)
 
-    def _check_stop(self) -> None:
+    def check_stop(self) -> None:
+        """Raise :class:`Stopped` once the run was asked to stop."""
         if self.stop.is_set():
             raise Stopped
 
-    def _phase(self, name: str, phase: protocol.Phase, planned: int) -> None:
+    def send_phase(self, name: str, phase: protocol.Phase, planned: int) -> None:
+        """Tell the front end that variant ``name`` enters ``phase`` (``planned`` calls)."""
         self.sink.event(protocol.PhaseEvent(variant=name, phase=phase, iterations=planned))
 
-    def _error(self, name: str | None, exc: BaseException, what: str) -> None:
+    def send_error(self, name: str | None, exc: BaseException, what: str) -> None:
+        """Report ``exc``, raised while doing ``what`` (for variant ``name``, None: the run)."""
         self.sink.event(error_event(name, exc, what, self.device, self.config))
 
-    def _warn(self, name: str, message: str) -> None:
+    def send_warning(self, name: str, message: str) -> None:
+        """Report a warning about variant ``name``."""
         self.sink.event(protocol.WarningEvent(message=message, variant=name))
 
-    def _no_grad(self) -> contextlib.AbstractContextManager[Any]:
+    def no_grad(self) -> contextlib.AbstractContextManager[Any]:
+        """Inference mode, unless the run trains."""
         return contextlib.nullcontext() if self.training else torch.inference_mode()

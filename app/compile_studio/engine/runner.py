@@ -36,12 +36,22 @@ import torch
 
 from ..core import protocol
 from ..core.config import BenchmarkConfig
+from ..core.variants import is_eager
 from . import checks
 from .cache_flush import CacheFlush
 from .clocks import clock_change
 from .finish import drift_steps, finish_variant
 from .first_call import compile_threads, dynamo_counts, prepare_variant
-from .models import (
+from .randomness import RANDOMNESS_TEXT, detect_randomness, use_eager_random_numbers
+from .run_errors import RunFailed, Stopped
+
+# the worker imports classify_error from here
+from .run_errors import classify_error as classify_error
+from .run_state import RunState, apply_dynamo_config, apply_precision
+from .timing import no_gc
+from .unpinned import time_unpinned
+from .variant import Variant, reference_output
+from .workloads import (
     Workload,
     batch_of,
     build_workload,
@@ -54,15 +64,6 @@ from .models import (
     move_inputs,
     named_inputs,
 )
-from .randomness import RANDOMNESS_TEXT, detect_randomness, use_eager_random_numbers
-from .run_errors import RunFailed, Stopped
-
-# the worker imports classify_error from here
-from .run_errors import classify_error as classify_error
-from .run_state import RunState, apply_dynamo_config, apply_precision
-from .timing import no_gc
-from .unpinned import time_unpinned
-from .variant import Variant, is_eager, reference_output
 
 
 def make_input(config: BenchmarkConfig) -> torch.Tensor:
@@ -97,7 +98,7 @@ class BenchmarkRunner(RunState):
         except BaseException as exc:  # noqa: BLE001 - reported; nothing was measured yet
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            self._error(None, exc, "preparing the input and the fp64 reference")
+            self.send_error(None, exc, "preparing the input and the fp64 reference")
             return protocol.RunStatus.FAILED
         try:
             if cfg.rounds > 1:
@@ -156,7 +157,7 @@ class BenchmarkRunner(RunState):
         except BaseException as exc:  # noqa: BLE001 - reported; nothing is timed without it
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            self._error(None, exc, "measuring the harness floor")
+            self.send_error(None, exc, "measuring the harness floor")
             raise RunFailed from exc
 
     # -- steps -------------------------------------------------------------
@@ -181,7 +182,7 @@ class BenchmarkRunner(RunState):
                 # the compiles timed in fresh processes compile as this run does
                 setattr(self.isolated_compile, "fallback_random", True)  # noqa: B010
         # converts the model in place: one copy of the weights at a time
-        reseed = self._reseed if self.random_kind else None
+        reseed = self.reseed if self.random_kind else None
         try:
             self.reference, self.reference_grads = reference_output(workload, self.training, reseed)
         except Exception as exc:  # noqa: BLE001 - the model cannot run in fp64: eager is the reference
@@ -280,7 +281,7 @@ class BenchmarkRunner(RunState):
         except Stopped:
             raise
         except BaseException as exc:  # noqa: BLE001
-            self._error(v.name, exc, "warming up")
+            self.send_error(v.name, exc, "warming up")
             return False
         return True
 
@@ -289,7 +290,7 @@ class BenchmarkRunner(RunState):
         cfg = self.config
         if cfg.warmup <= 0 and cfg.warmup_min_ms <= 0:
             return
-        self._phase(v.name, protocol.Phase.WARMUP, cfg.warmup)
+        self.send_phase(v.name, protocol.Phase.WARMUP, cfg.warmup)
         deadline = time.monotonic() + cfg.warmup_min_ms / 1000.0
         self._calls(v, protocol.Phase.WARMUP, cfg.warmup)
         while time.monotonic() < deadline:
@@ -324,7 +325,7 @@ class BenchmarkRunner(RunState):
             skips_before = self.skip_log.count()
             self.memory.start()
         try:
-            with self._no_grad(), no_gc():
+            with self.no_grad(), no_gc():
                 if measure and turns.enter(name):
                     self._untimed(call)
                 for _ in range(count):
@@ -386,7 +387,7 @@ class BenchmarkRunner(RunState):
         if not live or (cfg.warmup <= 0 and cfg.warmup_min_ms <= 0):
             return live
         for v in live:
-            self._phase(v.name, protocol.Phase.WARMUP, cfg.warmup)
+            self.send_phase(v.name, protocol.Phase.WARMUP, cfg.warmup)
         block = max(1, cfg.warmup // 4)
         done = {v.name: 0 for v in live}
         deadline = time.monotonic() + cfg.warmup_min_ms / 1000.0
@@ -401,7 +402,7 @@ class BenchmarkRunner(RunState):
                 except Stopped:
                     raise
                 except BaseException as exc:  # noqa: BLE001
-                    self._error(v.name, exc, "warming up")
+                    self.send_error(v.name, exc, "warming up")
                     live.remove(v)
                     continue
                 done[v.name] += count
@@ -421,7 +422,7 @@ class BenchmarkRunner(RunState):
         live = self._warm_up_together(live)
         self.timer.recalibrate()  # the clocks are warm now
         for v in live:
-            self._phase(v.name, protocol.Phase.MEASURE, cfg.iterations)
+            self.send_phase(v.name, protocol.Phase.MEASURE, cfg.iterations)
         try:
             for r, block in enumerate(blocks):
                 for v in list(live):
@@ -430,7 +431,7 @@ class BenchmarkRunner(RunState):
                     except Stopped:
                         raise
                     except BaseException as exc:  # noqa: BLE001
-                        self._error(v.name, exc, "measuring")
+                        self.send_error(v.name, exc, "measuring")
                         live.remove(v)
         finally:
             self.turns.end()
@@ -443,7 +444,7 @@ class BenchmarkRunner(RunState):
             except Stopped:
                 raise
             except BaseException as exc:  # noqa: BLE001
-                self._error(eager.name, exc, "running the training check's steps")
+                self.send_error(eager.name, exc, "running the training check's steps")
                 live.remove(eager)
         for v in live:
             finish_variant(self, v)

@@ -57,7 +57,9 @@ from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from . import checks
 from .cache_flush import CacheFlush
 from .compile_records import CompileRecords, guard_reasons
-from .models import (
+from .timing import CallTimer, no_gc
+from .variant import Variant, checked_output, variant_of
+from .workloads import (
     CallInputs,
     Workload,
     build_workload,
@@ -68,8 +70,6 @@ from .models import (
     model_dtype,
     move_inputs,
 )
-from .timing import CallTimer, no_gc
-from .variant import Variant, checked_output, variant_of
 
 #: Dynamo's names for its recompile limit: ``recompile_limit`` (torch ≥ 2.6), ``cache_size_limit`` before.
 LIMIT_NAMES = ("recompile_limit", "cache_size_limit")
@@ -100,7 +100,7 @@ def read_request(line: str) -> tuple[protocol.ShapeSweepRequest, str]:
 
 def set_recompile_limit(limit: int) -> int:
     """Set Dynamo's recompile limit under whichever name this torch has; returns the limit in force."""
-    cfg = torch._dynamo.config
+    cfg = torch._dynamo.config  # noqa: SLF001 - Dynamo's settings have no public name
     for name in LIMIT_NAMES:
         if hasattr(cfg, name):
             if limit > 0:
@@ -317,7 +317,7 @@ class ShapeSweepRunner:
         warm = 0
         with self._grad():
             while not warmed_up(warm, (time.perf_counter_ns() - start) / 1e6, self.config):
-                self._check_stop()
+                self.check_stop()
                 for k in pair_order(len(calls), warm):
                     calls[k]()
                 warm += 1
@@ -326,7 +326,7 @@ class ShapeSweepRunner:
             with no_gc():
                 timed = _Timed(warmup_calls=warm, gc_off=not gc.isenabled())
                 for r in range(self.request.repeats):
-                    self._check_stop()
+                    self.check_stop()
                     for k in pair_order(len(calls), r):
                         if flush is not None:
                             flush.evict()
@@ -341,7 +341,7 @@ class ShapeSweepRunner:
     def _grad(self) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext() if self.training else torch.inference_mode()
 
-    def _check_stop(self) -> None:
+    def check_stop(self) -> None:
         if self.stop.is_set():
             raise Stopped
 
@@ -390,7 +390,7 @@ class ShapeSweepRunner:
     def _eager_first(self, v: Variant, shapes: list[_Shape]) -> None:
         """Eager's first call at each shape (timed) and its deviation, which the checks compare with."""
         for shape in shapes:
-            self._check_stop()
+            self.check_stop()
             with self._grad():
                 shape.eager_first_ms, out = self._first(v.step, shape.inputs)
             shape.eager_dev = self._deviation(out, shape)
@@ -403,7 +403,7 @@ class ShapeSweepRunner:
         timed there alone, by the same rules.
         """
         for shape in shapes:
-            self._check_stop()
+            self.check_stop()
             if not shape.eager_wall:
                 alone = self._timed(v.step, None, shape.inputs)
                 self._keep_eager(shape, alone)
@@ -432,7 +432,7 @@ class ShapeSweepRunner:
         shape.eager_gc_off = shape.eager_gc_off and timed.gc_off
 
     def _compiled(self, name: str, mode: str, shapes: list[_Shape], eager: Variant) -> None:
-        torch._dynamo.reset()
+        torch._dynamo.reset()  # noqa: SLF001 - Dynamo's caches cleared: a fresh start per variant
         try:
             v = self._variant(name, mode)
         except Exception as exc:  # noqa: BLE001 - this mode fails, the sweep goes on
@@ -441,7 +441,7 @@ class ShapeSweepRunner:
         fell_back = False
         with LimitLog().attached() as limit_log:
             for k, shape in enumerate(shapes):
-                self._check_stop()
+                self.check_stop()
                 before, hits = _counts(), limit_log.hits
                 records = CompileRecords()
                 try:

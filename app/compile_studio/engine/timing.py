@@ -175,9 +175,9 @@ class CallTimer:
             start, end = self._start, self._end
             elapsed: list[float] = []
             for _ in range(CALIBRATION_RUNS):
-                torch.cuda._sleep(CALIBRATION_LEAD_CYCLES)
+                torch.cuda._sleep(CALIBRATION_LEAD_CYCLES)  # noqa: SLF001 - torch has no public GPU spin
                 start.record()
-                torch.cuda._sleep(CALIBRATION_CYCLES)
+                torch.cuda._sleep(CALIBRATION_CYCLES)  # noqa: SLF001 - torch has no public GPU spin
                 end.record()
                 end.synchronize()
                 elapsed.append(float(start.elapsed_time(end)))
@@ -245,7 +245,7 @@ class CallTimer:
         launch_us = None if launch_ms is None else launch_ms * 1000.0
         cycles = sleep_cycles(launch_us, per_ms, max_ms=self.sleep_max_ms)
         start, end = self._start, self._end
-        torch.cuda._sleep(cycles)
+        torch.cuda._sleep(cycles)  # noqa: SLF001 - torch has no public GPU spin
         start.record()
         fn()
         # the start event already passed: the stream woke before the launch ended (the
@@ -264,7 +264,7 @@ class CallTimer:
         The host floor is what every wall sample carries once: the clock reads,
         the call itself and (on CUDA) the event records and the wait on the end
         event. Subtract it only where a sample is well above it (see
-        ``results.stats.floor_subtracted_speedup``).
+        ``results.analysis.stats.floor_subtracted_speedup``).
         """
         host: list[float] = []
         device: list[float] = []

@@ -40,7 +40,7 @@ def time_unpinned(run: RunState, live: list[Variant]) -> None:
     failed: set[str] = set()  # a variant that fails here has no figure; its timed calls stand
     run.pin.unpin_all()
     try:
-        with run._no_grad(), no_gc():
+        with run.no_grad(), no_gc():
             for _ in range(UNPINNED_ROUNDS):
                 for v in live:
                     if v.name in failed:

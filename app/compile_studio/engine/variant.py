@@ -15,13 +15,9 @@ from typing import Any
 
 import torch
 
-from ..core.config import AA_CONTROL, CUDAGRAPH_VARIANTS, BenchmarkConfig
-from .models import Workload, build_workload, call_model, dtype_name, kwargs_of, output_leaves
-
-
-def is_eager(name: str) -> bool:
-    """Eager and its A/A control run without torch.compile."""
-    return name in ("eager", AA_CONTROL)
+from ..core.config import BenchmarkConfig
+from ..core.variants import is_eager, records_cudagraphs
+from .workloads import Workload, build_workload, call_model, dtype_name, kwargs_of, output_leaves
 
 
 def _unique_function(fn: Callable[..., Any], variant: str) -> Callable[..., Any]:
@@ -159,7 +155,7 @@ def variant_of(
         torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9) if training else None
     )
     compiled = not is_eager(name)
-    cudagraphs = compiled and device.type == "cuda" and name in CUDAGRAPH_VARIANTS
+    cudagraphs = compiled and device.type == "cuda" and records_cudagraphs(name)
     kwargs = compile_kwargs(config, name, modes) if compiled else {}
 
     if not training:

@@ -2,7 +2,7 @@
 
 Run ▸ Start-up cost… asks for the rounds and start kinds and runs the
 cold-start job (``jobs/coldstart_run.py``) on the form's configuration in a
-:class:`ColdStartThread`; Run ▸ Open start-up job… reopens a saved folder. The
+:class:`~compile_studio.gui.job_thread.JobThread`; Run ▸ Open start-up job… reopens a saved folder. The
 view shows what ``compile-studio-cli coldstart`` prints: per variant and start
 kind the time to first result and to the first fast call (median, range over
 rounds) and the break-even against eager, and a stacked bar per start of where
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -40,36 +40,21 @@ from PySide6.QtWidgets import (
 from ..core.config import BenchmarkConfig, ConfigError
 from ..core.protocol import START_KINDS
 from ..jobs.coldstart_run import ColdStartOutcome, ColdStartRun, coldstart_request, new_coldstart
-from ..results.cache_file import CacheFile, CacheFileError, read_cache_file
-from ..results.coldstart_record import (
+from ..results.records.cache_file import CacheFileError, read_cache_file
+from ..results.records.coldstart_record import (
     PHASES,
     SUMMARY_COLUMNS,
-    ColdStartFolder,
     ColdStartRecord,
     is_coldstart_folder,
     load_coldstart,
     summarize,
     summary_rows,
 )
-from ..results.sweep_record import SweepDamaged
+from ..results.records.sweep_record import SweepDamaged
 from .job_thread import JobThread
 
 #: One colour per phase, in the order of :data:`PHASES`.
 PHASE_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c9c9c"]
-
-
-class ColdStartThread(JobThread):
-    """Runs a cold-start job off the GUI thread; ``point_changed`` carries a copy of its record."""
-
-    what = "the cold-start job"
-    point_changed = Signal(object)
-
-    def __init__(self, folder: ColdStartFolder, parent: QObject | None = None,
-                 load_cache: tuple[Path, CacheFile] | None = None, save_cache: Path | None = None):
-        super().__init__(parent=parent)
-        self.folder = folder
-        self.runner = ColdStartRun(folder, on_point=self.point_changed.emit, on_log=self.log.emit,
-                                   load_cache=load_cache, save_cache=save_cache)
 
 
 class ColdStartDialog(QDialog):
@@ -120,7 +105,7 @@ class ColdStartView(QWidget):
         super().__init__(parent)
         self.base = base
         self.root = Path(root)
-        self.job_thread: ColdStartThread | None = None
+        self.job_thread: JobThread | None = None
         self.record: ColdStartRecord | None = None
         self.last_outcome: ColdStartOutcome | None = None
         #: asks the user whether the code the configuration names may run (set by the window)
@@ -202,8 +187,10 @@ class ColdStartView(QWidget):
         except OSError as exc:
             self.message.emit(f"Cannot create the start-up job's folder in {self.root}: {exc.strerror or exc}")
             return False
-        thread = ColdStartThread(folder, parent=self, load_cache=load, save_cache=save_cache)
-        thread.point_changed.connect(self.show_record)
+        thread = JobThread(parent=self, what="the cold-start job")
+        thread.runner = ColdStartRun(folder, on_point=thread.relay_changed, on_log=thread.log.emit,
+                                     load_cache=load, save_cache=save_cache)
+        thread.changed.connect(self.show_record)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
         thread.finished_job.connect(self._on_finished)
@@ -324,9 +311,9 @@ class ColdStartView(QWidget):
 def install_coldstart_view(window: Any) -> ColdStartView:
     """Give the window its Start-up cost dock (hidden until used) and its two Run menu items."""
     view = ColdStartView(window.config_panel.config, window.store.root.parent / "coldstart")
-    agree = getattr(window, "form_code_agreed", None)
-    if agree is not None:
-        view.agree_base = agree
+    runs = getattr(window, "runs", None)  # the window's Run: its rule for the form's code
+    if runs is not None:
+        view.agree_base = runs.code_agreed
     view.message.connect(window.show_error)
     view.log_line.connect(window.log.append_line)
     dock = QDockWidget("Start-up cost", window)

@@ -91,7 +91,7 @@ class DrawTurns(QObject):
         return self._thread is not None and self._in_block
 
     def follow(self, thread: Any) -> None:
-        """Take the pauses of ``thread`` (a BenchmarkThread with a ``turn`` signal)."""
+        """Take the pauses of ``thread`` (a run's JobThread, with a ``turn`` signal)."""
         self.release()
         self._thread = thread
         self.paints.take()

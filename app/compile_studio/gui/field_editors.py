@@ -21,8 +21,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.config import AA_CONTROL, EnvironmentInfo, FieldSpec
-from ..results.formatting import plural_word
+from ..core.config import EnvironmentInfo, FieldSpec
+from ..core.variants import AA_CONTROL
+from ..results.report.formatting import plural_word
 
 #: Variants offered before the worker has said which ones the installed torch has.
 FALLBACK_VARIANTS = ("eager", "default", "reduce-overhead", "max-autotune", "aot_eager")

@@ -318,7 +318,7 @@ class HelpMenu(QObject):
         if self.about_dialog is not None:
             self.about_dialog.close()
             self.about_dialog.deleteLater()
-        hello = getattr(self._window, "hello", None)
+        hello = getattr(getattr(self._window, "machine", None), "hello", None)
         settings = getattr(self._window, "settings", None)
         env = getattr(hello, "environment", None)
         path = getattr(settings, "path", None)

@@ -9,11 +9,12 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
-from ..core.config import AA_CONTROL, EnvironmentInfo
+from ..core.config import EnvironmentInfo
+from ..core.variants import is_eager
 from ..results import RunDamaged, RunResult, SummaryRow, summarize
-from ..results.run_load import ensure_samples
-from ..results.store import creation_time
-from ..results.verdict import VerdictKind
+from ..results.analysis.verdict import VerdictKind
+from ..results.storage.run_load import ensure_samples
+from ..results.storage.store import creation_time
 
 #: The best verdict of a run whose summary is being computed (a run of an older version).
 PENDING_SPEEDUP = "…"
@@ -91,7 +92,7 @@ def run_device(run: RunResult) -> str:
 
 def entry_date(entry: HistoryEntry) -> float:
     """An entry's place in the history (newest first): its creation time as the store orders its
-    runs (:func:`compile_studio.results.store.creation_time`: UTC in run.json, else the folder
+    runs (:func:`compile_studio.results.storage.store.creation_time`: UTC in run.json, else the folder
     name's time), else its file's time."""
     run = entry.listed
     when = creation_time(run.created if run is not None else "", entry.path.name)
@@ -131,7 +132,7 @@ def samples_bytes(path: Path) -> int:
 
 
 def _judged(rows: list[SummaryRow]) -> list[SummaryRow]:
-    return [r for r in rows if r.name not in ("eager", AA_CONTROL) and r.verdict]
+    return [r for r in rows if not is_eager(r.name) and r.verdict]
 
 
 def best_verdict(run: RunResult) -> SummaryRow | None:

@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from PySide6.QtWidgets import QMenu, QMessageBox, QWidget
 
-if TYPE_CHECKING:
-    from .history_entry import HistoryEntry
-    from .history_panel import HistoryPanel
+from .history_entry import HistoryEntry
 
 
-def history_menu(panel: HistoryPanel, entry: HistoryEntry) -> QMenu:
+class EntryActions(Protocol):
+    """What the menu does to an entry of the history (the history panel does it)."""
+
+    def show_entry(self, entry: HistoryEntry, alone: bool = False) -> None: ...
+    def is_checked(self, entry: HistoryEntry) -> bool: ...
+    def set_checked(self, entry: HistoryEntry | str, checked: bool) -> None: ...
+    def load_config_of(self, entry: HistoryEntry) -> None: ...
+    def open_folder_of(self, entry: HistoryEntry) -> bool: ...
+    def export_entry(self, entry: HistoryEntry) -> None: ...
+    def is_running(self, entry: HistoryEntry) -> bool: ...
+    def delete_entry(self, entry: HistoryEntry) -> bool: ...
+
+
+def history_menu(parent: QWidget, panel: EntryActions, entry: HistoryEntry) -> QMenu:
     """The history's context menu of ``entry`` (its actions are named as they read)."""
-    menu = QMenu(panel)
+    menu = QMenu(parent)
     readable = entry.listed is not None
 
     def add(text: str, slot: Callable[[], object], enabled: bool = True, tip: str = "") -> None:
@@ -39,7 +50,7 @@ def history_menu(panel: HistoryPanel, entry: HistoryEntry) -> QMenu:
         readable and entry.listed is not None and entry.listed.config is not None,
     )
     add("Open folder", lambda: panel.open_folder_of(entry))
-    add("Export…", lambda: panel.export_requested.emit(entry.run), readable)
+    add("Export…", lambda: panel.export_entry(entry), readable)
     menu.addSeparator()
     running = panel.is_running(entry)
     add(

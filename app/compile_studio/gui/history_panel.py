@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..results import RunDamaged, RunResult, RunStore, load_run
-from ..results.summary_cache import summary_of
+from ..results.storage.summary_cache import summary_of
 from .history_entry import (
     PENDING_SPEEDUP,
     HistoryEntry,
@@ -448,6 +448,10 @@ class HistoryPanel(QWidget):
             item.setText(c, fresh.text(c))
             item.setToolTip(c, fresh.toolTip(c))
 
+    def export_entry(self, entry: HistoryEntry) -> None:
+        """Ask for the export of ``entry``'s run (:attr:`export_requested`)."""
+        self.export_requested.emit(entry.run)
+
     def load_config_of(self, entry: HistoryEntry) -> None:
         run = entry.listed
         if run is None or run.config is None:
@@ -464,7 +468,7 @@ class HistoryPanel(QWidget):
 
     def menu_for(self, entry: HistoryEntry) -> QMenu:
         """The context menu of ``entry`` (its actions are named as they read)."""
-        return history_menu(self, entry)
+        return history_menu(self, self, entry)
 
     def _context_menu(self, pos: QPoint) -> None:
         entry = self._entry_of(self.tree.itemAt(pos))

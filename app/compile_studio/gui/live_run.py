@@ -1,10 +1,11 @@
 """The live run: what the benchmark running now has reported, for the window's views to show.
 
-:class:`LiveRun` starts a :class:`~compile_studio.gui.benchmark_thread.BenchmarkThread`,
-keeps what it reports (samples per variant, failed variants, summary rows,
-GPU readings, the phase) and announces each change with a Qt signal; the
+:class:`LiveRun` runs a :class:`~compile_studio.jobs.run_job.RunJob` on a
+:class:`~compile_studio.gui.job_thread.JobThread` (the thread every job kind
+runs on), keeps what it reports (samples per variant, failed variants, summary
+rows, GPU readings, the phase) and announces each change with a Qt signal; the
 plots, the table and the status bar listen. It holds no widget. Progress and
-the ETA are the run session's (``benchmark_thread.progress``), read when they are shown.
+the ETA are the run job's (``run_job.progress``), read when they are shown.
 It also keeps a worker started ahead of the next run (:mod:`~compile_studio.gui.standby`),
 from shortly after it is made until :meth:`LiveRun.close`.
 """
@@ -14,17 +15,20 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
+from ..core import protocol
 from ..core.config import BenchmarkConfig
 from ..core.protocol import CompiledEvent, ErrorKind, Phase, RunStatus, VariantStatus
 from ..jobs.progress import Progress
+from ..jobs.run_job import RunJob
 from ..jobs.workers import WorkerLauncher
 from ..results import RunResult, RunStore, SummaryRow
-from .benchmark_thread import BenchmarkThread, has_finished
+from ..results.records.run_result import gpu_state_rows
+from .job_thread import JobThread, has_finished
 from .plots.buffers import DISPLAY_POINTS, SampleBuffer
 from .run_identity import RunKeys
 from .standby import AFTER_RUN_DELAY_MS, OPEN_DELAY_MS, StandbyKeeper
@@ -88,9 +92,10 @@ class LiveRun(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.benchmark_thread: BenchmarkThread | None = None
+        #: the thread of the run going on now (its job: :attr:`run_job`)
+        self.benchmark_thread: JobThread | None = None
         #: every thread started and not yet ended (a stopped one may still be finishing)
-        self._threads: list[BenchmarkThread] = []
+        self._threads: list[JobThread] = []
         self.run_id = ""
         #: the names of the runs shown in the window; the live run is named after its folder
         self.keys = RunKeys()
@@ -135,6 +140,11 @@ class LiveRun(QObject):
     def running(self) -> bool:
         return self.benchmark_thread is not None
 
+    def running_folder(self) -> Path | None:
+        """The folder of the running benchmark (None: none runs)."""
+        job = self.run_job
+        return job.folder if self.running and job is not None else None
+
     @property
     def runs_here(self) -> bool:
         """Whether the running worker is on this machine (it shares its cores with the window)."""
@@ -144,19 +154,30 @@ class LiveRun(QObject):
     def stop_requested(self) -> bool:
         return self.benchmark_thread is not None and self.benchmark_thread.stop_requested
 
+    @property
+    def run_job(self) -> RunJob | None:
+        """The run going on now (None while none is)."""
+        thread = self.benchmark_thread
+        return cast(RunJob, thread.runner) if thread is not None else None
+
     def start(
         self, config: BenchmarkConfig, store: RunStore, launcher: WorkerLauncher | None = None
-    ) -> BenchmarkThread | None:
+    ) -> JobThread | None:
         """Start a run of ``config`` saved in ``store``; raises OSError when its folder cannot be made."""
         if self.running:
             return None
-        thread = BenchmarkThread(config, store, parent=self, launcher=launcher)
+        thread = JobThread(parent=self, what="the run")
+        job = RunJob(
+            config, store, launcher=launcher, on_event=thread.relay_event, on_log=thread.log.emit,
+            on_summary=thread.relay_changed, on_turn=thread.turn.emit,
+        )
+        thread.runner = job
         standby, why_not = self.standby.take_for(config, launcher)
-        thread.session.standby = standby
+        job.session.standby = standby
         self.benchmark_thread = thread
         self._threads.append(thread)
-        self.run_id = thread.run_id
-        self.run_key = self.keys.of_place(thread.folder, thread.run_id)
+        self.run_id = job.run_id
+        self.run_key = self.keys.of_place(job.folder, job.run_id)
         self.name = config.label or datetime.now().strftime("%m-%d %H:%M:%S")
         self.variants = list(config.variants)
         self._display = {}
@@ -173,20 +194,14 @@ class LiveRun(QObject):
         self._rounds = max(1, min(int(config.rounds), int(config.iterations)))
         self._measuring = None
         self._announced = ""
-        self._here = thread.session.launcher.runs_here()
-        thread.hello.connect(self.hello)
-        thread.phase.connect(self._on_phase)
-        thread.samples.connect(self._on_samples)
-        thread.gpu_state.connect(self._on_gpu_state)
-        thread.compiled.connect(self._on_compiled)
-        thread.warning.connect(self.warning)
-        thread.error.connect(self._on_error)
+        self._here = job.session.launcher.runs_here()
+        thread.worker_event.connect(self._on_event)
         thread.log.connect(self.log_line)
-        thread.summary.connect(self._on_summary)
-        thread.finished_run.connect(self._on_finished_run)
+        thread.changed.connect(self._on_summary)
+        thread.finished_job.connect(self._on_finished_run)
         thread.finished.connect(self._on_thread_ended)
         self.started.emit()
-        self.note.emit(f"run {thread.run_id or '(not saved)'}: {config.to_json()}")
+        self.note.emit(f"run {job.run_id or '(not saved)'}: {config.to_json()}")
         if standby is not None:
             self.note.emit(f"using the worker started ahead (pid {standby.pid})")
         elif self.standby.standby is not None or why_not != "no worker was started ahead":
@@ -210,8 +225,9 @@ class LiveRun(QObject):
         worker started ahead is ended at once.
         """
         self.standby.close()
-        if self.benchmark_thread is not None:
-            self.benchmark_thread.cut_short(reason)
+        job = self.run_job
+        if job is not None:
+            job.cut_short(reason)
         for thread in list(self._threads):
             has_finished(thread, wait_ms)
 
@@ -227,8 +243,8 @@ class LiveRun(QObject):
     @property
     def progress(self) -> Progress | None:
         """The running session's progress (None while no run is going)."""
-        thread = self.benchmark_thread
-        return thread.progress if thread is not None else None
+        job = self.run_job
+        return job.progress if job is not None else None
 
     def compile_elapsed_s(self) -> float | None:
         """Seconds into the compile going on now; None when no variant is compiling."""
@@ -273,12 +289,34 @@ class LiveRun(QObject):
 
     def _finishing_words(self) -> str:
         """What a run does after its timed calls, in words."""
-        thread = self.benchmark_thread
-        diagnostics = thread is not None and bool(getattr(thread.config, "diagnostics", False))
+        job = self.run_job
+        diagnostics = job is not None and bool(getattr(job.config, "diagnostics", False))
         return ("checking outputs, collecting diagnostics (profile, graph breaks) and saving"
                 if diagnostics else "checking outputs and saving")
 
     # -- what the thread reports ---------------------------------------------------------------------
+    def _on_event(self, _part: object, event: protocol.Event) -> None:
+        """One event of the run's session (in the order the worker sent them)."""
+        if isinstance(event, protocol.SamplesEvent):
+            self._on_samples(
+                event.variant, str(event.phase), event.first_iteration,
+                np.asarray(event.wall_ms, dtype=np.float64), -1 if event.round is None else int(event.round),
+            )
+        elif isinstance(event, protocol.PhaseEvent):
+            self._on_phase(event.variant or "", str(event.phase), int(event.iterations or 0))
+        elif isinstance(event, protocol.GpuStateEvent):
+            self._on_gpu_state(gpu_state_rows(event))
+        elif isinstance(event, protocol.HelloEvent):
+            self.hello.emit(event)
+        elif isinstance(event, protocol.CompiledEvent):
+            self._on_compiled(event)
+        elif isinstance(event, protocol.WarningEvent):
+            self.warning.emit(f"{event.variant}: {event.message}" if event.variant else event.message)
+        elif isinstance(event, protocol.ErrorEvent):
+            self._on_error(event.variant or "", str(event.kind), event.message)
+            if event.traceback:
+                self.log_line.emit(event.traceback)
+
     def _on_phase(self, variant: str, phase: str, planned: int) -> None:
         if not variant:
             return
@@ -345,7 +383,7 @@ class LiveRun(QObject):
         else:
             self.problem.emit(f"The run {words}: {message}")
 
-    def _on_summary(self, rows: list[SummaryRow]) -> None:
+    def _on_summary(self, rows: list[SummaryRow], _part: object = None) -> None:
         self.rows = list(rows)
         self.failed.update(row.name for row in rows if row.status == VariantStatus.FAILED)
         self.summary_changed.emit()
@@ -353,11 +391,11 @@ class LiveRun(QObject):
     def _on_finished_run(self, run: RunResult) -> None:
         if self.sender() is not self.benchmark_thread:
             return
-        thread = self.benchmark_thread
+        job = self.run_job
         self.benchmark_thread = None
         self._compiling = None
-        if run.source is None and thread is not None and thread.folder is not None:
-            run.source = Path(os.path.abspath(thread.folder))
+        if run.source is None and job is not None and job.folder is not None:
+            run.source = Path(os.path.abspath(job.folder))
         status = RunStatus.parse(run.status, RunStatus.INCOMPLETE)
         self._phase_text = _END_WORDS.get(status, str(run.status))
         self.finished.emit(run)

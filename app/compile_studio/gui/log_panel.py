@@ -16,7 +16,7 @@ from PySide6.QtCore import QPoint, QTimer
 from PySide6.QtGui import QFontDatabase, QTextCursor
 from PySide6.QtWidgets import QFileDialog, QPlainTextEdit, QWidget
 
-from ..results.file_io import atomic_write_text
+from ..results.storage.file_io import atomic_write_text
 
 MAX_LINES = 5000
 

@@ -1,77 +1,46 @@
-"""The main window: the form, the plots, the table, the log and the history, laid out and wired.
+"""The main window: a composition of parts that own their widgets and state, wired here.
 
-The window shows; it does not run. A :class:`~compile_studio.gui.live_run.LiveRun`
-holds the running benchmark's state and says what changed; the File menu's
-exports are :class:`~compile_studio.gui.export_actions.ExportActions`.
-
-The panes are built and sized in :mod:`window_panes`, the menus in
-:mod:`window_menus`, the machine's environment asked for in
-:mod:`window_environment`, what the plots and table show in :mod:`window_views`;
-this module wires them to the live run.
+The form (:mod:`form_pane`), the centre — error banner, plots, Summary/Log/Why tabs —
+(:mod:`centre_pane`) and the history side by side (:mod:`window_panes`); what they show
+of the running, shown and ticked runs (:mod:`run_views`); the single run's Run and Stop
+(:mod:`run_controller`) over the :class:`LiveRun`; what the worker said of the machine
+(:mod:`environment_watch`); the menus (:mod:`window_menus`, :mod:`export_actions`), with
+the Sweep and Start-up cost views, the target chooser and Help adding theirs.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import numpy.ma  # noqa: F401 - the first np.median imports it (~35 ms): at start-up, not mid-run
-from PySide6.QtCore import QEvent, QObject, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent
-from PySide6.QtWidgets import (
-    QFrame,
-    QLabel,
-    QMainWindow,
-    QProgressBar,
-    QPushButton,
-    QScrollArea,
-    QSplitter,
-    QTabWidget,
-)
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import QMainWindow, QVBoxLayout, QWidget
 
 from ..core.config import BenchmarkConfig, EnvironmentInfo
-from ..core.env_vars import int_from_env
 from ..core.protocol import HelloEvent, RunStatus
-from ..jobs.trust import Agreement
-from ..results import RunResult, RunStore, SummaryRow, summarize
-from ..results.turns_text import turns_line
-from .benchmark_thread import EnvironmentProbe
-from .coldstart_view import ColdStartView
-from .config_panel import ConfigPanel
-from .draw_turns import DrawTurns
-from .export_actions import ExportActions
+from ..jobs.kinds import job_kinds
+from ..results import RunResult, RunStore
+from .centre_pane import CentrePane
+from .environment_watch import EnvironmentWatch
+from .export_menu import ExportActions
+from .form_pane import FormPane
 from .gc_guard import collect_on_gui_thread
 from .help_menu import HelpMenu, WindowShortcutGuard
-from .history_panel import HistoryPanel, run_display_name
+from .history_panel import HistoryPanel
 from .live_run import LiveRun
-from .log_panel import LogPanel
 from .paths import runs_dir
-from .plots import PlotPanel
 from .plots.panel import run_hint
+from .run_controller import RunController
+from .run_views import RunViews
 from .settings import AppSettings
-from .standby import AFTER_RUN_DELAY_MS
-from .summary_table import SummaryTableModel, SummaryTableView
-from .sweep_view import SweepView
-from .targets_dialog import TargetChooser
-from .trust_dialog import NOT_AGREED, CodeConsent, code_fields, code_from_loaded
+from .targets_dialog import install_target_chooser
+from .trial_status import follow_trials
+from .trust_dialog import CodeConsent
 from .verdict_lines import VerdictLines
-from .why_view import WhyView
-from .window_environment import hello_from_standby, probe_failed, set_hello, start_probe
-from .window_menus import build_menus
-from .window_panes import BOTTOM_PANE_HEIGHT as BOTTOM_PANE_HEIGHT  # where it was first
-from .window_panes import HISTORY_WIDTH as HISTORY_WIDTH  # where it was first
-from .window_panes import bottom_tab_changed, build_panes, centre_state, fit_form_width, form_width
-from .window_views import live_name, rebuild_views, update_live_bars, update_table
+from .window_menus import WindowMenus
+from .window_panes import MainSplitter
 
-#: Plot repaint interval: at most ~30 repaints a second, however fast samples come.
-REFRESH_INTERVAL_MS = 33
-#: While a benchmark runs, the plots and the status line are redrawn once a second: every
-#: repaint takes CPU time from the core the worker's torch threads share with the window
-#: (bench/ui_responsiveness.py, seed MLP, 3 alternating pairs: at 200 ms the window took
-#: 0.14-0.21 CPU-s/s and the p99 was 1.8-4.4x its CLI pair's; at 1000 ms, 0.07-0.08 and 1.7-2.1x).
-LIVE_REFRESH_INTERVAL_MS = int_from_env("COMPILE_STUDIO_LIVE_REFRESH_MS", 1000, 10, 10_000)
 #: How long closing the window waits for a running worker to stop (it is killed by then).
 CLOSE_WAIT_MS = 8000
 #: The message a run folder keeps when the window went away during the run.
@@ -79,241 +48,169 @@ CLOSED_DURING_RUN = "the window was closed during the run; the samples measured 
 
 
 class MainWindow(QMainWindow):
-    """Compile Studio's window.
-
-    Left: the configuration form with Run/Stop. Centre: plots (latency,
-    distribution, summary, GPU) above the summary table and the worker log.
-    Right: the run history. The benchmark runs in a worker process; the
-    window only shows what its :class:`LiveRun` reports.
-    """
+    """Compile Studio's window: the form with Run/Stop on the left, the plots over the summary
+    table, log and why in the centre, the run history on the right. The benchmark runs in a
+    worker process; the window only shows what its :class:`LiveRun` reports."""
 
     run_finished = Signal(object)
     environment_changed = Signal(object)
 
-    # the panes (made by window_panes.build_panes)
-    config_panel: ConfigPanel
-    run_button: QPushButton
-    stop_button: QPushButton
-    run_blocker_label: QLabel
-    error_banner: QFrame
-    error_label: QLabel
-    plots: PlotPanel
-    table_model: SummaryTableModel
-    table_view: SummaryTableView
-    log: LogPanel
-    bottom_tabs: QTabWidget
-    why_view: WhyView
-    centre_splitter: QSplitter
-    history: HistoryPanel
-    main_splitter: QSplitter
-    verdict_lines: VerdictLines
-    env_label: QLabel
-    phase_label: QLabel
-    #: what a Try it comparison is doing, in place of the phase while it runs (trial_status.py)
-    trial_status_label: QLabel
-    progress_bar: QProgressBar
-    _form_scroll: QScrollArea
-    #: whether the panes keep the widths the window chose (until the user drags a handle)
-    _auto_widths: bool
-    #: the centre panes' heights before the Why tab grew the bottom one (None: it did not)
-    _sizes_before_why: list[int] | None
-    # the menus' actions and what they install (made by window_menus.build_menus)
-    open_action: QAction
-    quit_action: QAction
-    run_action: QAction
-    stop_action: QAction
-    log_scale_action: QAction
-    refresh_history_action: QAction
-    sweep_view: SweepView
-    coldstart_view: ColdStartView
-    target_chooser: TargetChooser
-    help_menu: HelpMenu
-    shortcut_guard: WindowShortcutGuard
-
-    def __init__(
-        self,
-        store_root: Path | None = None,
-        settings: AppSettings | None = None,
-        probe: bool = True,
-    ):
+    def __init__(self, store_root: Path | None = None, settings: AppSettings | None = None, probe: bool = True):
         super().__init__()
         collect_on_gui_thread()  # Qt objects are only ever freed on this thread
         self.setWindowTitle("Compile Studio")
         self.store = RunStore(store_root if store_root is not None else runs_dir())
         self.settings = settings if settings is not None else AppSettings()
-        self.environment: EnvironmentInfo | None = None
-        self.hello: HelloEvent | None = None
-        self.current_run: RunResult | None = None
         self.last_error: str = ""
-        self.probe_problem = ""
-        self._probe: EnvironmentProbe | None = None
-        #: the worker started ahead ended before its hello: the probe asks instead
-        self._standby_hello_failed = False
-        self._summary_cache: dict[str, list[SummaryRow]] = {}
-        self._plots_dirty = False
         self.live = LiveRun(self)
+        #: what is known of the machine (the worker's hello), asked at start-up and per target
+        self.machine = EnvironmentWatch(
+            self.live.standby, lambda: self.is_running() or self.sweep_view.is_running(), self
+        )
         #: the code the user agreed to run this session; asks about code not agreed yet
         self.code_consent = CodeConsent(self)
-        #: the code fields of a configuration loaded into the form from a file, and where it
-        #: came from (None: the form is the user's own; see CodeTrustDialog for the rule)
-        self._loaded_code: dict[str, Any] | None = None
-        self._loaded_from = ""
-        #: the folders of the runs started in this session (their configurations are the user's)
-        self._own_run_folders: set[str] = set()
-        #: plot and table keys of the runs shown: a run is named after the folder it was read from
-        self.run_keys = self.live.keys
-
-        self._build_widgets()
-        #: the worker's pauses between blocks of timed calls: the window draws in them
-        self.turns = DrawTurns(self, self._draw_in_pause)
-        self.exports = ExportActions(
-            self, self.plots, self.settings, self.config_panel.config, self._run_to_export, self.show_error
-        )
-        self.exports.name_of = self.history.names.of
-        self.exports.runs_shown = self._runs_shown
-        self._build_actions()
-        self._connect_live()
+        self._build()
+        self._wire()
         self._restore_settings()
         self._update_run_state()
-
-        self._refresh_timer = QTimer(self)
-        self._refresh_timer.setInterval(REFRESH_INTERVAL_MS)
-        self._refresh_timer.timeout.connect(self._on_tick)
-        self._refresh_timer.start()
-
         problem = self.settings.take_problem()
         if problem:
             self.statusBar().showMessage(problem, 20000)
             self.log.note(problem)
         self.history.refresh()
         if probe:
-            QTimer.singleShot(0, self._start_probe)
+            QTimer.singleShot(0, self.machine.start)
 
-    # -- construction ---------------------------------------------------------------
-    def _build_widgets(self) -> None:
-        build_panes(self)
+    def _build(self) -> None:
+        """The parts, laid out: the answer across the window above the three panes, the status bar."""
+        self.form = FormPane()
+        self.centre = CentrePane(self.settings)
+        self.history = HistoryPanel(self.store)
+        self.history.setMinimumWidth(160)  # the window fits a small screen
+        self.views = RunViews(self, self.live, self.centre, self.history)
+        self.runs = RunController(self.live, self.form.config_panel, self.store, self.settings, self.code_consent, self)
+        self.exports = ExportActions(self, self.centre.plots, self.settings, self.form.config_panel.config, self.views.run_to_export, self.show_error)
+        self.menus = WindowMenus(self, self.history, self.exports, self.centre.plots, self.runs.start, self.runs.stop)
+        self.main_splitter = MainSplitter(self.form, self.centre, self.history)
+        # the answer, one sentence per compiled variant, across the window above the plots and
+        # the table (which keeps the details): read at any window size without scrolling sideways
+        self.verdict_lines = VerdictLines(self.centre.table_model)
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.verdict_lines)
+        layout.addWidget(self.main_splitter, 1)
+        self.setCentralWidget(central)
+        bar = self.statusBar()
+        for widget in (self.views.phase_label, self.views.progress_bar, self.machine.label):
+            bar.addPermanentWidget(widget)
+        #: what a Try it comparison is doing, in place of the phase while it runs (trial_status.py)
+        self.trial_status_label = follow_trials(bar, self.views.phase_label, self.centre.why_view)
+        self.resize(1500, 900)
+        # the parts' widgets, by the names the window's users know them by
+        self.config_panel, self.run_button, self.stop_button = self.form.config_panel, self.form.run_button, self.form.stop_button
+        self.run_blocker_label, self.centre_splitter = self.form.blocker_label, self.centre
+        self.error_banner, self.error_label = self.centre.banner, self.centre.banner.label
+        self.plots, self.table_model, self.table_view = self.centre.plots, self.centre.table_model, self.centre.table_view
+        self.log, self.bottom_tabs, self.why_view = self.centre.log, self.centre.tabs, self.centre.why_view
+        self.env_label, self.phase_label, self.progress_bar = self.machine.label, self.views.phase_label, self.views.progress_bar
+        self.turns = self.views.turns
+        self.run_action, self.stop_action = self.menus.run_action, self.menus.stop_action
+        # each registered job kind's menu entries and view (jobs/kinds.py), the target chooser and Help
+        self.job_parts = {kind.name: kind.install(self) for kind in job_kinds() if kind.window is not None}
+        self.sweep_view, self.coldstart_view = self.job_parts["sweep"], self.job_parts["coldstart"]
+        self.target_chooser = install_target_chooser(self)
+        self.help_menu = HelpMenu(self)
+        # every window shortcut works with the focus in a form field too
+        self.shortcut_guard = WindowShortcutGuard(self)
 
-    def _form_width(self) -> int:
-        """The left pane's width that shows the form whole beside its vertical scroll bar."""
-        return form_width(self)
-
-    def _splitter_dragged(self, *_: object) -> None:
-        self._auto_widths = False
-
-    def _fit_form_width(self) -> None:
-        fit_form_width(self)
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
-        """After the panes were resized with the window: keep the form and the history whole."""
-        if watched is self.main_splitter and event.type() == QEvent.Type.Resize:
-            QTimer.singleShot(0, self._fit_form_width)
-        return super().eventFilter(watched, event)
-
-    def _bottom_tab_changed(self, index: int) -> None:
-        bottom_tab_changed(self, index)
-
-    def _build_actions(self) -> None:
-        build_menus(self)
-
-
-    def _connect_live(self) -> None:
+    def _wire(self) -> None:
+        """The parts' signals to the parts and the window that answer them."""
+        self.form.config_panel.changed.connect(self._update_run_state)
+        self.form.run_button.clicked.connect(lambda: self.runs.start())
+        self.form.stop_button.clicked.connect(self.runs.stop)
+        runs = self.runs
+        runs.environment, runs.sweep_running = lambda: self.machine.environment, self.sweep_view.is_running
+        runs.launcher, runs.target_name = self.target_chooser.launcher, self.target_chooser.current_name
+        runs.problem.connect(self.show_error)
+        runs.said.connect(self.statusBar().showMessage)
+        runs.note.connect(self.log.note)
+        self.history.running_folder = self.live.running_folder
+        self.history.message.connect(self.show_error)
+        self.history.show_requested.connect(self.show_run)
+        self.views.said.connect(self.statusBar().showMessage)
+        self.views.log_line.connect(self.log.append_line)
+        self.history.load_config_requested.connect(self.load_config)
+        self.history.export_requested.connect(self.exports.export_run_dialog)
+        self.exports.name_of = self.history.names.of
+        self.exports.runs_shown = self.views.runs_shown
+        if self.form.measure_factory_batch(lambda: [entry.listed for entry in self.history.entries()]):
+            self.run_finished.connect(lambda *_: self.config_panel.refresh_factory_fields())
+        self.machine.environment_changed.connect(self._use_environment)
+        self.machine.failed.connect(self.show_error)
+        # a sweep's points start their own workers: none is started ahead beside them
+        self.live.standby.also_busy(self.sweep_view.is_running)
+        for started in (self.sweep_view.jobs.sweep_started, self.sweep_view.jobs.shape_started):
+            started.connect(lambda *_: self.hide_error())  # an earlier failure's message is not this sweep's
+        self.sweep_view.running_changed.connect(self.live.standby.other_job)
         live = self.live
         live.started.connect(self._on_run_started)
-        live.samples.connect(self._on_live_samples)
-        live.gpu_state.connect(self._on_live_gpu_state)
-        live.variant_failed.connect(self._on_variant_failed)
-        live.summary_changed.connect(self._on_live_summary)
-        live.status_changed.connect(self._on_status_changed)
+        live.status_changed.connect(self._update_run_state)
         live.problem.connect(self.show_error)
-        live.warning.connect(self._on_warning)
+        live.warning.connect(lambda message: self.log.note(f"warning: {message}"))
+        live.warning.connect(lambda message: self.statusBar().showMessage(message, 10000))
         live.log_line.connect(self.log.append_line)
         live.note.connect(self.log.note)
-        live.hello.connect(self._on_hello)
+        live.hello.connect(self.machine.offer)
         live.finished.connect(self._on_finished_run)
         # after the run's own handler: the answer is the saved run's, its "why" included
-        self.run_finished.connect(self._answer_of_finished_run)
+        self.run_finished.connect(self.views.answer_of_finished)
 
     # -- settings --------------------------------------------------------------------
     def _restore_settings(self) -> None:
-        config = self.settings.last_config()
-        if config is not None:
-            self.config_panel.set_config(config)
-            loaded = self.settings.loaded_code()
-            if loaded is not None:
-                self._loaded_code, self._loaded_from = loaded
+        self.runs.restore()
         geometry = self.settings.geometry()
         if geometry is not None:
             self.restoreGeometry(geometry)
-        for name, splitter in (("main", self.main_splitter), ("centre", self.centre_splitter)):
-            state = self.settings.splitter_state(name)
-            if state is not None:
-                splitter.restoreState(state)
-                if splitter is self.main_splitter:
-                    self._auto_widths = False  # the widths the user left
+        main, centre = self.settings.splitter_state("main"), self.settings.splitter_state("centre")
+        if centre is not None:
+            self.centre.restoreState(centre)
+        if main is not None:
+            self.main_splitter.restore(main)  # the widths the user left
 
     def save_settings(self) -> None:
         """Keep the shown configuration, the geometry and the splitter sizes."""
-        config = self.config_panel.config()
-        self.settings.set_last_config(config)
-        unagreed = self.code_consent.pending(code_from_loaded(config, self._loaded_code))
-        self.settings.set_loaded_code(self._loaded_code if unagreed else None, self._loaded_from)
+        self.runs.keep()
         self.settings.set_geometry(self.saveGeometry())
         self.settings.set_splitter_state("main", self.main_splitter.saveState())
-        self.settings.set_splitter_state("centre", centre_state(self))
+        self.settings.set_splitter_state("centre", self.centre.state_to_keep())
         self.settings.sync()
 
     # -- environment -------------------------------------------------------------------
-    def _start_probe(self) -> None:
-        start_probe(self)
+    @property
+    def environment(self) -> EnvironmentInfo | None:
+        """The machine the worker reported (None until one did)."""
+        return self.machine.environment
 
-    def _sweep_running_changed(self, running: bool) -> None:
-        if running:
-            self.hide_error()  # an earlier failure's message is not this sweep's
-            self.live.standby.end_if_starting()
-        else:
-            self.live.standby.schedule(AFTER_RUN_DELAY_MS)
-
-    def _hello_from_standby(self) -> None:
-        hello_from_standby(self)
-
-    def _probe_failed(self, message: str) -> None:
-        probe_failed(self, message)
+    def _use_environment(self, environment: EnvironmentInfo) -> None:
+        self.config_panel.set_environment(environment)
+        self.main_splitter.fit_widths()
+        self.environment_changed.emit(environment)
 
     def set_hello(self, hello: HelloEvent) -> None:
         """Use the environment a worker reported (device list, compile variants, versions)."""
-        set_hello(self, hello)
-
-    def _on_hello(self, hello: HelloEvent) -> None:
-        if self.hello is None:
-            self.set_hello(hello)
-
+        self.machine.use(hello)
 
     # -- run state -------------------------------------------------------------------------
-    def _running_folder(self) -> Path | None:
-        thread = self.live.benchmark_thread
-        return thread.folder if self.is_running() and thread is not None else None
-
     def is_running(self) -> bool:
         return self.live.running
 
     def _update_run_state(self) -> None:
-        running = self.is_running()
-        problems = self.config_panel.problems()
-        if running:
-            reason = "A run is in progress."
-        elif problems:
-            reason = "Cannot run: " + "; ".join(str(p) for p in problems)
-        else:
-            reason = ""
-        self.run_button.setEnabled(not running and not problems)
-        self.run_action.setEnabled(not running and not problems)
-        self.run_button.setToolTip(reason or "Run the benchmark (Ctrl+R)")
-        self.run_blocker_label.setText(reason if problems and not running else "")
-        self.run_blocker_label.setVisible(bool(problems) and not running)
+        running, problems = self.is_running(), self.config_panel.problems()
         stoppable = running and not self.live.stop_requested
-        self.stop_button.setEnabled(stoppable)
-        self.stop_action.setEnabled(stoppable)
-        self.config_panel.setEnabled(not running)
+        self.form.show_state(running, stoppable, problems)
+        self.menus.show_run_state(not running and not problems, stoppable)
         self.plots.set_hint("" if running else run_hint(self.config_panel.config()))
 
     @property
@@ -325,126 +222,38 @@ class MainWindow(QMainWindow):
     def show_error(self, message: str) -> None:
         """Show a message in the banner above the plots (and the log); keeps it in last_error."""
         self.last_error = message
-        self.error_label.setText(message)
-        self.error_banner.show()
+        self.centre.banner.show_message(message)
         self.log.note(f"error: {message}")
 
     def hide_error(self) -> None:
-        self.error_banner.hide()
+        self.centre.banner.hide()
 
     @property
     def error_text(self) -> str:
         """The text of the banner while it is shown, else ""."""
-        return self.error_label.text() if self.error_banner.isVisible() else ""
+        return self.centre.banner.shown_text()
 
     # -- running ---------------------------------------------------------------------------------
     def start_run(self, config: BenchmarkConfig | None = None) -> None:
         """Start a benchmark of ``config`` (None: the form's configuration)."""
-        if self.is_running():
-            return
-        if self.sweep_view.is_running():
-            self.show_error("A sweep is running: stop it (Sweep → Stop sweep) before a single run")
-            return
-        if config is not None:
-            self.config_panel.set_config(config)
-            self._loaded_code = None  # the caller's own configuration
-        else:
-            config = self.config_panel.config()
-        problems = config.problems(self.environment)
-        if problems:
-            self.show_error("Cannot run: " + "; ".join(str(p) for p in problems))
-            return
-        agreement = self.form_code_agreed(config)
-        if agreement is None:
-            said = self.code_consent.problem or NOT_AGREED
-            self.statusBar().showMessage(said, 15000)
-            self.log.note(said)
-            return
-        self.settings.set_last_config(config)
-        self.settings.sync()
-        try:
-            launcher = self.target_chooser.launcher()
-        except (KeyError, ValueError) as exc:
-            self.show_error(f"Cannot run on {self.target_chooser.current_name()}: {exc.args[0]}")
-            return
-        try:
-            self.live.start(agreement.apply(config), self.store, launcher=launcher)
-        except OSError as exc:
-            self.show_error(f"Cannot create the run folder in {self.store.root}: {exc}")
+        self.runs.start(config)
 
     def stop_run(self) -> None:
         """Ask the running benchmark to stop; returns at once (the stop completes in the background)."""
-        if not self.live.running or self.live.stop_requested:
-            return
-        self.live.stop()
-        self.statusBar().showMessage("Stopping… variants not started yet are kept as not run", 5000)
+        self.runs.stop()
 
     def _on_run_started(self) -> None:
-        thread = self.live.benchmark_thread
-        if thread is not None and thread.folder is not None:
-            self._own_run_folders.add(os.path.abspath(thread.folder))
         self.hide_error()
         self.last_error = ""
-        self.current_run = None
-        self.progress_bar.setValue(0)
-        self.progress_bar.show()
-        self._rebuild_views()
+        self.views.started()
         self._update_run_state()
-        self._update_status()
-        self._refresh_timer.setInterval(max(REFRESH_INTERVAL_MS, LIVE_REFRESH_INTERVAL_MS))
-        self.plots.latency.set_steady_range(True)
-        if thread is not None and self.live.runs_here:
-            self.turns.follow(thread)
-
-    def _on_live_samples(
-        self, variant: str, iterations: np.ndarray, wall_ms: np.ndarray, phase: str, round_index: int = -1
-    ) -> None:
-        key = self.live.key(variant)
-        if key not in self.plots.series_keys():
-            self.plots.add_series(key, variant)
-        self.plots.append(key, iterations, wall_ms, phase, round_index)
-        self._plots_dirty = True
-
-    def _on_live_gpu_state(self, rows: list[dict]) -> None:
-        self.plots.append_gpu_state(self.live.run_key, live_name(self), rows)
-        self._plots_dirty = True
-
-    def _on_variant_failed(self, variant: str) -> None:
-        key = self.live.key(variant)
-        if key not in self.plots.series_keys():
-            self.plots.add_series(key, variant)
-        self.plots.set_series_failed(key, True)
-
-    def _on_live_summary(self) -> None:
-        self._update_table()
-        self._update_live_bars()
-
-    def _on_status_changed(self) -> None:
-        self._update_status()
-        self._update_run_state()
-
-    def _on_warning(self, message: str) -> None:
-        self.log.note(f"warning: {message}")
-        self.statusBar().showMessage(message, 10000)
 
     def _on_finished_run(self, run: RunResult) -> None:
-        self.turns.release()
-        self._refresh_timer.setInterval(REFRESH_INTERVAL_MS)
-        self.plots.latency.set_steady_range(False)
-        self.current_run = run
-        self.why_view.set_run(run)
-        self.plots.summary.set_note(turns_line(run) or "")
-        self.live.rename(run_display_name(run))
-        if self.live.rows:
-            self._summary_cache[self.run_keys.of(run)] = list(self.live.rows)
-        self._plots_dirty = True
-        self._on_tick()
+        self.views.finished(run)
         if run.status == RunStatus.FAILED and run.message and (
             not self.error_banner.isVisible() or run.message not in self.last_error
         ):
             self.show_error(f"The run failed: {run.message}")
-        self.progress_bar.hide()
-        self._update_status()
         ended = f"{run.status}" + (f": {run.message}" if run.message else "")
         self.statusBar().showMessage(f"Run {ended}", 10000)
         self.log.note(f"run {ended}")
@@ -452,180 +261,39 @@ class MainWindow(QMainWindow):
         self.history.refresh()
         self.run_finished.emit(run)
 
-    def _answer_of_finished_run(self, run: RunResult) -> None:
-        """The table and the answer of the run that ended, as of the saved run (the "why" of its
-        diagnostics too), as they read when it is reopened from the history; beside ticked runs,
-        the plots too (the run is named as the history names it now)."""
-        if run is self.current_run and not self.is_running():
-            if self._overlay_runs():
-                self._rebuild_views()
-            else:
-                self._update_table()
-
-    # -- status bar and repaints -----------------------------------------------------------------
-    def _update_status(self) -> None:
-        self.phase_label.setText(self.live.status_text())
-        if self.live.running:
-            # while a variant compiles nothing is counted: the bar says it is busy, the
-            # status counts the compile's seconds
-            busy = self.live.compile_elapsed_s() is not None
-            self.progress_bar.setRange(0, 0 if busy else 1000)
-            if not busy:
-                self.progress_bar.setValue(int(1000 * self.live.fraction()))
-
-    def plots_held(self) -> bool:
-        """Whether the window paints nothing now: a worker on this machine times a block of
-        calls (it draws in the pauses between blocks; docs/window.md)."""
-        return self.turns.in_block
-
-    def _draw_in_pause(self) -> None:
-        """Status and plots up to date (the worker waits for them between two blocks)."""
-        self._update_status()
-        if self._plots_dirty:
-            self._plots_dirty = False
-            self.plots.refresh()
-
-    def _on_tick(self) -> None:
-        """The refresh timer: the status of a running benchmark, then the plots if they changed;
-        nothing while the worker times a block of calls."""
-        if self.plots_held():
-            return
-        if self.live.running:
-            self._update_status()
-        if self._plots_dirty:
-            self._plots_dirty = False
-            self.plots.refresh()
-
-    # -- plots and table ---------------------------------------------------------------------------
-    def _overlay_runs(self) -> list[RunResult]:
-        shown = {self.live.run_key}
-        if self.current_run is not None and not self.is_running():
-            shown.add(self.run_keys.of(self.current_run))
-        return [r for r in self.history.checked_runs() if self.run_keys.of(r) not in shown]
-
-    def _runs_shown(self) -> list[RunResult]:
-        """The saved runs the plots show, in their order: the ticked ones, then the one shown."""
-        shown = self._overlay_runs()
-        if self.current_run is not None and not self.is_running():
-            shown.append(self.current_run)
-        return shown
+    # -- showing and loading runs ------------------------------------------------------------------
+    @property
+    def current_run(self) -> RunResult | None:
+        """The saved run shown (None: the live run, or nothing yet)."""
+        return self.views.current_run
 
     def show_run(self, run: RunResult, alone: bool = False) -> bool:
-        """Show a saved ``run`` in the plots and the table (``alone``: without overlays).
-
-        Not while a benchmark runs (the live run stays shown); returns whether it is shown.
-        """
-        if self.is_running():
-            self.statusBar().showMessage(
-                "A run is in progress: tick the run in the history to overlay it", 8000
-            )
-            return False
-        if alone:
-            self.history.uncheck_all()
-        self.current_run = run
-        self._rebuild_views()
-        self.plots.summary.set_note(turns_line(run) or "")
-        shown = f"Showing {self.history.names.of(run)} ({run.run_id})"
-        if run.load_problems:
-            read = "; ".join(run.load_problems)
-            self.log.append_line(f"{run.run_id} was read with problems: {read}")
-            self.statusBar().showMessage(f"{shown}, read with problems: {read}", 15000)
-        else:
-            self.statusBar().showMessage(shown, 5000)
-        return True
+        """Show a saved ``run`` in the plots and the table (``alone``: without overlays); not while
+        a benchmark runs. Returns whether it is shown."""
+        return self.views.show(run, alone)
 
     def load_config(self, config: BenchmarkConfig, source: Path | str | None = None) -> bool:
         """Put ``config`` into the form (not while a benchmark runs); returns whether it was.
-
-        ``source``: the run folder or file it came from; the code it names is then asked
-        about before it runs (see :meth:`form_code_agreed`), unless the run was started in
-        this session. None: the caller's own.
-        """
+        ``source``: the run folder or file it came from (see :meth:`RunController.load`)."""
         if self.is_running():
             self.statusBar().showMessage("A run is in progress: the form is locked until it ends", 8000)
             return False
-        self.config_panel.set_config(config)
-        if source is None or os.path.abspath(source) in self._own_run_folders:
-            self._loaded_code = None
-        else:
-            self._loaded_code = code_fields(config)
-            self._loaded_from = f"The configuration loaded from {source}"
+        self.runs.load(config, source)
         self._update_run_state()
         self.statusBar().showMessage("Configuration loaded into the form", 5000)
         return True
-
-    def form_code_agreed(
-        self, config: BenchmarkConfig, more: list[BenchmarkConfig] | None = None
-    ) -> Agreement | None:
-        """The agreement to run the code ``config`` (the form's) and ``more`` (the other
-        configurations of its job: a sweep's points) name, None when not agreed: code still as
-        a loaded configuration had it is asked about (:class:`CodeTrustDialog`) unless agreed
-        already; the job runs the agreed copies."""
-        refs = code_from_loaded(config, self._loaded_code, more)
-        return self.code_consent.agreed(refs, self._loaded_from)
-
-    def _export_run_of_history(self, run: RunResult) -> None:
-        self.exports.export_run_dialog(run)
-
-    def _overlays_changed(self) -> None:
-        self._rebuild_views()
-
-    def _rebuild_views(self) -> None:
-        """Plots and table from scratch: ticked runs, then the running or last run."""
-        rebuild_views(self)
-
-    def _update_live_bars(self) -> None:
-        update_live_bars(self)
-
-    def _rows_of(self, run: RunResult) -> list[SummaryRow]:
-        key = self.run_keys.of(run)
-        rows = self._summary_cache.get(key)
-        if rows is None:
-            rows = summarize(run)
-            self._summary_cache[key] = rows
-        return rows
-
-    def _update_table(self) -> None:
-        update_table(self)
-
-    # -- export ---------------------------------------------------------------------------------------
-    def _run_to_export(self) -> RunResult | None:
-        """The run shown, else the only ticked one (None: nothing to export)."""
-        if self.current_run is not None:
-            return self.current_run
-        ticked = self.history.checked_runs()
-        return ticked[0] if len(ticked) == 1 else None
-
-    def save_screenshot(self, path: Path) -> bool:
-        """Save the whole window as PNG; a failure is shown in the banner."""
-        return self.exports.save_screenshot(path)
-
-    def save_plot(self, path: Path, scale: float = 2.0, transparent: bool = False) -> bool:
-        """Save the plot of the current tab (PNG or SVG by the file suffix)."""
-        return self.exports.save_plot(path, scale, transparent)
-
-    def export_run_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
-        """Write samples.csv, summary.csv and run.json of the run shown into ``folder``."""
-        return self.exports.export_run_to(folder, run)
-
-    #: the name :meth:`export_run_to` had first; kept for callers that use it
-    export_run = export_run_to
-
-    def export_report_to(self, folder: Path, run: RunResult | None = None) -> list[Path]:
-        """Write the Markdown report of the run shown and its latency plot into ``folder``."""
-        return self.exports.export_report_to(folder, run)
 
     # -- closing ------------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Stop a running worker (no orphan process), save the settings, then close."""
         # not the user's Stop: the run folder is left "incomplete", with its samples
         self.live.close(CLOSED_DURING_RUN, CLOSE_WAIT_MS)
-        self.sweep_view.close_sweep(CLOSE_WAIT_MS)
-        self.coldstart_view.close_job(CLOSE_WAIT_MS)
+        for part in self.job_parts.values():  # each job kind's job stops; what it measured is kept
+            close_job = getattr(part, "close_job", None)
+            if close_job is not None:
+                close_job(CLOSE_WAIT_MS)
         self.why_view.stop_trial(CLOSE_WAIT_MS, "the window was closed during the comparison")
-        if self._probe is not None:
-            self._probe.cancel()
-            self._probe.wait(CLOSE_WAIT_MS)
-        self._refresh_timer.stop()
+        self.machine.cancel(CLOSE_WAIT_MS)
+        self.views.stop()
         self.save_settings()
         super().closeEvent(event)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..results.locations import DATA_DIR_ENV, default_data_dir
+from ..results.storage.locations import DATA_DIR_ENV, default_data_dir
 
 __all__ = ["DATA_DIR_ENV", "SETTINGS_DIR_ENV", "data_dir", "runs_dir", "settings_file"]
 

@@ -123,6 +123,14 @@ class StandbyKeeper(QObject):
         busy = self._busy
         self._busy = lambda: busy() or check()
 
+    def other_job(self, running: bool) -> None:
+        """Another job that starts its own workers (a sweep) started (``running``) or ended:
+        a worker still starting ends; after it, one is started ahead again."""
+        if running:
+            self.end_if_starting()
+        else:
+            self.schedule(AFTER_RUN_DELAY_MS)
+
     def end_if_starting(self) -> None:
         """End a worker still importing torch (work that must not be disturbed begins now);
         one that is ready waits idle and stays."""

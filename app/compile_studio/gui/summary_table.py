@@ -21,8 +21,8 @@ from PySide6.QtGui import QAction, QBrush, QColor, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QFrame, QHeaderView, QMenu, QTableView, QWidget
 
 from ..results import SummaryRow
-from ..results.formatting import HEADER_HELP, SUMMARY_HEADERS, plural, summary_cells
-from ..results.verdict import CAUSE_WORDS, VerdictCause, cause_of
+from ..results.analysis.verdict import CAUSE_WORDS, VerdictCause, cause_of
+from ..results.report.formatting import HEADER_HELP, SUMMARY_HEADERS, plural, summary_cells
 
 _FAILED = QColor("#F8D7DA")
 _WRONG = QColor("#FFE0B2")

@@ -28,8 +28,8 @@ from ..jobs.sweep_spec import (
     swept_fields,
     value_text,
 )
-from ..results.formatting import plural
-from ..results.run_result import batch_text
+from ..results.records.run_result import batch_text
+from ..results.report.formatting import plural
 
 #: Values offered for a parameter when the dialog opens.
 SUGGESTED_VALUES = {

@@ -10,7 +10,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QStyle
 
 from .sweep_view import SweepView
-from .window_panes import centre_least_width, form_least_width, keep_on_screen
+from .window_panes import MainSplitter, keep_on_screen
 
 
 def install_sweep_view(window: Any) -> SweepView:
@@ -29,10 +29,10 @@ def install_sweep_view(window: Any) -> SweepView:
     view.run_requested.connect(window.show_run)
     consent = getattr(window, "code_consent", None)
     if consent is not None:
-        view.code_consent = consent
-    agree_base = getattr(window, "form_code_agreed", None)
-    if agree_base is not None:
-        view.agree_base = agree_base
+        view.jobs.code_consent = consent
+    runs = getattr(window, "runs", None)  # the window's Run: its rule for the form's code
+    if runs is not None:
+        view.jobs.agree_base = runs.code_agreed
     view.message.connect(window.show_error)
     view.log_line.connect(window.log.append_line)
     # a sweep's status or title that grows never widens the window past its screen
@@ -78,16 +78,15 @@ def show_dock(window: Any, dock: QDockWidget) -> None:
     """Show the sweep dock beside the window's panes, over about a third of its width.
 
     The panes keep what they need (the form without a horizontal scroll bar, the
-    plots and the history their least widths: :func:`fit_form_width` shares out
+    plots and the history their least widths: :meth:`MainSplitter.fit_widths` shares out
     the rest); the dock takes the remainder, never less than its own least
     width, and the window never grows past its screen.
     """
     dock.show()
     dock.raise_()
     splitter = getattr(window, "main_splitter", None)
-    if splitter is not None:
-        handles = splitter.handleWidth() * max(0, splitter.count() - 1)
-        panes = form_least_width(window) + centre_least_width(window) + window.history.minimumWidth() + handles
+    if isinstance(splitter, MainSplitter):
+        panes = splitter.least_width()
     else:
         central = window.centralWidget()
         panes = central.minimumSizeHint().width() if central is not None else 0

@@ -1,18 +1,18 @@
 """The Sweep view: start, stop, resume or open a sweep, and watch its chart fill point by point.
 
-The view shows; a :class:`~compile_studio.gui.sweep_thread.SweepThread` runs.
+The view shows; a :class:`~compile_studio.gui.sweep_controller.SweepController` runs
+the jobs (:attr:`SweepView.jobs`).
 A new sweep takes the form's configuration as its base and a parameter with
 its values from :class:`SweepDialog`. Double-clicking a point asks the window
 to show that point's run (:attr:`SweepView.run_requested`); problems go to
 :attr:`SweepView.message` (the window's banner).
 
 The dialogs are in sweep_dialogs.py, the dock and the Sweep menu in
-sweep_dock.py, the chart in plots/sweep_plot.py, the thread in sweep_thread.py.
+sweep_dock.py, the chart in plots/sweep_plot.py, the threads in sweep_thread.py.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,33 +32,29 @@ from PySide6.QtWidgets import (
 
 from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError, EnvironmentInfo
-from ..jobs.shape_sweep_run import ShapeSweepOutcome, new_shape_sweep
-from ..jobs.sweep import SweepOutcome, local_session, new_sweep, planned_configs, sweep_configs
 from ..jobs.sweep_spec import (
     SweepSpec,
     describe_points,
     value_text,
 )
-from ..jobs.trust import Agreement, code_of_configs
 from ..results import RunDamaged, RunResult, load_run
-from ..results.file_io import atomic_write_text
-from ..results.formatting import plural
-from ..results.shape_record import (
+from ..results.records.shape_record import (
     ShapeSweepRecord,
     no_speedup_reason,
     shape_record_to_csv,
     speedup_spread,
 )
-from ..results.sweep_load import is_shape_sweep_folder, load_shape_sweep
-from ..results.sweep_record import SweepDamaged, SweepRecord, record_to_csv
-from ..results.sweep_store import SweepFolder
-from .export import ExportError, save_plot_png, save_plot_svg
+from ..results.records.sweep_load import is_shape_sweep_folder, load_shape_sweep
+from ..results.records.sweep_record import SweepDamaged, SweepRecord, record_to_csv
+from ..results.report.formatting import plural
+from ..results.storage.file_io import atomic_write_text
+from ..results.storage.sweep_store import SweepFolder
+from .image_export import ExportError, save_plot_png, save_plot_svg
 from .plots.shape_sweep_plot import range_text
 from .plots.sweep_charts import SweepCharts
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
+from .sweep_controller import SweepController
 from .sweep_dialogs import ShapeSweepDialog, SweepDialog
-from .sweep_thread import ShapeSweepThread, SweepThread
-from .trust_dialog import NOT_AGREED, CodeConsent
 
 #: How often the progress bar follows a running sweep.
 PROGRESS_INTERVAL_MS = 250
@@ -87,26 +83,15 @@ class SweepView(QWidget):
         self._environment = environment
         self._busy = busy
         self.root = Path(root)
+        #: runs the sweeps and shape sweeps (their threads, the code agreed to run)
+        self.jobs = SweepController(self.root, busy, self)
         self.folder: SweepFolder | None = None
         self.record: SweepRecord | None = None
         #: the shape sweep shown instead of a sweep (opened from its folder)
         self.shape_record: ShapeSweepRecord | None = None
-        self.sweep_thread: SweepThread | None = None
-        #: the shape sweep running (one worker), if any
-        self.shape_thread: ShapeSweepThread | None = None
-        self.last_outcome: SweepOutcome | None = None
-        self.last_shape_outcome: ShapeSweepOutcome | None = None
         #: the dock the view sits in, in the main window (None elsewhere)
         self.dock: QDockWidget | None = None
-        #: asks before a sweep from a received folder runs the code it names (shared with the window)
-        self.code_consent = CodeConsent(self)
-        #: whether the code a new sweep's configurations name may run (the window's form rule):
-        #: called with the base and the other configurations the sweep will run (its points)
-        self.agree_base: Callable[..., Agreement | None] = lambda base, more=None: Agreement()
-        #: the sweep folders started in this session: resuming one is not asked about
-        self._own_folders: set[str] = set()
-        #: what was agreed when each of them started: a resume runs the same copies
-        self._agreements: dict[str, Agreement] = {}
+        self._follow_jobs()
 
         self.title = QLabel("No sweep")
         self.title.setTextFormat(Qt.TextFormat.PlainText)
@@ -118,6 +103,23 @@ class SweepView(QWidget):
         self.progress.setTextVisible(False)
         self.progress.setMaximumWidth(200)
         self.progress.hide()
+        self._make_buttons()
+        self.charts = SweepCharts(self.open_point)
+        #: a shape sweep's warnings in words (Dynamo's recompile limit hit)
+        self.warning = QLabel("")
+        self.warning.setTextFormat(Qt.TextFormat.PlainText)
+        self.warning.setWordWrap(True)
+        self.warning.setStyleSheet("color: #B00020;")
+        self.warning.hide()
+        self._lay_out()
+        self._timer = QTimer(self)
+        self._timer.setInterval(PROGRESS_INTERVAL_MS)
+        self._timer.timeout.connect(self._tick)
+        self._phase = ""
+        self._update_buttons()
+
+    def _make_buttons(self) -> None:
+        """New, Open, Resume and Stop; the exports PNG, SVG and CSV."""
         self.new_button = QPushButton("New sweep…")
         self.open_button = QPushButton("Open…")
         self.resume_button = QPushButton("Resume")
@@ -139,14 +141,8 @@ class SweepView(QWidget):
             (self.csv_button, "Save sweep.csv: one row per point × variant"),
         ):
             button.setToolTip(tip)
-        self.charts = SweepCharts(self.open_point)
-        #: a shape sweep's warnings in words (Dynamo's recompile limit hit)
-        self.warning = QLabel("")
-        self.warning.setTextFormat(Qt.TextFormat.PlainText)
-        self.warning.setWordWrap(True)
-        self.warning.setStyleSheet("color: #B00020;")
-        self.warning.hide()
 
+    def _lay_out(self) -> None:
         # two rows of buttons, and texts that wrap: the dock fits beside the window's panes on a
         # small screen, whatever a sweep's status says
         buttons = QHBoxLayout()
@@ -174,12 +170,6 @@ class SweepView(QWidget):
         lay.addWidget(self.warning)
         lay.addWidget(self.charts, 1)
 
-        self._timer = QTimer(self)
-        self._timer.setInterval(PROGRESS_INTERVAL_MS)
-        self._timer.timeout.connect(self._tick)
-        self._phase = ""
-        self._update_buttons()
-
     @property
     def plot(self) -> SweepPlot:
         """The sweep's chart."""
@@ -190,14 +180,26 @@ class SweepView(QWidget):
         """A shape sweep's chart, shown instead of :attr:`plot`."""
         return self.charts.shape_plot
 
+    def _follow_jobs(self) -> None:
+        jobs = self.jobs
+        jobs.message.connect(self.message)
+        jobs.log_line.connect(self.log_line)
+        jobs.sweep_started.connect(self._on_sweep_started)
+        jobs.point_changed.connect(self._on_point)
+        jobs.worker_event.connect(self._on_event)
+        jobs.sweep_ended.connect(self._on_sweep_ended)
+        jobs.shape_started.connect(self._on_shape_started)
+        jobs.shape_changed.connect(self.show_shape_record)
+        jobs.shape_ended.connect(self._on_shape_ended)
+        jobs.running_changed.connect(self.running_changed)
+
     # -- state ----------------------------------------------------------------------------------
     def is_running(self) -> bool:
-        return self.sweep_thread is not None or self.shape_thread is not None
+        return self.jobs.is_running()
 
     def _update_buttons(self) -> None:
         running = self.is_running()
-        thread = self.sweep_thread or self.shape_thread
-        stopping = running and thread is not None and thread.stop_requested
+        stopping = running and self.jobs.stop_requested()
         has = self.record is not None or self.shape_record is not None
         missing = has and any(p.missing for p in self.record.points) if self.record else False
         self.new_button.setEnabled(not running)
@@ -253,74 +255,21 @@ class SweepView(QWidget):
 
     def start(self, spec: SweepSpec, base: BenchmarkConfig, concurrency: int = 1) -> bool:
         """Make a sweep folder for ``spec`` from ``base`` and run it; returns whether it started."""
-        if self.is_running():
-            self.message.emit("A sweep is running: stop it first")
-            return False
-        busy = self._busy()
-        if busy:
-            self.message.emit(busy)
-            return False
-        agreement = self.agree_base(base, planned_configs(spec, base)[1:])
-        if agreement is None:
-            self.message.emit(self.code_consent.problem or NOT_AGREED)
-            return False
-        try:
-            folder = new_sweep(spec, base, self.root)
-        except ConfigError as exc:
-            self.message.emit("Cannot sweep: " + "; ".join(str(p) for p in exc.problems))
-            return False
-        except OSError as exc:
-            self.message.emit(f"Cannot create the sweep folder in {self.root}: {exc.strerror or exc}")
-            return False
-        self._own_folders.add(os.path.abspath(folder.path))
-        self._agreements[os.path.abspath(folder.path)] = agreement
-        return self._run(folder, concurrency, agreement)
+        return self.jobs.start(spec, base, concurrency)
 
     def resume(self, concurrency: int | None = None) -> bool:
         """Run the points of the shown sweep that are missing (pending, stopped, cut off)."""
-        if self.is_running() or self.folder is None:
+        if self.folder is None:
             return False
-        busy = self._busy()
-        if busy:
-            self.message.emit(busy)
-            return False
-        try:
-            folder = SweepFolder.open(self.folder.path)
-        except SweepDamaged as exc:
-            self.message.emit(f"Cannot resume {self.folder.path.name}: {exc}")
-            return False
-        if not any(p.missing for p in folder.record.points):
-            self.message.emit("Nothing to resume: every point of this sweep has run")
-            return False
-        agreement: Agreement | None = self._agreements.get(os.path.abspath(folder.path), Agreement())
-        if os.path.abspath(folder.path) not in self._own_folders:
-            refs = code_of_configs(sweep_configs(folder.record))
-            agreement = self.code_consent.agreed(refs, f"The sweep {folder.path}")
-            if agreement is None:
-                self.message.emit(self.code_consent.problem or NOT_AGREED)
-                return False
-        return self._run(folder, concurrency or folder.record.concurrency, agreement)
+        return self.jobs.resume(self.folder.path, concurrency)
 
-    def _run(self, folder: SweepFolder, concurrency: int, agreement: Agreement | None = None) -> bool:
+    def _on_sweep_started(self, folder: SweepFolder) -> None:
         self.folder = folder
-        factory = (agreement or Agreement()).sessions(local_session)  # the agreed copies run
-        thread = SweepThread(folder, concurrency=concurrency, parent=self, session_factory=factory)
-        thread.point_changed.connect(self._on_point)
-        thread.phase.connect(self._on_phase)
-        thread.log.connect(self.log_line)
-        thread.failed.connect(self.message)
-        thread.finished_job.connect(self._on_finished)
-        thread.finished.connect(self._on_thread_ended)
-        self.sweep_thread = thread
-        self.last_outcome = None
         self._phase = ""
         self.progress.setValue(0)
         self.progress.show()
         self._timer.start()
-        thread.start()
         self.show_record(folder.snapshot())
-        self.running_changed.emit(True)
-        return True
 
     def new_shape_sweep_dialog(self) -> None:
         busy = self._busy()
@@ -340,120 +289,59 @@ class SweepView(QWidget):
 
     def start_shape(self, request: protocol.ShapeSweepRequest) -> bool:
         """Make a shape-sweep folder for ``request`` and run it in one worker; returns whether it started."""
-        if self.is_running():
-            self.message.emit("A sweep is running: stop it first")
-            return False
-        busy = self._busy()
-        if busy:
-            self.message.emit(busy)
-            return False
-        try:
-            base = BenchmarkConfig.from_dict(request.config)
-        except (ConfigError, TypeError, ValueError) as exc:
-            self.message.emit(f"Cannot sweep: {exc}")
-            return False
-        agreement = self.agree_base(base)
-        if agreement is None:
-            self.message.emit(self.code_consent.problem or NOT_AGREED)
-            return False
-        try:
-            folder = new_shape_sweep(request, self.root)
-        except OSError as exc:
-            self.message.emit(f"Cannot create the shape-sweep folder in {self.root}: {exc.strerror or exc}")
-            return False
-        thread = ShapeSweepThread(folder, parent=self, pin=agreement.apply)
-        thread.point_changed.connect(self.show_shape_record)
-        thread.log.connect(self.log_line)
-        thread.failed.connect(self.message)
-        thread.finished_job.connect(self._on_shape_finished)
-        thread.finished.connect(self._on_thread_ended)
+        return self.jobs.start_shape(request)
+
+    def _on_shape_started(self, record: ShapeSweepRecord) -> None:
         self.folder = None
-        self.shape_thread = thread
-        self.last_shape_outcome = None
         self.progress.setValue(0)
         self.progress.show()
         self._timer.start()
-        thread.start()
-        self.show_shape_record(folder.record.copy())
-        self.running_changed.emit(True)
-        return True
-
-    def _on_shape_finished(self, outcome: ShapeSweepOutcome) -> None:
-        self.last_shape_outcome = outcome
-        if outcome.refused is not None:
-            self.message.emit("Cannot run the shape sweep: " + "; ".join(str(p) for p in outcome.refused))
-        elif outcome.record.status == "failed":
-            self.message.emit(f"The shape sweep failed: {outcome.record.message[:300]}")
+        self.show_shape_record(record)
 
     def stop(self) -> None:
         """Stop the running sweep: no new point starts, the running one stops; points done are kept."""
-        thread = self.sweep_thread or self.shape_thread
-        if thread is not None and not thread.stop_requested:
-            thread.request_stop()
+        if self.jobs.stop():
             self.status.setText(self.status.text() + " · stopping…")
             self._update_buttons()
 
-    def close_sweep(self, wait_ms: int) -> None:
+    def close_job(self, wait_ms: int) -> None:
         """The window closes: stop a running sweep and wait up to ``wait_ms`` for its workers."""
-        thread = self.sweep_thread or self.shape_thread
-        if thread is None:
-            return
-        thread.request_stop("the window was closed during the sweep")
-        thread.wait(wait_ms)
+        self.jobs.close(wait_ms)
 
     def _on_point(self, record: SweepRecord, index: int) -> None:
         self.show_record(record)
 
-    def _on_phase(self, index: int, variant: str, phase: str) -> None:
+    def _on_event(self, index: int, event: protocol.Event) -> None:
+        """An event of the worker running point ``index``: its phase shown, its errors and warnings logged."""
         record = self.record
-        if record is None:
-            return
-        point = next((p for p in record.points if p.index == index), None)
-        where = f"{record.param}={value_text(point.value)}" if point is not None else f"point {index + 1}"
-        self._phase = f"{where}: {variant} {phase}"
-        self.show_record(record)
+        if isinstance(event, protocol.ErrorEvent):
+            self.log_line.emit(f"[point {index + 1}] error ({event.kind}) in {event.variant or 'run'}: {event.message}")
+        elif isinstance(event, protocol.WarningEvent):
+            self.log_line.emit(f"[point {index + 1}] warning: {event.message}")
+        elif isinstance(event, protocol.PhaseEvent) and event.variant and record is not None:
+            point = next((p for p in record.points if p.index == index), None)
+            where = f"{record.param}={value_text(point.value)}" if point is not None else f"point {index + 1}"
+            self._phase = f"{where}: {event.variant} {str(event.phase)}"
+            self.show_record(record)
 
     def _tick(self) -> None:
-        thread = self.sweep_thread or self.shape_thread
-        if thread is not None:
-            self.progress.setValue(int(1000 * thread.fraction()))
+        if self.is_running():
+            self.progress.setValue(int(1000 * self.jobs.fraction()))
 
-    def _on_finished(self, outcome: SweepOutcome) -> None:
-        self.last_outcome = outcome
-        if outcome.refused is not None:
-            self.message.emit("Cannot sweep: " + "; ".join(str(p) for p in outcome.refused))
+    def _on_shape_ended(self, record: ShapeSweepRecord) -> None:
+        self._timer.stop()
+        self.progress.hide()
+        self.show_shape_record(record)
 
-    def _on_thread_ended(self) -> None:
-        shape = self.shape_thread
-        if shape is not None:
-            self.shape_thread = None
-            self._timer.stop()
-            self.progress.hide()
-            ended = shape.outcome
-            shape.deleteLater()
-            self.show_shape_record(ended.record if ended is not None else shape.folder.record.copy())
-            if ended is not None and ended.write_error:
-                self.message.emit(ended.write_error)
-            self.running_changed.emit(False)
-            return
-        thread = self.sweep_thread
-        self.sweep_thread = None
+    def _on_sweep_ended(self, record: SweepRecord) -> None:
         self._timer.stop()
         self.progress.hide()
         self._phase = ""
-        if thread is not None:
-            outcome = thread.outcome
-            record = outcome.record if outcome is not None else (self.folder.snapshot() if self.folder else None)
-            if outcome is not None and outcome.write_error:
-                self.message.emit(outcome.write_error)
-            thread.deleteLater()
-            self.show_record(record)
-        self.running_changed.emit(False)
+        self.show_record(record)
 
     def wait_done(self, timeout_ms: int) -> bool:
         """Wait (processing nothing) for the sweep thread to end; for scripts and tests."""
-        thread = self.sweep_thread or self.shape_thread
-        return thread is None or thread.wait(timeout_ms)
+        return self.jobs.wait_done(timeout_ms)
 
     # -- opening ----------------------------------------------------------------------------------
     def open_dialog(self) -> None:
@@ -508,7 +396,7 @@ class SweepView(QWidget):
             parts.append(f"{words}, {speedups}" if speedups else words)
         if record.message:
             parts.append(record.message)
-        if self.shape_thread is not None:
+        if self.jobs.shape_thread is not None:
             parts[0] = "[running]"
         self.status.setText(" · ".join(parts))
         warnings = record.warnings()

@@ -42,7 +42,6 @@ from ..launchers.targets import (
     load_targets,
     update_targets,
 )
-from .benchmark_thread import EnvironmentProbe
 
 _TEXT_FIELDS = ("host", "user", "identity", "python", "preamble", "via", "partition", "gpu_type",
                 "time_limit", "account")
@@ -409,33 +408,19 @@ def install_target_chooser(window: Any) -> TargetChooser:
         target_problem[0] = message
 
     def probe_target(_: str) -> None:
-        old = window._probe
-        if old is not None:
-            old.cancel()
-            old.wait(5000)
         # what the banner said about the target left behind is no longer true
         shown = window.error_text
-        if shown and shown in (target_problem[0], getattr(window, "probe_problem", "")):
+        if shown and shown in (target_problem[0], window.machine.problem):
             window.hide_error()
         target_problem[0] = ""
-        window.hello = None
         try:
             launcher = chooser.launcher()
         except (KeyError, ValueError) as exc:
+            window.machine.cancel(5000)
+            window.machine.hello = None
             say(str(exc.args[0]))
             return
-        probe = EnvironmentProbe(window, launcher=launcher)
-        probe.probed.connect(window.set_hello)
-
-        def failed(message: str, probe: EnvironmentProbe = probe) -> None:
-            if window._probe is probe:  # not a probe of a target left since
-                window._probe_failed(message)
-                target_problem[0] = window.error_text
-
-        probe.failed.connect(failed)
-        window._probe = probe
-        window.env_label.setText(f"asking {chooser.current().describe()}…")
-        probe.start()
+        window.machine.ask(launcher, chooser.current().describe())
 
     chooser.target_changed.connect(probe_target)
     return chooser

@@ -7,27 +7,23 @@ once it has ended.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from PySide6.QtWidgets import QLabel, QStatusBar
 
-from PySide6.QtWidgets import QLabel
-
-if TYPE_CHECKING:
-    from .main_window import MainWindow
+from .why_view import WhyView
 
 
-def follow_trials(window: MainWindow) -> QLabel:
+def follow_trials(bar: QStatusBar, phase_label: QLabel, why_view: WhyView) -> QLabel:
     """A status-bar label that follows the Why tab's comparison (hidden while none runs);
-    the benchmark's phase is hidden meanwhile. Returns the label (``window.trial_status_label``)."""
+    the benchmark's phase is hidden meanwhile. Returns the label."""
     label = QLabel()
     label.setObjectName("trialStatus")
     label.hide()
-    window.statusBar().insertPermanentWidget(0, label)
+    bar.insertPermanentWidget(0, label)
 
     def changed(text: str) -> None:
         label.setText(text)
         label.setVisible(bool(text))
-        window.phase_label.setVisible(not text)
+        phase_label.setVisible(not text)
 
-    window.why_view.trial_status.connect(changed)
-    window.trial_status_label = label
+    why_view.trial_status.connect(changed)
     return label

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from ..core.config import BenchmarkConfig
 from ..jobs.trust import Agreement, CodeChanged, CodeRef, agree, code_of_configs, describe
-from ..results.run_result import plain_text
+from ..results.records.run_result import plain_text
 
 #: What the window says when the user did not agree to run the code.
 NOT_AGREED = "Not run: the code named by a received file was not agreed to (nothing was started)"

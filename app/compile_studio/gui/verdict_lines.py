@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..results.formatting import is_judged, medians_note, verdict_line
+from ..results.report.formatting import is_judged, medians_note, verdict_line
 from .summary_table import SummaryTableModel, TableRow
 
 _MARGINS = (6, 3, 6, 3)
@@ -64,7 +64,7 @@ def verdict_texts(rows: list[TableRow], show_run: bool = False) -> list[tuple[Ta
             text = verdict_line(row, tr.why)
             note = medians_note(eager.get(tr.run_name), row)
             if note:
-                text += f" ({note})"  # as the CLI says it (results.formatting.verdict_lines)
+                text += f" ({note})"  # as the CLI says it (results.report.formatting.verdict_lines)
         else:
             continue
         out.append((tr, f"{tr.run_name} · {text}" if show_run else text))

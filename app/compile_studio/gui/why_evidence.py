@@ -24,7 +24,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
-from ..results.why_files import WhyReport
+from ..results.explain.why_files import WhyReport
 from .colors import EXTRA_COLORS, FOREGROUND, OKABE_ITO
 from .plots.style import SideLegend
 
@@ -291,7 +291,7 @@ class PhaseBars(pg.GraphicsLayoutWidget):
         super().resizeEvent(event)
         legend = getattr(self, "legend", None)  # pyqtgraph resizes the view while it is made
         if legend is not None:
-            legend._resync.start()  # as many legend columns as fit the new width
+            legend.sync_soon()  # as many legend columns as fit the new width
 
     # -- sizes from the font ----------------------------------------------------------------------
     def _fit_axes(self) -> None:

@@ -8,11 +8,11 @@ breaks and recompiles with their reasons and source lines, Inductor's output
 code in a read-only viewer, and the Chrome trace's file (it opens in
 ui.perfetto.dev). Compile time by phase is a stacked bar per compiled
 variant. Below, "What to try": the run's ranked suggestions
-(``results.advice``) and, where one was tried (``compile-studio-cli advise RUN
---try N``), the verdict of its trial (``results.what_to_try``); "Try it" runs
+(``results.suggestions.advice``) and, where one was tried (``compile-studio-cli advise RUN
+--try N``), the verdict of its trial (``results.suggestions.what_to_try``); "Try it" runs
 that comparison for the selected suggestion off the GUI thread
-(:class:`~compile_studio.gui.trial_thread.TrialThread`, as the sweep's thread runs a sweep). Everything is
-read from the run folder by ``results.why_files`` and ``results.trial_record``;
+(:class:`~compile_studio.gui.trial_controller.TrialController`: a :class:`~compile_studio.jobs.trial.TrialRunner` on a :class:`~compile_studio.gui.job_thread.JobThread`, as a sweep runs). Everything is
+read from the run folder by ``results.explain.why_files`` and ``results.records.trial_record``;
 text from the files is shown as plain text, never as markup. No torch.
 
 Below the variant row the tab scrolls rather than squash its parts; a narrow
@@ -45,30 +45,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.config import ConfigError
-from ..jobs.sweep import SessionFactory, local_session
-from ..jobs.trial import TrialOutcome, new_trial, not_tried_reason, tried_configs
-from ..jobs.trust import code_of_configs
+from ..jobs.trial import not_tried_reason
 from ..results import RunDamaged, RunResult
-from ..results.trial_record import (
-    MIN_TRIAL_ROUNDS,
-    RUNNING,
-    TRIAL_JSON,
-    TRIALS_DIR,
-    TrialRecord,
-)
-from ..results.what_to_try import WhatToTry, round_lines, verdict_summary, what_to_try
-from ..results.why import sentence, variant_lines
-from ..results.why_files import (
+from ..results.explain.why import sentence, variant_lines
+from ..results.explain.why_files import (
     CodeFile,
     VariantWhy,
     WhyReport,
     load_why,
     read_text_file,
 )
+from ..results.records.trial_record import (
+    MIN_TRIAL_ROUNDS,
+    TRIAL_JSON,
+    TRIALS_DIR,
+)
+from ..results.suggestions.what_to_try import WhatToTry, round_lines, verdict_summary, what_to_try
 from .run_identity import run_folder
-from .trial_thread import TrialThread
-from .trust_dialog import CodeConsent
+from .trial_controller import TrialController
 from .why_evidence import OP_COLUMNS as OP_COLUMNS  # where it was first
 from .why_evidence import OpsTable
 from .why_evidence import PhaseBars as PhaseBars  # where it was first
@@ -142,119 +136,21 @@ class WhyView(QWidget):
         self._key: tuple[object, ...] | None = None
         self._code_files: list[CodeFile] = []
 
-        self.variant_box = QComboBox()
-        self.variant_box.currentTextChanged.connect(self._show_variant)
-        self.sentence = _plain_label()
-        self.sentence.setObjectName("whySentence")
-        self.sentence.setStyleSheet("font-weight: bold;")
-        self.open_folder_button = QPushButton("Open run folder")
-        self.open_folder_button.clicked.connect(self.open_folder)
-        head = QHBoxLayout()
-        head.addWidget(QLabel("Variant"))
-        head.addWidget(self.variant_box)
-        head.addStretch(1)
-        head.addWidget(self.open_folder_button)
-
-        self.ops = OpsTable()
-        self.profile_note = _plain_label()
-        ops_box = QWidget()
-        ops_layout = QVBoxLayout(ops_box)
-        ops_layout.setContentsMargins(0, 0, 0, 0)
-        ops_layout.addWidget(self.profile_note)
-        ops_layout.addWidget(self.ops, 1)
-
-        self.phases = PhaseBars()
-        self.phases_note = _plain_label()
-        phase_box = QWidget()
-        phase_layout = QVBoxLayout(phase_box)
-        phase_layout.setContentsMargins(0, 0, 0, 0)
-        phase_layout.addWidget(self.phases)
-        phase_layout.addWidget(self.phases_note)
-        phase_layout.addStretch(1)
-
-        self.details = QPlainTextEdit()
-        self.details.setReadOnly(True)
-        self.details.setObjectName("whyDetails")
-        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        self.details.setFont(mono)
-        self.details.setMinimumHeight(DETAILS_MIN_HEIGHT)
-        self.code_box = QComboBox()
-        self.code_box.currentIndexChanged.connect(self._show_code)
-        self.code = QPlainTextEdit()
-        self.code.setReadOnly(True)
-        self.code.setFont(mono)
-        self.code.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.code.setMinimumHeight(CODE_MIN_HEIGHT)
-        self.code_path = _plain_label(path=True)
-        code_head = QHBoxLayout()
-        code_head.addWidget(QLabel("Output code"))
-        code_head.addWidget(self.code_box, 1)
-        code_widget = QWidget()
-        code_layout = QVBoxLayout(code_widget)
-        code_layout.setContentsMargins(0, 0, 0, 0)
-        code_layout.addLayout(code_head)
-        code_layout.addWidget(self.code_path)
-        code_layout.addWidget(self.code, 1)
-
-        #: the operators and the compile phases; the details and the output code (side by side
-        #: when the tab is wide, one above the other when narrow: see resizeEvent)
-        self.evidence = QSplitter(Qt.Orientation.Horizontal)
-        self.evidence.addWidget(ops_box)
-        self.evidence.addWidget(phase_box)
-        self.texts = QSplitter(Qt.Orientation.Horizontal)
-        self.texts.addWidget(self.details)
-        self.texts.addWidget(code_widget)
+        head = self._make_head()
+        self.evidence = self._make_evidence()
+        self.texts = self._make_texts()
         for split in (self.evidence, self.texts):
             split.setChildrenCollapsible(False)
             split.setSizes([600, 500])
-        self.try_table = QTableWidget(0, len(TRY_COLUMNS))
-        self.try_table.setObjectName("whatToTry")
-        self.try_table.setHorizontalHeaderLabels(TRY_COLUMNS)
-        try_header = self.try_table.horizontalHeader()
-        try_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # what to try and its result share the width, each wrapped in its cell: neither is cut off
-        try_header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        try_header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        self.try_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        try_header.sectionResized.connect(lambda *_: self.try_table.resizeRowsToContents())
-        self.try_table.verticalHeader().hide()
-        self.try_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.try_table.setWordWrap(True)
-        self.try_table.setSizeAdjustPolicy(QTableWidget.SizeAdjustPolicy.AdjustToContents)
-        self.try_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.try_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.try_table.itemSelectionChanged.connect(self._update_try_button)
-        self.try_note = _plain_label()
-        self.try_button = QPushButton("Try it")
-        self.try_button.setObjectName("tryIt")
-        self.try_button.setToolTip(
-            f"Measure the selected configuration change: the run's configuration (A) against it (B), "
-            f"A then B for {MIN_TRIAL_ROUNDS} rounds, kept beside the run (advise RUN --try N)"
-        )
-        self.try_button.clicked.connect(self._try_clicked)
-        self.try_button.setEnabled(False)
-        #: the comparison running from this view (None when none)
-        self.trial_thread: TrialThread | None = None
-        #: how each run of a comparison is started (None: a worker on this machine); tests replace it
-        self.trial_session_factory: SessionFactory | None = None
-        #: the code of a run the user agreed to run (asked once per piece of code)
-        self.consent = CodeConsent(self)
+        try_box = self._make_try_box()
+        #: runs the comparison of a suggestion ("Try it")
+        self.trials = TrialController(self)
+        self.trials.note.connect(self.try_note.setText)
+        self.trials.status.connect(self.trial_status)
+        self.trials.ended.connect(self._trial_ended)
         app = QApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.stop_trial)
-        try_box = QWidget()
-        try_layout = QVBoxLayout(try_box)
-        try_layout.setContentsMargins(0, 0, 0, 0)
-        try_title = QLabel("What to try")
-        try_title.setStyleSheet("font-weight: bold;")
-        try_head = QHBoxLayout()
-        try_head.addWidget(try_title, 1)
-        try_head.addWidget(self.try_button)
-        try_layout.addLayout(try_head)
-        try_layout.addWidget(self.try_table, 1)
-        try_layout.addWidget(self.try_note)
-        # the list folds down to its title row: the tab asks no more room than before it had one
-        try_box.setMinimumHeight(TRY_MIN_HEIGHT)
         self.what_to_try = WhatToTry()
         body = QSplitter(Qt.Orientation.Vertical)
         body.setChildrenCollapsible(False)
@@ -282,6 +178,118 @@ class WhyView(QWidget):
         layout.addLayout(head)
         layout.addWidget(self.scroll_area, 1)
         self._show_absent("no run shown yet")
+
+    def _make_head(self) -> QHBoxLayout:
+        """The variant row: the variant chosen, the run folder's button; the sentence under it."""
+        self.variant_box = QComboBox()
+        self.variant_box.currentTextChanged.connect(self._show_variant)
+        self.sentence = _plain_label()
+        self.sentence.setObjectName("whySentence")
+        self.sentence.setStyleSheet("font-weight: bold;")
+        self.open_folder_button = QPushButton("Open run folder")
+        self.open_folder_button.clicked.connect(self.open_folder)
+        head = QHBoxLayout()
+        head.addWidget(QLabel("Variant"))
+        head.addWidget(self.variant_box)
+        head.addStretch(1)
+        head.addWidget(self.open_folder_button)
+        return head
+
+    def _make_evidence(self) -> QSplitter:
+        """The operators of the profiled calls beside the compile phases (see resizeEvent)."""
+        self.ops = OpsTable()
+        self.profile_note = _plain_label()
+        ops_box = QWidget()
+        ops_layout = QVBoxLayout(ops_box)
+        ops_layout.setContentsMargins(0, 0, 0, 0)
+        ops_layout.addWidget(self.profile_note)
+        ops_layout.addWidget(self.ops, 1)
+
+        self.phases = PhaseBars()
+        self.phases_note = _plain_label()
+        phase_box = QWidget()
+        phase_layout = QVBoxLayout(phase_box)
+        phase_layout.setContentsMargins(0, 0, 0, 0)
+        phase_layout.addWidget(self.phases)
+        phase_layout.addWidget(self.phases_note)
+        phase_layout.addStretch(1)
+        evidence = QSplitter(Qt.Orientation.Horizontal)
+        evidence.addWidget(ops_box)
+        evidence.addWidget(phase_box)
+        return evidence
+
+    def _make_texts(self) -> QSplitter:
+        """The details (graph breaks, recompiles) beside Inductor's output code (see resizeEvent)."""
+        self.details = QPlainTextEdit()
+        self.details.setReadOnly(True)
+        self.details.setObjectName("whyDetails")
+        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        self.details.setFont(mono)
+        self.details.setMinimumHeight(DETAILS_MIN_HEIGHT)
+        self.code_box = QComboBox()
+        self.code_box.currentIndexChanged.connect(self._show_code)
+        self.code = QPlainTextEdit()
+        self.code.setReadOnly(True)
+        self.code.setFont(mono)
+        self.code.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.code.setMinimumHeight(CODE_MIN_HEIGHT)
+        self.code_path = _plain_label(path=True)
+        code_head = QHBoxLayout()
+        code_head.addWidget(QLabel("Output code"))
+        code_head.addWidget(self.code_box, 1)
+        code_widget = QWidget()
+        code_layout = QVBoxLayout(code_widget)
+        code_layout.setContentsMargins(0, 0, 0, 0)
+        code_layout.addLayout(code_head)
+        code_layout.addWidget(self.code_path)
+        code_layout.addWidget(self.code, 1)
+        texts = QSplitter(Qt.Orientation.Horizontal)
+        texts.addWidget(self.details)
+        texts.addWidget(code_widget)
+        return texts
+
+    def _make_try_box(self) -> QWidget:
+        """"What to try": the run's suggestions with their tried verdicts, and Try it."""
+        self.try_table = QTableWidget(0, len(TRY_COLUMNS))
+        self.try_table.setObjectName("whatToTry")
+        self.try_table.setHorizontalHeaderLabels(TRY_COLUMNS)
+        try_header = self.try_table.horizontalHeader()
+        try_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # what to try and its result share the width, each wrapped in its cell: neither is cut off
+        try_header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        try_header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.try_table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        try_header.sectionResized.connect(lambda *_: self.try_table.resizeRowsToContents())
+        self.try_table.verticalHeader().hide()
+        self.try_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.try_table.setWordWrap(True)
+        self.try_table.setSizeAdjustPolicy(QTableWidget.SizeAdjustPolicy.AdjustToContents)
+        self.try_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.try_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.try_table.itemSelectionChanged.connect(self._update_try_button)
+        self.try_note = _plain_label()
+        self.try_button = QPushButton("Try it")
+        self.try_button.setObjectName("tryIt")
+        self.try_button.setToolTip(
+            f"Measure the selected configuration change: the run's configuration (A) against it (B), "
+            f"A then B for {MIN_TRIAL_ROUNDS} rounds, kept beside the run (advise RUN --try N)"
+        )
+        self.try_button.clicked.connect(self._try_clicked)
+        self.try_button.setEnabled(False)
+        try_box = QWidget()
+        try_layout = QVBoxLayout(try_box)
+        try_layout.setContentsMargins(0, 0, 0, 0)
+        try_title = QLabel("What to try")
+        try_title.setStyleSheet("font-weight: bold;")
+        try_head = QHBoxLayout()
+        try_head.addWidget(try_title, 1)
+        try_head.addWidget(self.try_button)
+        try_layout.addLayout(try_head)
+        try_layout.addWidget(self.try_table, 1)
+        try_layout.addWidget(self.try_note)
+        # the list folds down to its title row: the tab asks no more room than before it had one
+        try_box.setMinimumHeight(TRY_MIN_HEIGHT)
+        return try_box
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
@@ -472,7 +480,7 @@ class WhyView(QWidget):
             notes.append(TRY_HINT + " (the run's configuration against the change, in alternating rounds).")
         for t in w.damaged():
             notes.append(f"Trial {t.folder.name} cannot be read: {t.problem}")
-        if self.trial_thread is None:
+        if self.trials.trial_thread is None:
             self.try_note.setText("\n".join(notes))
         self.try_table.resizeRowsToContents()
         self._update_try_button()
@@ -487,9 +495,9 @@ class WhyView(QWidget):
         return k if 1 <= k <= len(self.what_to_try.suggestions) else None
 
     def _update_try_button(self) -> None:
-        if self.trial_thread is not None:
+        if self.trials.trial_thread is not None:
             self.try_button.setText("Stop trying")
-            self.try_button.setEnabled(not self.trial_thread.stop_requested)
+            self.try_button.setEnabled(not self.trials.trial_thread.stop_requested)
             return
         self.try_button.setText("Try it")
         k = self._selected_suggestion()
@@ -500,8 +508,8 @@ class WhyView(QWidget):
         self.try_button.setEnabled(ok)
 
     def _try_clicked(self) -> None:
-        if self.trial_thread is not None:
-            self.trial_thread.request_stop()
+        if self.trials.trial_thread is not None:
+            self.trials.trial_thread.request_stop()
             self._update_try_button()
             return
         self.try_suggestion(self._selected_suggestion())
@@ -509,85 +517,26 @@ class WhyView(QWidget):
     def try_suggestion(self, k: int | None) -> bool:
         """Start the comparison of suggestion ``k`` (1-based) off the GUI thread; whether it started."""
         run, folder = self.run, self.folder
-        if k is None or run is None or folder is None or self.trial_thread is not None:
+        if k is None or run is None or folder is None or self.trials.trial_thread is not None:
             return False
         s = self.what_to_try.suggestions[k - 1]
         reason = not_tried_reason(s)
         if reason is not None:
             self.try_note.setText(reason)
             return False
-        try:
-            configs = tried_configs(run, folder, [(k, s)])
-        except ConfigError as exc:
-            self.try_note.setText("Cannot try it: " + "; ".join(str(p) for p in exc.problems))
-            return False
-        refs = code_of_configs(configs)
-        agreement = self.consent.agreed(refs, f"the run {folder.name}")
-        if agreement is None:
-            self.try_note.setText(self.consent.problem or "Not tried: the code the run names was not agreed to.")
-            return False
-        try:
-            trial = new_trial(run, folder, [(k, s)], rounds=MIN_TRIAL_ROUNDS)
-        except ConfigError as exc:
-            self.try_note.setText("Cannot try it: " + "; ".join(str(p) for p in exc.problems))
-            return False
-        except OSError as exc:
-            self.try_note.setText(f"Cannot create the trial folder beside the run: {exc}")
-            return False
-        factory = agreement.sessions(self.trial_session_factory or local_session)  # the agreed copies run
-        thread = TrialThread(trial, session_factory=factory, parent=self)
-        thread.run_changed.connect(self._trial_progress)
-        thread.finished_job.connect(self._trial_done)
-        thread.failed.connect(self._trial_failed)
-        self.trial_thread = thread
-        self.try_note.setText(f"Trying {k}. {s.rule} ({s.delta_text()}): starting…")
-        self.trial_status.emit(self.try_note.text())
+        started = self.trials.start(run, folder, k, s)
         self._update_try_button()
-        thread.start()
-        return True
-
-    def _trial_progress(self, record: TrialRecord, r: int, role: str) -> None:
-        entry = next((x for x in record.runs if x.round == r and x.role == role), None)
-        s = record.suggestions[0] if record.suggestions else None
-        if entry is None or s is None:
-            return
-        what = {"A": "A (the run's configuration)", "A2": "A again (the A/A control)"}.get(
-            role, f"B ({s.delta_text()})"
-        )
-        state = "running…" if entry.status == RUNNING else entry.status
-        self.try_note.setText(f"Trying {s.index}. {s.rule}: round {r}/{record.rounds} · {what} {state}")
-        self.trial_status.emit(self.try_note.text())
+        return started
 
     def _trial_ended(self) -> None:
-        self.trial_status.emit("")
-        thread, self.trial_thread = self.trial_thread, None
-        if thread is not None:
-            thread.wait()
-            thread.deleteLater()
         self._key = None
         self.show_folder(self.run, self.folder)
         self._update_try_button()
 
-    def _trial_done(self, outcome: TrialOutcome) -> None:
-        self._trial_ended()
-        said = [f"{s.index}. {s.rule}: {verdict_summary(s)}" for s in outcome.record.suggestions]
-        status = outcome.record.status + (f" ({outcome.record.message})" if outcome.record.message else "")
-        self.try_note.setText(f"Tried ({status}): " + "; ".join(said) + f" — kept in {outcome.folder}")
-
-    def _trial_failed(self, message: str) -> None:
-        self._trial_ended()
-        self.try_note.setText(message)
-
     def stop_trial(self, wait_ms: int | None = None, message: str | None = None) -> None:
         """Stop a comparison running from this view and wait for it (up to ``wait_ms``; the rounds
         measured are kept). ``message``: why, in trial.json (default: stopped by the user)."""
-        thread = self.trial_thread
-        if thread is not None:
-            thread.request_stop(message)
-            if wait_ms is None:
-                thread.wait()
-            else:
-                thread.wait(wait_ms)
+        self.trials.stop(wait_ms, message)
 
     def open_folder(self) -> None:
         """Open the run folder (trace, output code, why.json) in the desktop's file manager."""

@@ -1,52 +1,56 @@
-"""The window's menus and actions: File, Run and View, then the Sweep, target and Help additions."""
+"""The window's File, Run and View menus and their actions (each job kind's part, the target chooser and Help add theirs)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMainWindow
 
-from .coldstart_view import install_coldstart_view
-from .export_actions import window_action
-from .help_menu import HelpMenu, WindowShortcutGuard
-from .sweep_dock import install_sweep_view
-from .targets_dialog import install_target_chooser
-
-if TYPE_CHECKING:
-    from .main_window import MainWindow
+from .export_menu import ExportActions, window_action
+from .history_panel import HistoryPanel
+from .plots import PlotPanel
 
 
-def build_menus(window: MainWindow) -> None:
-    file_menu = window.menuBar().addMenu("&File")
-    run_menu = window.menuBar().addMenu("&Run")
-    view_menu = window.menuBar().addMenu("&View")
+class WindowMenus(QObject):
+    """File (open, exports, quit), Run (run, stop) and View (log axis, refresh history) of ``window``.
 
-    def action(text: str, slot, shortcut: str | None = None) -> QAction:
-        return window_action(window, text, slot, shortcut)
+    Each action's shortcut works anywhere in the window; ``run`` and ``stop`` are the
+    window's Run and Stop.
+    """
 
-    window.open_action = action("Open run…", window.history.open_dialog, "Ctrl+O")
-    window.quit_action = action("Quit", window.close, "Ctrl+Q")
-    file_menu.addAction(window.open_action)
-    window.exports.add_to_menu(file_menu)
-    file_menu.addSeparator()
-    file_menu.addAction(window.quit_action)
+    def __init__(
+        self,
+        window: QMainWindow,
+        history: HistoryPanel,
+        exports: ExportActions,
+        plots: PlotPanel,
+        run: Callable[[], object],
+        stop: Callable[[], object],
+    ):
+        super().__init__(window)
+        file_menu = window.menuBar().addMenu("&File")
+        run_menu = window.menuBar().addMenu("&Run")
+        view_menu = window.menuBar().addMenu("&View")
+        self.open_action = window_action(window, "Open run…", history.open_dialog, "Ctrl+O")
+        self.quit_action = window_action(window, "Quit", window.close, "Ctrl+Q")
+        file_menu.addAction(self.open_action)
+        exports.add_to_menu(file_menu)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
 
-    window.run_action = action("Run", window.start_run, "Ctrl+R")
-    window.stop_action = action("Stop", window.stop_run, "Esc")
-    run_menu.addAction(window.run_action)
-    run_menu.addAction(window.stop_action)
+        self.run_action = window_action(window, "Run", run, "Ctrl+R")
+        self.stop_action = window_action(window, "Stop", stop, "Esc")
+        run_menu.addAction(self.run_action)
+        run_menu.addAction(self.stop_action)
 
-    window.log_scale_action = QAction("Logarithmic latency axis", window, checkable=True)
-    window.log_scale_action.toggled.connect(window.plots.set_log_scale)
-    view_menu.addAction(window.log_scale_action)
-    window.refresh_history_action = action("Refresh history", window.history.refresh)
-    view_menu.addAction(window.refresh_history_action)
-    window.sweep_view = install_sweep_view(window)
-    # a sweep's points start their own workers: none is started ahead beside them
-    window.live.standby.also_busy(window.sweep_view.is_running)
-    window.sweep_view.running_changed.connect(window._sweep_running_changed)
-    window.coldstart_view = install_coldstart_view(window)
-    window.target_chooser = install_target_chooser(window)
-    window.help_menu = HelpMenu(window)
-    # every window shortcut works with the focus in a form field too
-    window.shortcut_guard = WindowShortcutGuard(window)
+        self.log_scale_action = QAction("Logarithmic latency axis", window, checkable=True)
+        self.log_scale_action.toggled.connect(plots.set_log_scale)
+        view_menu.addAction(self.log_scale_action)
+        self.refresh_history_action = window_action(window, "Refresh history", history.refresh)
+        view_menu.addAction(self.refresh_history_action)
+
+    def show_run_state(self, can_run: bool, can_stop: bool) -> None:
+        self.run_action.setEnabled(can_run)
+        self.stop_action.setEnabled(can_stop)

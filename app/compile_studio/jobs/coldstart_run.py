@@ -4,12 +4,12 @@ One worker (started by any launcher: this machine, SSH, Slurm) is started
 with ``--coldstart`` and sent a :class:`protocol.ColdStartRequest`; it starts
 a fresh process per measurement (``engine/coldstart.py``) and sends a
 ``coldstart_point`` for each, kept in the job's folder
-(``results/coldstart_record.py``) as it comes.
+(``results/records/coldstart_record.py``) as it comes.
 
 Carrying the cache: with ``save_cache`` the worker also sends the Mega-Cache
 artifacts of each variant's first cold start, written at the end to that file
 with the torch, Triton, Python and device they are valid for
-(``results/cache_file.py``). With ``load_cache`` (a file read and checked
+(``results/records/cache_file.py``). With ``load_cache`` (a file read and checked
 before the job starts) the carried starts load that file's artifacts; once the
 worker has said hello, the file is compared with the machine and configuration
 it would run on and the job is refused, with the reasons, before anything is
@@ -29,14 +29,19 @@ from typing import Any
 from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigProblem
 from ..launchers.supervisor import WorkerLauncher
-from ..results.cache_file import CacheFile, cache_mismatches, environment_of, write_cache_file
-from ..results.coldstart_record import (
+from ..results.records.cache_file import (
+    CacheFile,
+    cache_mismatches,
+    environment_of,
+    write_cache_file,
+)
+from ..results.records.coldstart_record import (
     ColdStartFolder,
     ColdStartPoint,
     ColdStartRecord,
     point_from_dict,
 )
-from ..results.sweep_record import FAILED
+from ..results.records.sweep_record import FAILED
 from .one_worker import OneWorkerJob, OneWorkerOutcome, checked_request
 from .worker_watch import WatchLimits
 

@@ -1,4 +1,4 @@
-"""What every kind of job — a run, a sweep, a shape sweep, a trial — offers its front ends: run, stop, progress.
+"""What every kind of job — a run, a sweep, a shape sweep, a trial, a cold-start job — offers its front ends: run, stop, progress.
 
 A job kind is a class with this shape (:class:`Job`); the window runs any of
 them on one thread class (``gui/job_thread.py``) and the CLI waits on any of
@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 from .session import STOPPED_BY_USER
 
-__all__ = ["Job", "StopSwitch", "STOPPED_BY_USER"]
+__all__ = ["Job", "StopSwitch", "STOPPED_BY_USER", "TakesTurns"]
 
 
 @runtime_checkable
@@ -29,6 +29,17 @@ class Job(Protocol):
     def fraction(self) -> float: ...
 
     def run(self) -> object: ...
+
+
+@runtime_checkable
+class TakesTurns(Protocol):
+    """A job whose worker pauses between blocks of timed calls for a window to draw in
+    (a run, ``jobs/run_job.py``): the pauses go out while ``take_turns`` is on, and each is
+    answered with ``answer_turn`` once drawn."""
+
+    def take_turns(self, on: bool = True) -> None: ...
+
+    def answer_turn(self, block: int, paints: list[tuple[int, int]] | None) -> None: ...
 
 
 class StopSwitch:

@@ -21,9 +21,9 @@ from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from ..core.protocol import RunStatus
 from ..launchers.supervisor import HelloTimer, WorkerLauncher, WorkerProcess
-from ..results.owner_lock import RecordBusy, this_owner
-from ..results.record_folder import RecordFolder
-from ..results.sweep_record import COMPLETE, FAILED, RUNNING, STOPPED
+from ..results.records.sweep_record import COMPLETE, FAILED, RUNNING, STOPPED
+from ..results.storage.owner_lock import RecordBusy, this_owner
+from ..results.storage.record_folder import RecordFolder
 from .job import StopSwitch
 from .session import STOPPED_BY_USER, hello_timeout_s
 from .worker_watch import WatchLimits, WorkerWatch

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core import protocol
-from ..core.config import EAGER_VARIANTS, BenchmarkConfig
+from ..core.config import BenchmarkConfig
+from ..core.variants import compiled_variants
 
 #: The longest gap between two batches of timed calls still counted as time spent timing them.
 TIMED_GAP_S = 2.0
@@ -58,7 +59,7 @@ class Progress:
         self.warmup_min_s = max(0, int(config.warmup_min_ms)) / 1000.0
         self.variants: dict[str, _Variant] = {v: _Variant() for v in config.variants}
         #: the variants that compile (eager and the A/A control do not)
-        self._compiles = {v for v in config.variants if v not in EAGER_VARIANTS}
+        self._compiles = set(compiled_variants(config.variants))
         self.total = len(config.variants) * (config.iterations + config.warmup)
         self.done = 0
         self.variant = ""

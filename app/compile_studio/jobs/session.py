@@ -1,10 +1,10 @@
 """One benchmark run, supervised: the worker, the recorder, progress and the outcome.
 
 :class:`RunSession` is the one place a run is driven from, for the window
-(through ``gui.benchmark_thread``, which relays its events as Qt signals) and
+(through ``jobs.run_job.RunJob`` on the thread every job runs on, ``gui.job_thread``) and
 the CLI alike. It has no Qt and no torch: it starts the worker through a
 :class:`~compile_studio.launchers.supervisor.WorkerLauncher`, checks its protocol
-version, feeds every event to a :class:`~compile_studio.results.recorder.RunRecorder`
+version, feeds every event to a :class:`~compile_studio.results.storage.recorder.RunRecorder`
 (the run folder) and to :class:`Progress`, and decides how the run ended.
 """
 
@@ -17,7 +17,7 @@ import itertools
 import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,9 +29,9 @@ from ..core.model_specs import factory_file
 from ..core.protocol import ErrorKind, RunStatus, VariantStatus
 from ..launchers.standby_worker import StandbyWorker
 from ..launchers.supervisor import WorkerLauncher, WorkerProcess, WorkerStartFailed
-from ..results.recorder import RunRecorder
-from ..results.run_result import RunResult
-from ..results.store import RunStore
+from ..results.records.run_result import RunResult
+from ..results.storage.recorder import RunRecorder
+from ..results.storage.store import RunStore
 from .progress import Progress
 from .turn_log import TurnLog
 from .worker_watch import WatchLimits, WorkerWatch
@@ -136,6 +136,37 @@ class RunOutcome:
         return self.status == RunStatus.FAILED or any(
             v.status == VariantStatus.FAILED for v in self.run.variants.values()
         )
+
+
+
+def config_problems(event: protocol.ErrorEvent) -> list[ConfigProblem]:
+    """What the worker found wrong with the configuration (its message when it named no field)."""
+    return [
+        ConfigProblem(p.get("field", "config"), p.get("message", ""))
+        for p in event.problems or []
+    ] or [ConfigProblem("config", event.message)]
+
+
+@dataclass
+class _RunState:
+    """What one :meth:`RunSession.run` learns as it goes (read when it closes the run)."""
+
+    recorder: RunRecorder
+    watch: WorkerWatch
+    worker: WorkerProcess | None = None
+    #: the worker refused the configuration: what is wrong with it
+    problems: list[ConfigProblem] | None = None
+    #: the worker said ``done``
+    saw_done: bool = False
+    #: the worker's protocol version does not match (the run failed on its hello)
+    protocol_refused: bool = False
+    #: the run folder could not be written (the run stopped, kept in memory)
+    write_failed: bool = False
+    #: no worker process could be started
+    start_failed: bool = False
+    #: set when the worker said no hello in time and was killed
+    silent: threading.Event = field(default_factory=threading.Event)
+    hello_timer: Any = None
 
 
 class RunSession:
@@ -288,7 +319,7 @@ class RunSession:
     def _note_load(recorder: RunRecorder, key: str) -> None:
         """The machine's load (other programs, CPU use) kept with the run, where readable."""
         try:
-            from ..results.machine_load import machine_load
+            from ..results.analysis.machine_load import machine_load
 
             recorder.run.measurement[key] = machine_load().to_dict()
         except Exception:  # noqa: BLE001 - psutil missing or /proc unreadable: no reading
@@ -403,6 +434,33 @@ class RunSession:
 
     def run(self) -> RunOutcome:
         """Run the benchmark to its end (blocking) and return how it ended."""
+        recorder = self._open_recorder()
+        cores = contextlib.ExitStack()
+        split = cores.enter_context(
+            affinity.supervising(affinity.plan() if self.launcher.runs_here() else None)
+        )
+        if split is not None:
+            recorder.run.measurement["core_split"] = split.describe()
+        state = _RunState(recorder=recorder, watch=self._watch())
+        try:
+            worker, first = self._start_worker(state, worker_launcher(self.launcher, split))
+            events = worker.events() if first is None else itertools.chain([first], worker.events())
+            self._read_events(state, worker, events)
+        except WorkerStartFailed as exc:
+            state.start_failed = state.worker is None
+            self._fail(recorder, f"cannot start the worker process: {exc}")
+        except OSError as exc:
+            self._fail(recorder, f"cannot start the worker process: {exc}")
+        except Exception as exc:  # noqa: BLE001 - reported; the run keeps what it has
+            self._fail(recorder, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._close(state)
+            cores.close()
+        self.outcome = self._outcome(state)
+        return self.outcome
+
+    def _open_recorder(self) -> RunRecorder:
+        """The run's recorder (in memory only when its folder cannot be written), load and factory noted."""
         try:
             recorder = RunRecorder(self.config, self.folder)
         except OSError as exc:
@@ -413,166 +471,172 @@ class RunSession:
         self.recorder = recorder
         self._note_load(recorder, "load_before")
         self._keep_factory(recorder)
-        cores = contextlib.ExitStack()
-        split = cores.enter_context(
-            affinity.supervising(affinity.plan() if self.launcher.runs_here() else None)
-        )
-        if split is not None:
-            recorder.run.measurement["core_split"] = split.describe()
-        problems: list[ConfigProblem] | None = None
-        worker: WorkerProcess | None = None
-        saw_done = False
-        refused = False
-        write_failed = False
-        start_failed = False
-        silent = threading.Event()
-        hello_timer: Any = None
-        watch = self._watch()
-        try:
-            recorder.run.measurement["worker_prestarted"] = False
-            self.launcher.prepare(self._log)
-            launcher = worker_launcher(self.launcher, split)
-            worker, first = self._prestarted_worker(launcher)
-            if worker is not None:
-                self.worker_prestarted = True
-                recorder.run.measurement["worker_prestarted"] = True
-            else:
-                worker = WorkerProcess(
-                    on_log=self.on_log, launcher=launcher, args=compile_host_flags(self.config)
-                )
-                hello_timer = self._start_hello_timer(worker, silent)
-            sent = self.launcher.worker_config(self.config.to_dict())
-            if self._register(worker, config=sent):
-                self._start_stopper(worker)
-            events = worker.events() if first is None else itertools.chain([first], worker.events())
-            watch.start()
-            for event in events:
-                watch.saw(event)
-                if isinstance(event, protocol.HeartbeatEvent):
-                    continue
-                event = self.launcher.explain(event)
-                if isinstance(event, protocol.TurnEvent):
-                    self._take_turn(worker, event)
-                    self._emit(event)
-                    continue
-                if isinstance(event, protocol.SamplesEvent) and self.launcher.runs_here():
-                    self.turn_log.add_samples(event)
-                elif isinstance(event, protocol.VariantDoneEvent):
-                    self._record_turns(recorder, event.variant, event.turns)
-                if isinstance(event, protocol.HelloEvent):
-                    if hello_timer is not None:
-                        hello_timer.cancel()
-                    self.hello = event
-                    try:
-                        where = self.launcher.describe()
-                        where = "the worker" if where == "this machine" else f"the worker on {where}"
-                        protocol.check_hello(event, where)
-                    except protocol.ProtocolMismatch as exc:
-                        refused = True
-                        self._session_error(ErrorKind.PROTOCOL, str(exc))
-                        recorder.fail(str(exc))
-                        break
-                elif isinstance(event, protocol.DoneEvent):
-                    saw_done = True
-                elif isinstance(event, protocol.ErrorEvent) and event.is_config_error:
-                    problems = [
-                        ConfigProblem(p.get("field", "config"), p.get("message", ""))
-                        for p in event.problems or []
-                    ] or [ConfigProblem("config", event.message)]
-                recorder.handle(event)
-                self.progress.update(event)
+        return recorder
+
+    def _fail(self, recorder: RunRecorder, message: str, kind: ErrorKind = ErrorKind.INTERNAL) -> None:
+        """Say ``message`` as the session's error and fail the run with it."""
+        self._session_error(kind, message)
+        recorder.fail(message)
+
+    def _start_worker(
+        self, state: _RunState, launcher: WorkerLauncher
+    ) -> tuple[WorkerProcess, protocol.HelloEvent | None]:
+        """The run's worker (one started ahead, else a new one), sent its config, and the
+        hello already read from a worker started ahead (None: its events bring it)."""
+        measurement = state.recorder.run.measurement
+        measurement["worker_prestarted"] = False
+        self.launcher.prepare(self._log)
+        worker, first = self._prestarted_worker(launcher)
+        if worker is not None:
+            state.worker = worker
+            self.worker_prestarted = True
+            measurement["worker_prestarted"] = True
+        else:
+            worker = state.worker = WorkerProcess(
+                on_log=self.on_log, launcher=launcher, args=compile_host_flags(self.config)
+            )
+            state.hello_timer = self._start_hello_timer(worker, state.silent)
+        sent = self.launcher.worker_config(self.config.to_dict())
+        if self._register(worker, config=sent):
+            self._start_stopper(worker)
+        return worker, first
+
+    def _read_events(
+        self, state: _RunState, worker: WorkerProcess, events: Iterable[protocol.Event]
+    ) -> None:
+        """Every event of the worker, watched, recorded and passed on, until its end or a refusal."""
+        recorder = state.recorder
+        state.watch.start()
+        for event in events:
+            state.watch.saw(event)
+            if isinstance(event, protocol.HeartbeatEvent):
+                continue
+            event = self.launcher.explain(event)
+            if isinstance(event, protocol.TurnEvent):
+                self._take_turn(worker, event)
                 self._emit(event)
-                if recorder.write_error is not None and not write_failed:
-                    write_failed = True
-                    message = (
-                        f"{recorder.write_error}: the run stops; everything measured so far "
-                        "is kept in memory"
-                    )
-                    self._session_error(ErrorKind.WRITE_FAILED, message)
-                    recorder.fail(message)
+                continue
+            if isinstance(event, protocol.SamplesEvent) and self.launcher.runs_here():
+                self.turn_log.add_samples(event)
+            elif isinstance(event, protocol.VariantDoneEvent):
+                self._record_turns(recorder, event.variant, event.turns)
+            if isinstance(event, protocol.HelloEvent):
+                if not self._accept_hello(state, event):
                     break
-        except WorkerStartFailed as exc:
-            start_failed = worker is None
-            message = f"cannot start the worker process: {exc}"
-            self._session_error(ErrorKind.INTERNAL, message)
-            recorder.fail(message)
-        except OSError as exc:
-            message = f"cannot start the worker process: {exc}"
-            self._session_error(ErrorKind.INTERNAL, message)
-            recorder.fail(message)
-        except Exception as exc:  # noqa: BLE001 - reported; the run keeps what it has
-            message = f"{type(exc).__name__}: {exc}"
-            self._session_error(ErrorKind.INTERNAL, message)
-            recorder.fail(message)
-        finally:
-            watch.close()
-            if hello_timer is not None:
-                hello_timer.cancel()
-            if self.watch_warnings:
-                recorder.run.measurement["worker_watch"] = list(self.watch_warnings)
-            if worker is not None and worker.refused:
-                # events the worker sent that were not kept: the run says so (see launchers.event_checks)
-                recorder.run.measurement["worker_refused"] = {
-                    "events": worker.refused, "first": list(worker.refused_why),
-                }
-            if self.standby is not None:
-                # never reached the point of using it (the run failed first)
-                self.standby.close()
-                if self.standby.worker is not None:
-                    self.standby.worker.stop(grace_s=0.5, term_s=0.5)
-                self.standby = None
-            if worker is not None:
-                if self._stopper is not None:
-                    self._stopper.join()
-                worker.stop()
-                cut = worker.output_cut()
-                if cut:
-                    # lines the worker sent past the caps: how many, and the bytes not read
-                    recorder.run.measurement["worker_output_cut"] = cut
-                self._cleanup_launcher()
-                lost = self.launcher.lost_connection(worker)
-                if not saw_done and not refused and not write_failed:
-                    if worker.garbage_stop is not None:
-                        recorder.fail(worker.garbage_stop)  # said as a protocol error already
-                    elif lost is not None and not silent.is_set():
-                        self._session_error(ErrorKind.CRASHED, lost)
-                        recorder.stop(lost)
-                        recorder.cut_short(lost)
-                    elif silent.is_set():
-                        tail = [ln for ln in worker.stderr_tail[-3:] if ln.strip()]
-                        message = (
-                            f"the worker did not say hello within {self.hello_timeout:.0f} s, "
-                            "so Compile Studio stopped it" + (": " + " | ".join(tail) if tail else "")
-                        )
-                        self._session_error(ErrorKind.CRASHED, message)
-                        recorder.fail(message)
-                    elif self._stop_requested.is_set():
-                        recorder.stop(self._stop_message)
-                    else:
-                        message = f"the worker process died ({worker.exit_description()})"
-                        self._session_error(ErrorKind.CRASHED, message)
-                        recorder.fail(message)
-            if worker is None:
-                self._cleanup_launcher()
-            if self._cut_short_message is not None:
-                recorder.cut_short(self._cut_short_message)
-            for name, kept in dict(recorder.run.measurement.get("turns") or {}).items():
-                self._record_turns(recorder, name, kept)  # paints that came after its end
-            self._note_load(recorder, "load_after")
-            if recorder.finished:
-                recorder.save()  # ended by the worker's done: what was noted since is kept too
-            recorder.finish()
-            cores.close()
+            elif isinstance(event, protocol.DoneEvent):
+                state.saw_done = True
+            elif isinstance(event, protocol.ErrorEvent) and event.is_config_error:
+                state.problems = config_problems(event)
+            recorder.handle(event)
+            self.progress.update(event)
+            self._emit(event)
+            if recorder.write_error is not None and not state.write_failed:
+                state.write_failed = True
+                message = (
+                    f"{recorder.write_error}: the run stops; everything measured so far "
+                    "is kept in memory"
+                )
+                self._fail(recorder, message, ErrorKind.WRITE_FAILED)
+                break
+
+    def _accept_hello(self, state: _RunState, event: protocol.HelloEvent) -> bool:
+        """Take the worker's hello; False (the run fails) when its protocol does not match."""
+        if state.hello_timer is not None:
+            state.hello_timer.cancel()
+        self.hello = event
+        try:
+            where = self.launcher.describe()
+            where = "the worker" if where == "this machine" else f"the worker on {where}"
+            protocol.check_hello(event, where)
+        except protocol.ProtocolMismatch as exc:
+            state.protocol_refused = True
+            self._fail(state.recorder, str(exc), ErrorKind.PROTOCOL)
+            return False
+        return True
+
+    def _close(self, state: _RunState) -> None:
+        """After the events: the worker stopped and reaped, how the run ended said, the run saved."""
+        recorder, worker = state.recorder, state.worker
+        state.watch.close()
+        if state.hello_timer is not None:
+            state.hello_timer.cancel()
+        if self.watch_warnings:
+            recorder.run.measurement["worker_watch"] = list(self.watch_warnings)
+        if worker is not None and worker.refused:
+            # events the worker sent that were not kept: the run says so (see launchers.event_checks)
+            recorder.run.measurement["worker_refused"] = {
+                "events": worker.refused, "first": list(worker.refused_why),
+            }
+        self._close_standby()
+        if worker is not None:
+            self._stop_worker(recorder, worker)
+            if not state.saw_done and not state.protocol_refused and not state.write_failed:
+                self._say_why_it_ended(recorder, worker, state.silent.is_set())
+        else:
+            self._cleanup_launcher()
+        if self._cut_short_message is not None:
+            recorder.cut_short(self._cut_short_message)
+        for name, kept in dict(recorder.run.measurement.get("turns") or {}).items():
+            self._record_turns(recorder, name, kept)  # paints that came after its end
+        self._note_load(recorder, "load_after")
+        if recorder.finished:
+            recorder.save()  # ended by the worker's done: what was noted since is kept too
+        recorder.finish()
+
+    def _close_standby(self) -> None:
+        """A worker started ahead that the run never reached the point of using (it failed first)."""
+        if self.standby is None:
+            return
+        self.standby.close()
+        if self.standby.worker is not None:
+            self.standby.worker.stop(grace_s=0.5, term_s=0.5)
+        self.standby = None
+
+    def _stop_worker(self, recorder: RunRecorder, worker: WorkerProcess) -> None:
+        """The worker stopped and reaped, its output past the caps noted, its launcher cleaned up."""
+        if self._stopper is not None:
+            self._stopper.join()
+        worker.stop()
+        cut = worker.output_cut()
+        if cut:
+            # lines the worker sent past the caps: how many, and the bytes not read
+            recorder.run.measurement["worker_output_cut"] = cut
+        self._cleanup_launcher()
+
+    def _say_why_it_ended(self, recorder: RunRecorder, worker: WorkerProcess, silent: bool) -> None:
+        """A worker that ended without ``done``: garbage, a lost connection, silence, a stop or a crash."""
+        lost = self.launcher.lost_connection(worker)
+        if worker.garbage_stop is not None:
+            recorder.fail(worker.garbage_stop)  # said as a protocol error already
+        elif lost is not None and not silent:
+            self._session_error(ErrorKind.CRASHED, lost)
+            recorder.stop(lost)
+            recorder.cut_short(lost)
+        elif silent:
+            tail = [ln for ln in worker.stderr_tail[-3:] if ln.strip()]
+            message = (
+                f"the worker did not say hello within {self.hello_timeout:.0f} s, "
+                "so Compile Studio stopped it" + (": " + " | ".join(tail) if tail else "")
+            )
+            self._fail(recorder, message, ErrorKind.CRASHED)
+        elif self._stop_requested.is_set():
+            recorder.stop(self._stop_message)
+        else:
+            self._fail(recorder, f"the worker process died ({worker.exit_description()})", ErrorKind.CRASHED)
+
+    def _outcome(self, state: _RunState) -> RunOutcome:
+        """How the run ended; a run where nothing ran leaves no folder behind."""
+        recorder, worker, problems = state.recorder, state.worker, state.problems
         folder = recorder.folder
-        refused = problems is not None and not any(
+        config_refused = problems is not None and not any(
             len(v.samples.wall_ms) for v in recorder.run.variants.values()
         )
-        if (start_failed or refused) and folder is not None:
+        if (state.start_failed or config_refused) and folder is not None:
             # nothing ran (the worker could not start, or refused the configuration before any
             # work): leave no folder behind that looks like a run
             shutil.rmtree(folder, ignore_errors=True)
             folder = None
-        self.outcome = RunOutcome(
+        return RunOutcome(
             write_error=recorder.write_error,
             run=recorder.run,
             folder=folder,
@@ -580,4 +644,3 @@ class RunSession:
             stderr_tail=list(worker.stderr_tail[-10:]) if worker is not None else [],
             stop_requested=self._stop_requested.is_set(),
         )
-        return self.outcome

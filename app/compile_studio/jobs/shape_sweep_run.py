@@ -15,8 +15,8 @@ from pathlib import Path
 from ..core import protocol
 from ..core.config import MAX_BATCH, BenchmarkConfig, ConfigError, ConfigProblem
 from ..launchers.supervisor import WorkerLauncher
-from ..results.shape_record import ShapePoint, ShapeSweepRecord
-from ..results.sweep_store import ShapeSweepFolder
+from ..results.records.shape_record import ShapePoint, ShapeSweepRecord
+from ..results.storage.sweep_store import ShapeSweepFolder
 from .one_worker import OneWorkerJob, OneWorkerOutcome, checked_request
 from .session import compile_host_flags
 from .sweep_spec import SweepSpec

@@ -3,7 +3,7 @@
 A sweep answers "where does torch.compile pay off?" with a curve: each point
 is a whole run (eager plus the chosen variants, under the same rules as a
 single run) driven by a :class:`~compile_studio.jobs.session.RunSession` into its
-own run folder inside the sweep folder (see :mod:`results.sweep_store`).
+own run folder inside the sweep folder (see :mod:`results.storage.sweep_store`).
 
 :class:`SweepRunner` runs the missing points, ``concurrency`` at a time
 (threads, each supervising one session). How a point's session is made is
@@ -29,11 +29,8 @@ from typing import Protocol
 from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from ..core.protocol import RunStatus, VariantStatus
-from ..results.formatting import plural
-from ..results.owner_lock import RecordBusy, this_owner
-from ..results.store import RunStore
-from ..results.summary import summarize
-from ..results.sweep_record import (
+from ..results.analysis.summary import summarize
+from ..results.records.sweep_record import (
     COMPLETE,
     FAILED,
     PENDING,
@@ -43,7 +40,10 @@ from ..results.sweep_record import (
     SweepPoint,
     SweepRecord,
 )
-from ..results.sweep_store import SweepFolder
+from ..results.report.formatting import plural
+from ..results.storage.owner_lock import RecordBusy, this_owner
+from ..results.storage.store import RunStore
+from ..results.storage.sweep_store import SweepFolder
 from .job import StopSwitch
 from .session import (
     STOPPED_BY_USER,

@@ -20,8 +20,8 @@ from ..core.model_specs import (
     parse_layer_spec,
     parse_transformer_spec,
 )
-from ..results.formatting import plural
-from ..results.sweep_record import MAX_POINTS, PointValue, SweepRecord
+from ..results.records.sweep_record import MAX_POINTS, PointValue, SweepRecord
+from ..results.report.formatting import plural
 
 #: Parameters made from a part of a field: each hidden width of the MLP, one layer's
 #: width (``layer:K``, K counted from 0 = the input width), the transformer's sequence length.

@@ -10,7 +10,7 @@ from ..core.config import BenchmarkConfig
 from ..launchers.remote import GpuPool, launcher_for
 from ..launchers.target_kinds import target_kind
 from ..launchers.targets import Target, Targets, load_targets
-from ..results.store import RunStore
+from ..results.storage.store import RunStore
 from .session import RunSession
 
 

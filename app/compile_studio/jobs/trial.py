@@ -1,13 +1,13 @@
 """Try it: a saved run's configuration (A) against each suggested change (B), in alternating rounds.
 
 ``advise`` suggests configuration changes from a run's evidence
-(:mod:`results.advice_rules`); this job measures whether they help on this
+(:mod:`results.suggestions.advice_rules`); this job measures whether they help on this
 machine now. Each suggestion's configuration B is the run's configuration A
 with the suggestion's delta applied (:meth:`advice.Suggestion.apply`).
 
 How it runs
 -----------
-Round after round (at least :data:`~results.trial_record.MIN_TRIAL_ROUNDS`),
+Round after round (at least :data:`~results.records.trial_record.MIN_TRIAL_ROUNDS`),
 A runs first, then each B, then A again — A B A · A B A … for one
 suggestion, A B1 B2 A · A B2 B1 A … for several (their order turns each
 round, so none always runs right after A). Every run is a whole run as ``compile-studio-cli run`` makes it, driven
@@ -21,7 +21,7 @@ lasts longer than a round hits both.
 The A/A control is A itself, run twice per round: the largest difference
 between its two runs of one round is the noise floor the verdict uses — a
 suggestion whose ratio lies within it "cannot tell" (see
-:mod:`results.trial_judge` for the figures and the verdict, the same words
+:mod:`results.suggestions.trial_judge` for the figures and the verdict, the same words
 as a run's: faster, slower, cannot tell, incorrect — and failed, when B
 could not be measured).
 
@@ -43,7 +43,7 @@ the run folder's own copy of it; the record's ``notes`` say which.
 Where it is kept
 ----------------
 Beside the run: ``<run folder>/trials/<time>_trial_<rules>/``, with each
-run's folder and trial.json (:mod:`results.trial_record`), rewritten after
+run's folder and trial.json (:mod:`results.records.trial_record`), rewritten after
 every run. A stop (Ctrl+C, :meth:`TrialRunner.request_stop`) ends the run
 going on and keeps every round measured so far. The code a received run
 names runs only after the user's say-so (:mod:`jobs.trust`): the front end
@@ -66,21 +66,8 @@ from ..core import protocol
 from ..core.config import BenchmarkConfig, ConfigError, ConfigProblem
 from ..core.model_specs import factory_file
 from ..core.protocol import RunStatus, VariantStatus
-from ..results.advice import Suggestion
-from ..results.owner_lock import this_owner
-from ..results.run_result import RunResult
-from ..results.store import RunStore
-from ..results.trial_judge import (
-    a_reference,
-    figure_of,
-    judge_suggestion,
-    ratio_of,
-    round_note,
-    run_figure,
-    run_samples,
-    variants_of,
-)
-from ..results.trial_record import (
+from ..results.records.run_result import RunResult
+from ..results.records.trial_record import (
     COMPLETE,
     FAILED,
     MAX_TRIAL_ROUNDS,
@@ -96,6 +83,19 @@ from ..results.trial_record import (
     TrialRecord,
     TrialRun,
     TrialSuggestion,
+)
+from ..results.storage.owner_lock import this_owner
+from ..results.storage.store import RunStore
+from ..results.suggestions.advice import Suggestion
+from ..results.suggestions.trial_judge import (
+    a_reference,
+    figure_of,
+    judge_suggestion,
+    ratio_of,
+    round_note,
+    run_figure,
+    run_samples,
+    variants_of,
 )
 from .session import STOPPED_BY_USER, RunOutcome, RunSession
 from .sweep import SessionFactory, local_session

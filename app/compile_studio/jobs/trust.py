@@ -55,7 +55,7 @@ class CodeRef:
 
     def line(self) -> str:
         """One line for a terminal or a dialog (control characters made visible)."""
-        from ..results.run_result import plain_text
+        from ..results.records.run_result import plain_text
 
         where = plain_text(self.path, 400) if self.path else "imported by name"
         digest = f"sha256 {self.sha256}" if self.sha256 else plain_text(self.note, 200)
@@ -174,7 +174,7 @@ class CodeChanged(Exception):
 
 def agreed_code_root() -> Path:
     """The private cache of agreed code (``<data dir>/agreed-code``)."""
-    from ..results.locations import default_data_dir
+    from ..results.storage.locations import default_data_dir
 
     return default_data_dir() / AGREED_FOLDER
 

@@ -2,7 +2,7 @@
 
 A worker may be a stand-in, a broken build or a remote program: what it sends
 is checked here, with the rules the loader applies to a received run folder
-(:mod:`compile_studio.results.schema`), before any of it reaches a recorder,
+(:mod:`compile_studio.results.records.schema`), before any of it reaches a recorder,
 a plot or a summary. :func:`check_event` returns the event as it may be kept,
 or says why it is refused.
 
@@ -26,8 +26,8 @@ from functools import cache
 from typing import Any
 
 from ..core import protocol
-from ..results.file_io import json_safe
-from ..results.schema import MAX_INT, MAX_NAME, MAX_TIMING_MS, Unfit, conform, timing_ms_ok
+from ..results.records.schema import MAX_INT, MAX_NAME, MAX_TIMING_MS, Unfit, conform, timing_ms_ok
+from ..results.storage.file_io import json_safe
 
 #: Longest protocol line read from a worker (bytes); a longer one is cut and counted.
 MAX_PROTOCOL_LINE = 1024 * 1024

@@ -132,7 +132,7 @@ class StandbyWorker:
                 worker.proc.wait(5)
             except subprocess.TimeoutExpired:
                 pass
-            worker._close_pipes()
+            worker.close_pipes()
         self._notify()
 
     def describe(self) -> str:
@@ -203,7 +203,7 @@ class StandbyWorker:
             except subprocess.TimeoutExpired:
                 worker.kill()
                 worker.proc.wait()
-            worker._close_pipes()
+            worker.close_pipes()
             self._end(f"the worker said no hello ({worker.exit_description()})")
             return
         with self._lock:

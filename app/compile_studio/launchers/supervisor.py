@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core import protocol
-from ..results.schema import MAX_NAME
+from ..results.records.schema import MAX_NAME
 from .event_checks import (
     DIAGNOSTICS_PREFIX,
     MAX_DIAGNOSTICS_LINE,
@@ -487,7 +487,7 @@ class WorkerProcess:
                         self._signal(signal.SIGKILL)
                         self.proc.wait()
             self._kill_leftovers()
-            self._close_pipes()
+            self.close_pipes()
             return self.proc.returncode
 
     def kill(self) -> None:
@@ -526,9 +526,10 @@ class WorkerProcess:
 
     def close_stdin(self) -> None:
         """Close the worker's stdin (a remote worker reads end of input as stop)."""
-        self._close_pipes()
+        self.close_pipes()
 
-    def _close_pipes(self) -> None:
+    def close_pipes(self) -> None:
+        """Close the worker's stdin (errors of a pipe already broken are ignored)."""
         try:
             if self._stdin is not None:
                 self._stdin.close()

@@ -364,12 +364,13 @@ class Targets:
                 out.append(f"target {t.name!r}: the name is used twice")
             seen.add(t.name)
         for t in self.items:
-            problem = self._via_problem(t)
+            problem = self.via_problem(t)
             if problem:
                 out.append(problem)
         return out
 
-    def _via_problem(self, target: Target) -> str | None:
+    def via_problem(self, target: Target) -> str | None:
+        """Why ``target`` (a Slurm target reached through ``via``) cannot use its login target; None: it can."""
         if target.kind == "slurm" and target.via:
             login = next((x for x in self.items if x.name == target.via), None)
             if login is None or login.kind != "ssh":
@@ -430,7 +431,7 @@ def parse_targets(text: str, source: str = "targets file") -> Targets:
         items.append(target)
     targets = Targets(items, None, invalid)
     for target in list(targets.items):
-        problem = targets._via_problem(target)
+        problem = targets.via_problem(target)
         if problem:
             index = next(k for k, t in enumerate(raw) if isinstance(t, dict) and t.get("name") == target.name)
             targets.items.remove(target)

@@ -83,6 +83,11 @@ class SampleBuffer:
         self._pending_n += len(x)
         self._drain()
 
+    @property
+    def pending(self) -> bool:
+        """Whether appended points wait to be folded in (the curve is decimated)."""
+        return bool(self._pending)
+
     def _last_x(self) -> float | None:
         if self._pending:
             return float(self._pending[-1][0][-1])
@@ -263,7 +268,7 @@ class Series:
     def measured_values(self) -> np.ndarray:
         """The measured latencies for statistics of the display (median line, histogram):
         all of them while the curve is not decimated, else a uniform sample of them."""
-        if self.meas.stride == 1 and not self.meas._pending:
+        if self.meas.stride == 1 and not self.meas.pending:
             return self.meas.ys
         return self.meas_sample.sample
 

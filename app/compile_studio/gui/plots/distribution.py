@@ -17,7 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QCheckBox, QWidget
 
-from ...results.formatting import plural
+from ...results.report.formatting import plural
 from .buffers import Series
 from .style import (
     MUTED,

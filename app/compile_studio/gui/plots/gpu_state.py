@@ -110,7 +110,7 @@ class GpuStateTab(PlotTab):
             line = pg.InfiniteLine(angle=90, movable=False, pen=hover_pen())
             line.setVisible(False)
             line.setZValue(100)
-            line.exclude_from_export = True  # see gui.export
+            line.exclude_from_export = True  # see gui.image_export
             plot.addItem(line, ignoreBounds=True)
             self._vlines.append(line)
         self.hover_label = hover_label(anchor=(0, 0), alpha=230)

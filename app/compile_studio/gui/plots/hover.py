@@ -42,7 +42,7 @@ def track_mouse(
 
 
 def hover_label(anchor: tuple[float, float], alpha: int = 225) -> pg.TextItem:
-    """A hidden label on a white box, left out of exports (see gui.export)."""
+    """A hidden label on a white box, left out of exports (see gui.image_export)."""
     label = pg.TextItem(
         "", color=FOREGROUND, anchor=anchor, fill=pg.mkBrush(255, 255, 255, alpha),
         border=pg.mkPen(180, 180, 180),

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QTabWidget, QWidget
 from ...core.config import AS_GIVEN, BenchmarkConfig
 from ...core.protocol import VariantStatus
 from ...results import RunResult, summarize
-from ...results.run_result import batch_text
-from ...results.samples import PHASE_NAMES
+from ...results.analysis.samples import PHASE_NAMES
+from ...results.records.run_result import batch_text
 from .buffers import PHASES, Series
 from .distribution import DistributionTab
 from .gpu_state import GpuStateTab

@@ -10,8 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from ...jobs.sweep_spec import x_positions
-from ...results.formatting import plural
-from ...results.shape_record import (
+from ...results.records.shape_record import (
     ShapePoint,
     ShapeSweepRecord,
     no_speedup_reason,
@@ -19,6 +18,7 @@ from ...results.shape_record import (
     speedup_spread,
     times_text,
 )
+from ...results.report.formatting import plural
 from .speedup_axis import speedup_ticks
 from .style import FOREGROUND, MUTED, make_legend, series_color, style_plot_item, with_alpha
 

@@ -188,7 +188,7 @@ def style_plot_item(item: pg.PlotItem, left: str, bottom: str | None) -> None:
 
 
 class CaptionedLayoutView(pg.GraphicsLayoutWidget):
-    """A white plot layout whose row 0 holds an export's caption (see gui.export).
+    """A white plot layout whose row 0 holds an export's caption (see gui.image_export).
 
     The row is empty and zero high on screen; plots go in rows 1 and below.
     ``colspan``: how many layout columns the caption spans.
@@ -248,6 +248,10 @@ class SideLegend(pg.LegendItem):
         self._resync.setInterval(0)
         self._resync.timeout.connect(self.sync)
         host.geometryChanged.connect(self._resync.start)
+
+    def sync_soon(self) -> None:
+        """Place the legend again from the event loop (after the host's size changed)."""
+        self._resync.start()
 
     def _entry_width(self) -> float:
         widest = 0.0

@@ -259,7 +259,24 @@ class SummaryBarsTab(PlotTab):
         v = self._to_view
         lo_v, hi_v = v(bottom), v(top)
         span = hi_v - lo_v
-        hi_v_labels = hi_v + LABEL_ROOM * span
+        box_hi, w_hi = self._draw_boxes(x, lo_v, hi_v)
+        self._label_bars(x, box_hi, w_hi, lo_v, hi_v)
+        px_per_bar = item.getViewBox().width() / n if item.getViewBox().width() > 0 else 80.0
+        metrics = QFontMetrics(axis.style.get("tickFont") or QFont())
+        ticks = axis_ticks(self.bars, px_per_bar, metrics)
+        axis.setTicks([ticks])
+        two_lines = any("\n" in text for _, text in ticks)
+        # two lines of names (variant, run) need the room of two
+        axis.setHeight(2 * metrics.lineSpacing() + 14 if two_lines else None)
+        item.setXRange(-0.6, n - 0.4, padding=0)
+        item.setYRange(lo_v, hi_v + LABEL_ROOM * span, padding=0)
+        self.shown_range = (bottom, top)
+        self.whiskers_whole = whiskers_whole
+
+    def _draw_boxes(self, x: np.ndarray, lo_v: float, hi_v: float) -> tuple[np.ndarray, np.ndarray]:
+        """Each bar's median bar, box, whiskers (cut at the range) and median mark, at ``x``
+        (view units); returns the boxes' and the whiskers' tops."""
+        plot, v, n = self.plot, self._to_view, len(self.bars)
         colors = []
         for i, b in enumerate(self.bars):
             color = self._color_of(b.key)
@@ -293,7 +310,11 @@ class SummaryBarsTab(PlotTab):
         for it in new_items:
             plot.addItem(it)
         self._bar_items = list(new_items)
-        font = bar_label_font()
+        return box_hi, w_hi
+
+    def _label_bars(self, x: np.ndarray, box_hi: np.ndarray, w_hi: np.ndarray, lo_v: float, hi_v: float) -> None:
+        """Each bar's speedup above it, and a mark where a whisker is cut at the range's edge."""
+        plot, v, font = self.plot, self._to_view, bar_label_font()
         for i, b in enumerate(self.bars):
             p5, p95 = b.whiskers()
             cut_top = v(p95) > hi_v + 1e-12
@@ -312,17 +333,6 @@ class SummaryBarsTab(PlotTab):
                 text.setPos(float(x[i]), float(w_hi[i]))
             plot.addItem(text)
             self.bar_texts.append(text)
-        px_per_bar = item.getViewBox().width() / n if item.getViewBox().width() > 0 else 80.0
-        metrics = QFontMetrics(axis.style.get("tickFont") or QFont())
-        ticks = axis_ticks(self.bars, px_per_bar, metrics)
-        axis.setTicks([ticks])
-        two_lines = any("\n" in text for _, text in ticks)
-        # two lines of names (variant, run) need the room of two
-        axis.setHeight(2 * metrics.lineSpacing() + 14 if two_lines else None)
-        item.setXRange(-0.6, n - 0.4, padding=0)
-        item.setYRange(lo_v, hi_v_labels, padding=0)
-        self.shown_range = (bottom, top)
-        self.whiskers_whole = whiskers_whole
 
     def _clip_mark(self, index: int, end: str, value_ms: float, x: float, edge_v: float, top_edge: bool) -> None:
         self.clipped.append(ClippedWhisker(index, end, value_ms))

@@ -20,8 +20,8 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QResizeEvent
 
 from ...jobs.sweep_spec import value_text, x_positions
-from ...results.formatting import fmt_interval, plural
-from ...results.sweep_record import PointVariant, SweepPoint, SweepRecord
+from ...results.records.sweep_record import PointVariant, SweepPoint, SweepRecord
+from ...results.report.formatting import fmt_interval, plural
 from .hover import hover_label, track_mouse
 from .shape_sweep_plot import ShapeSweepPlot as ShapeSweepPlot  # where it was first
 from .speedup_axis import speedup_ticks as speedup_ticks  # where it was first

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
 if TYPE_CHECKING:
     from .buffers import Series
-    from .panel import PlotPanel
+
+
+class TabHost(Protocol):
+    """What a tab may ask of the panel that makes it (the :class:`~.panel.PlotPanel`)."""
+
+    def color_of(self, key: str) -> QColor | None: ...
+    def quartiles_of(self, key: str) -> tuple[float, float] | None: ...
 
 
 class PlotTab(QWidget):
@@ -57,7 +64,7 @@ class TabSpec:
 
     key: str
     title: str
-    make: Callable[[PlotPanel], PlotTab]
+    make: Callable[[TabHost], PlotTab]
     #: (what the plot shows, what its marks mean)
     caption: tuple[str, str]
     tooltip: str = ""
