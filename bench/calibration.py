@@ -10,7 +10,7 @@ length (iterations, warm-up and rounds of a new configuration):
   "cannot tell" (target ≥ 17 of 20) and the runs whose verdict claims a
   difference (target ≤ 3 of 20).
 * **Power** — runs of eager against ``run_twice`` (a test backend that runs
-  the model twice per call, from ``tests/backends_for_tests.py``). Its true
+  the model twice per call, from ``tests/support/backends_for_tests.py``). Its true
   ratio is measured first: the geometric mean of three runs (each its own
   process) with eight times the rounds and calls; counts "slower"
   verdicts (target ≥ 19 of 20) and intervals that cover the true ratio
@@ -42,7 +42,7 @@ from compile_studio.results import RunResult, SummaryRow, load_run, summarize
 from compile_studio.results.analysis.machine_load import machine_load
 
 ROOT = Path(__file__).resolve().parent.parent
-BACKENDS = ROOT / "tests" / "backends_for_tests.py"
+BACKENDS = ROOT / "tests" / "support" / "backends_for_tests.py"
 SLOW_VARIANT = "run_twice"
 CONFIGS = {
     "tiny": {"layers": "64,64,10", "batch_size": 1},

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.core.protocol import RunStatus
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore, load_run
 from compile_studio.results.suggestions.what_to_try import what_to_try
+
+pytestmark = pytest.mark.long
 
 MODELS = Path(__file__).resolve().parent / "user_models"
 RUN = {

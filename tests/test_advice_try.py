@@ -31,6 +31,8 @@ from compile_studio.results.records.trial_record import TRIAL_JSON, VERDICT_WORD
 from compile_studio.results.suggestions.advice import CodeChange, Suggestion, advice_text
 from compile_studio.results.suggestions.what_to_try import what_to_try
 
+pytestmark = pytest.mark.long
+
 #: The words a tried suggestion may get (a machine's speed decides which).
 TIMED = ("faster", "slower", "cannot tell")
 
@@ -88,7 +90,7 @@ def consistent(verdict: str, lo: float | None, hi: float | None) -> bool:
 @pytest.fixture(scope="module")
 def source(tmp_path_factory, worker_fork_server):
     """The user's run: the scorer at batch 1, diagnostics on (the evidence the rules read)."""
-    import worker_zygote
+    from support import worker_zygote
 
     base = tmp_path_factory.mktemp("try")
     path = base / "scorer.py"
@@ -110,7 +112,7 @@ def numbered(folder: Path) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def tried(source, worker_fork_server):
     """``advise RUN --try <larger-batch>,<dynamic-shapes> --rounds 3 --trust-code``, as a user types it."""
-    import worker_zygote
+    from support import worker_zygote
 
     rules = numbered(source.folder)
     assert "larger-batch" in rules and "dynamic-shapes" in rules, rules
@@ -630,7 +632,7 @@ def test_closing_the_window_stops_a_comparison_and_keeps_its_rounds(source, trie
     trial.json says why, with the runs done before it kept."""
     import time
 
-    from gui_helpers import open_window
+    from support.gui_helpers import open_window
 
     folder = tmp_path / "run"
     shutil.copytree(source.folder, folder, ignore=shutil.ignore_patterns("trials"))

@@ -16,6 +16,8 @@ import pytest
 
 from compile_studio.results import load_run
 
+pytestmark = pytest.mark.long
+
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 
 

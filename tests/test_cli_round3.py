@@ -11,7 +11,6 @@ import shlex
 
 import pytest
 
-import worker_zygote
 from compile_studio.cli import advise as cli_advise
 from compile_studio.cli import main as cli_main
 from compile_studio.cli.sweep_show import default_sweep_root
@@ -20,6 +19,7 @@ from compile_studio.jobs.sweep import new_sweep
 from compile_studio.jobs.sweep_spec import SweepSpec, describe_points
 from compile_studio.results.records.sweep_load import load_sweep
 from compile_studio.results.suggestions.what_to_try import trial_table
+from support import worker_zygote
 from test_advice_try import factory_of, fake_run, suggestion
 from test_sweep import sweep_base
 

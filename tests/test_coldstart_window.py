@@ -13,7 +13,7 @@ from compile_studio.results.records.coldstart_record import (
     ColdStartPoint,
     ColdStartRecord,
 )
-from gui_helpers import open_window
+from support.gui_helpers import open_window
 
 
 def cells(view) -> list[list[str]]:

@@ -15,6 +15,8 @@ from compile_studio.core.config import BenchmarkConfig
 from compile_studio.engine.compile_host import CompileHostError
 from compile_studio.worker import IsolatedCompile
 
+pytestmark = pytest.mark.long
+
 
 def _config(**changes) -> BenchmarkConfig:
     base = dict(layers="8,8,4", batch_size=2, device="cpu", iterations=3, warmup=0, rounds=1,
@@ -26,12 +28,12 @@ def _config(**changes) -> BenchmarkConfig:
 @pytest.fixture(autouse=True)
 def hosts_fork_as_a_workers_do(worker_fork_server, monkeypatch):
     """The hosts these tests start fork from the tests' server of compile hosts, as a forked
-    worker's hosts do (tests/worker_zygote.py); one with other caches (cold) starts with Popen."""
+    worker's hosts do (tests/support/worker_zygote.py); one with other caches (cold) starts with Popen."""
     if worker_fork_server is None or not worker_fork_server.ready(timeout_s=120):
         return
-    import worker_zygote
     from compile_studio import worker
     from compile_studio.engine import compile_host
+    from support import worker_zygote
 
     monkeypatch.setattr(worker_zygote, "_HOST_COMMAND", (worker.HOST_BOOT, worker.package_root()))
     monkeypatch.setattr(compile_host, "subprocess", worker_zygote.PopenThroughZygote(worker_fork_server))

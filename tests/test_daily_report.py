@@ -12,7 +12,7 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.plots import PlotPanel
 from compile_studio.results import RunStore, load_run
 from compile_studio.results.report.formatting import verdict_lines
-from gui_helpers import legend_labels
+from support.gui_helpers import legend_labels
 from test_daily_cli import record
 
 LOAD = {

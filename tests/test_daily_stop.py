@@ -5,7 +5,7 @@ from __future__ import annotations
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.paths import runs_dir
 from compile_studio.results import load_run
-from gui_helpers import RUN_TIMEOUT_MS, live_key, open_window, series_data
+from support.gui_helpers import RUN_TIMEOUT_MS, live_key, open_window, series_data
 
 
 def test_stop_says_stopping_at_once_and_keeps_the_variant_not_run(qtbot, tiny_config):

@@ -19,7 +19,7 @@ from compile_studio.gui.plots import PlotPanel
 from compile_studio.gui.plots.style import SideLegend, plain_number, run_dash
 from compile_studio.gui.summary_table import SummaryTableModel, SummaryTableView
 from compile_studio.results import RunResult, VariantResult, summarize
-from gui_helpers import distribution_note, histogram_data, legend_labels, series_color
+from support.gui_helpers import distribution_note, histogram_data, legend_labels, series_color
 
 SVG = "{http://www.w3.org/2000/svg}"
 

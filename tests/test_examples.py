@@ -11,6 +11,8 @@ import pytest
 from compile_studio.results import load_run
 from compile_studio.results.records.sweep_load import load_sweep
 
+pytestmark = pytest.mark.long
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 CLI = [sys.executable, "-m", "compile_studio.cli"]

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from compile_studio.core.config import BenchmarkConfig
-from gui_helpers import RUN_TIMEOUT_MS, open_window
+from support.gui_helpers import RUN_TIMEOUT_MS, open_window
 
 BROKEN = {
     "syntax": ("def make_model(:\n    return None\n", "syntax error in"),

@@ -29,6 +29,7 @@ def run_config(
 
 
 @pytest.mark.inductor
+@pytest.mark.fresh_worker  # the worker is given another C++ compiler (CXX): read at its start
 def test_compiler_failure_marks_variant_failed_keeps_others(tmp_path, tiny_config):
     """Inductor cannot find a C++ compiler: only the Inductor variant fails."""
     tiny_config.update(variants=["eager", "aot_eager", "default"], compile_cache="cold")

@@ -35,7 +35,7 @@ RATE = re.compile(r"\d[\d.e+-]* [GT]FLOP/s")
 @pytest.fixture(scope="module")
 def saved_run(tmp_path_factory, worker_fork_server) -> Path:
     """One real tiny run with diagnostics (the profile the Why view reads), saved to disk."""
-    import worker_zygote
+    from support import worker_zygote
 
     out = tmp_path_factory.mktemp("flops")
     with worker_zygote.forked_workers(worker_fork_server):

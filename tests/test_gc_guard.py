@@ -9,7 +9,7 @@ import weakref
 
 from PySide6.QtCore import QObject
 
-from gui_helpers import open_window
+from support.gui_helpers import open_window
 
 
 class _Holder:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.long
+
 ROOT = Path(__file__).resolve().parent.parent
 #: The package folder: ``python3 bench/gpu_check …`` runs it.
 SCRIPT = ROOT / "bench" / "gpu_check"

@@ -22,7 +22,7 @@ from compile_studio.gui.help_menu import ShortcutsDialog, WindowShortcutGuard, w
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.results import load_run
 from compile_studio.results.report.formatting import verdict_lines
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
+from support.gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
 
 #: compiled variants (and the A/A control) judged against eager in the saved run
 JUDGED = ["aot_eager", "eager-aa"]
@@ -32,7 +32,7 @@ JUDGED = ["aot_eager", "eager-aa"]
 def saved_run_folder(tmp_path_factory, worker_fork_server) -> Path:
     """A real tiny run of eager, aot_eager and the A/A control, three rounds, saved by the CLI
     (its main, in this process; its worker forks from the test server)."""
-    import worker_zygote
+    from support import worker_zygote
 
     store = tmp_path_factory.mktemp("answer_runs")
     errors = io.StringIO()

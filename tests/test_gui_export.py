@@ -25,7 +25,7 @@ from compile_studio.gui.image_export import (
     save_widget_png,
 )
 from compile_studio.gui.plots import PlotPanel, SummaryBar
-from gui_helpers import hover_text
+from support.gui_helpers import hover_text
 
 SVG = "{http://www.w3.org/2000/svg}"
 

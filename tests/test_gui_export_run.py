@@ -18,15 +18,15 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunResult, RunStore, load_run, summarize
 from compile_studio.results.report.formatting import SUMMARY_HEADERS, summary_cells
-from conftest import TINY
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait, series_data
+from support.environment import TINY
+from support.gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait, series_data
 
 
 @pytest.fixture(scope="module")
 def saved_run_folder(tmp_path_factory, worker_fork_server) -> Path:
     """The folder of one finished tiny run (a real worker), for the tests that only export a run
     the window shows; the export of a run just finished in the window has a test of its own."""
-    import worker_zygote
+    from support import worker_zygote
 
     config = BenchmarkConfig(**{**TINY, "variants": list(TINY["variants"]), "label": "report run"})
     with worker_zygote.forked_workers(worker_fork_server):

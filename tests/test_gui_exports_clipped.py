@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QFileDialog
 from compile_studio.gui import export_menu
 from compile_studio.gui.image_export import caption_html, clip_polyline, save_plot_svg
 from compile_studio.gui.plots import PlotPanel
-from gui_helpers import open_window, series_color
+from support.gui_helpers import open_window, series_color
 from test_daily_visual import _run
 
 

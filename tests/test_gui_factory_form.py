@@ -13,7 +13,7 @@ from compile_studio.core.config import AS_GIVEN, BenchmarkConfig
 from compile_studio.gui.config_panel import CUSTOM_PRESET
 from compile_studio.gui.factory_fields import UNKNOWN_TEXT
 from compile_studio.jobs.sweep_spec import SweepSpec
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
+from support.gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
 
 FACTORY = textwrap.dedent(
     """

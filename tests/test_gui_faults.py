@@ -15,7 +15,6 @@ import numpy as np
 import psutil
 import pytest
 
-import worker_zygote
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.job_thread import has_finished
@@ -25,7 +24,8 @@ from compile_studio.gui.settings import AppSettings
 from compile_studio.launchers.supervisor import probe_environment
 from compile_studio.results import load_run
 from compile_studio.results.storage.recorder import RunRecorder
-from gui_helpers import (
+from support import worker_zygote
+from support.gui_helpers import (
     RUN_TIMEOUT_MS,
     is_series_failed,
     live_key,
@@ -34,11 +34,9 @@ from gui_helpers import (
     series_data,
 )
 
+pytestmark = pytest.mark.long
+
 LONG = {"iterations": 200_000, "variants": ["eager"]}
-
-
-
-
 
 
 def wait_for_points(qtbot, window: MainWindow, variant: str, n: int) -> str:
@@ -62,6 +60,7 @@ def assert_curves_are_the_saved_samples(window: MainWindow, run_id: str, variant
 
 # -- failures inside the worker ------------------------------------------------------------
 @pytest.mark.inductor
+@pytest.mark.fresh_worker  # the worker is given another C++ compiler (CXX): read at its start
 def test_compiler_failure_names_the_variant_and_keeps_the_others(qtbot, tiny_config, monkeypatch):
     monkeypatch.setenv("CXX", "/nonexistent/bin/g++")  # the worker inherits it
     window = open_window(qtbot)
@@ -150,7 +149,7 @@ GUI_SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.fresh_worker_processes  # the window's worker is found as its child
+@pytest.mark.fresh_worker  # the window's worker is found as its child
 def test_window_process_killed_the_worker_ends_itself_and_the_run_reopens(tiny_config, tmp_path):
     store = tmp_path / "store"
     script = tmp_path / "gui.py"

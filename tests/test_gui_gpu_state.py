@@ -26,7 +26,7 @@ from compile_studio.gui.plots import GPU_QUANTITIES, NO_GPU_READINGS, PlotPanel
 from compile_studio.jobs.run_job import RunJob
 from compile_studio.launchers.supervisor import WORKER_PREFIX_ENV
 from compile_studio.results import RunResult, RunStore, VariantResult, load_run
-from gui_helpers import (
+from support.gui_helpers import (
     RUN_TIMEOUT_MS,
     gpu_legend_labels,
     gpu_note_shown,

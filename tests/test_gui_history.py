@@ -13,7 +13,7 @@ from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
-from gui_helpers import legend_labels, run_and_wait, series_data
+from support.gui_helpers import legend_labels, run_and_wait, series_data
 
 
 def headless_run(config: BenchmarkConfig, label: str):

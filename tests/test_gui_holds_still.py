@@ -12,7 +12,7 @@ from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.verdict_lines import ROWS
 from compile_studio.results import load_run
-from gui_helpers import RUN_TIMEOUT_MS, run_and_wait
+from support.gui_helpers import RUN_TIMEOUT_MS, run_and_wait
 
 #: how far (px) a pane below the answer may move
 SLACK = 2

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.plots import PlotPanel, SummaryBar, format_speedup
 from compile_studio.results import RunResult, VariantResult
-from gui_helpers import (
+from support.gui_helpers import (
     distribution_note,
     histogram_data,
     hover_text,

@@ -16,8 +16,8 @@ from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
 from compile_studio.jobs.run_job import RunJob
 from compile_studio.results import RunStore, load_run
-from conftest import leftover_threads
-from gui_helpers import RUN_TIMEOUT_MS, live_key, open_window, run_and_wait, series_data
+from support.gui_helpers import RUN_TIMEOUT_MS, live_key, open_window, run_and_wait, series_data
+from support.threads import leftover_threads
 
 
 def wait_for_samples(qtbot, window: MainWindow, variant: str = "eager", n: int = 1) -> str:

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QApplication
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.run_names import distinct_names
-from gui_helpers import legend_labels, run_and_wait
+from support.gui_helpers import legend_labels, run_and_wait
 from test_gui_history import headless_run
 
 

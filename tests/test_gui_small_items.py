@@ -23,7 +23,7 @@ from compile_studio.gui.sweep_view import SweepView
 from compile_studio.launchers.targets import Target, save_targets
 from compile_studio.results import RunResult, VariantResult, summarize
 from compile_studio.results.records.sweep_record import PointVariant, SweepPoint
-from gui_helpers import open_window
+from support.gui_helpers import open_window
 
 ROOT = Path(__file__).resolve().parent.parent
 

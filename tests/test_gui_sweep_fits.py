@@ -25,7 +25,7 @@ def _check(tmp_path: Path, width: int, height: int) -> dict:
     env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={screen}")
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS.parent / "app"), str(TESTS), env.get("PYTHONPATH", "")])
     done = subprocess.run(
-        [sys.executable, str(TESTS / "gui_sweep_fit_check.py"), str(width), str(height), str(tmp_path)],
+        [sys.executable, str(TESTS / "support" / "gui_sweep_fit_check.py"), str(width), str(height), str(tmp_path)],
         capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -27,7 +27,7 @@ def test_the_sweep_dock_keeps_the_window_on_its_screen(tmp_path, size):
     env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={screen}")
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS.parent / "app"), str(TESTS), env.get("PYTHONPATH", "")])
     done = subprocess.run(
-        [sys.executable, str(TESTS / "gui_screen_check.py"), str(width), str(height), str(tmp_path)],
+        [sys.executable, str(TESTS / "support" / "gui_screen_check.py"), str(width), str(height), str(tmp_path)],
         capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -10,7 +10,7 @@ from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtWidgets import QApplication
 
 from compile_studio.core.config import BenchmarkConfig
-from gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
+from support.gui_helpers import RUN_TIMEOUT_MS, open_window, run_and_wait
 from test_advice_try import factory_of
 
 

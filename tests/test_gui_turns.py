@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt, QTimer
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.results.report.turns_text import turns_line
-from gui_helpers import live_key, open_window, run_and_wait
+from support.gui_helpers import live_key, open_window, run_and_wait
 
 
 def _drawn_measured_calls(window, variants) -> int:

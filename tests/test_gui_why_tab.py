@@ -19,8 +19,8 @@ from compile_studio.gui.why_evidence import CACHE_LOAD, NAME_MIN_WIDTH
 from compile_studio.jobs.sweep_spec import SweepSpec
 from compile_studio.results import load_run
 from compile_studio.results.explain.why_files import load_why
-from gui_helpers import open_window
-from untrusted_helpers import saved_run
+from support.gui_helpers import open_window
+from support.untrusted_helpers import saved_run
 
 #: A compiled variant with a long name: the chart's left axis must show it whole.
 LONG = "max-autotune-no-cudagraphs"

@@ -19,7 +19,9 @@ from compile_studio.jobs.session import RunSession
 from compile_studio.launchers.supervisor import WorkerLauncher
 from compile_studio.results import RunStore
 
-BACKENDS = str(Path(__file__).with_name("backends_for_tests.py"))
+pytestmark = pytest.mark.long
+
+BACKENDS = str(Path(__file__).parent / "support" / "backends_for_tests.py")
 
 
 def run(tmp_path: Path, env: dict | None = None, **overrides):
@@ -131,6 +133,7 @@ def test_reduce_overhead_on_cpu_says_cuda_graphs_were_not_used(tmp_path):
 
 
 @pytest.mark.inductor
+@pytest.mark.fresh_worker  # the worker gets caches of its own (TORCHINDUCTOR_CACHE_DIR, …)
 def test_cold_cache_writes_nothing_into_the_users_caches(tmp_path):
     user_triton = tmp_path / "user-triton"
     user_inductor = tmp_path / "user-inductor"

@@ -15,6 +15,8 @@ from compile_studio.engine.workloads import build_workload, count_flops
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore, load_run
 
+pytestmark = pytest.mark.long
+
 SMALL = {
     "batch_size": 2, "device": "cpu", "iterations": 6, "warmup": 1, "warmup_min_ms": 0,
     "rounds": 2, "compile_timing": "in_run", "variants": ["eager", "aot_eager"],

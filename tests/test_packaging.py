@@ -25,6 +25,8 @@ from compile_studio.core.resources_path import (
     resources_dir,
 )
 
+pytestmark = [pytest.mark.long, pytest.mark.fresh_worker]  # the app's own starts, end to end
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGING = ROOT / "packaging"
 DESKTOP_FILE = PACKAGING / f"{APP_ID}.desktop"

@@ -15,7 +15,11 @@ from compile_studio.jobs.session import RunSession
 from compile_studio.launchers.supervisor import WorkerLauncher
 from compile_studio.results import RunStore
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+pytestmark = [
+    pytest.mark.long,
+    pytest.mark.fresh_worker,  # finds the workers as children of this process
+    pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc"),
+]
 
 
 def _cpus(text: str) -> set[int]:

@@ -15,7 +15,7 @@ from compile_studio.gui.plots.tab import (
     registered_tabs,
     unregister_tab,
 )
-from gui_helpers import open_window
+from support.gui_helpers import open_window
 
 
 class CallCountTab(PlotTab):

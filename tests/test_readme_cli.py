@@ -33,6 +33,8 @@ import pytest
 from compile_studio.cli import commands as cli
 from compile_studio.results.report.formatting import SUMMARY_HEADERS
 
+pytestmark = pytest.mark.long
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 #: The pages whose commands run and whose tables are checked: the README, then docs/ by name.
@@ -190,7 +192,7 @@ class Made:
 def made(tmp_path_factory, worker_fork_server) -> Made:
     """Run the pages' commands that start workers, four at once, into a data folder of their own."""
     if worker_fork_server is not None:
-        # their workers fork from the tests' server (tests/forkhook) once it has imported torch:
+        # their workers fork from the tests' server (tests/support/forkhook) once it has imported torch:
         # a command started before that starts a fresh worker Python instead
         worker_fork_server.ready(120)
     data = tmp_path_factory.mktemp("readme-data")

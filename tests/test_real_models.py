@@ -114,7 +114,7 @@ def test_dynamo_config_flags_are_checked_and_set_in_the_worker(tmp_path):
 
 
 # -- 3. training checks name what failed ----------------------------------------------------------
-BACKENDS = str(Path(__file__).with_name("backends_for_tests.py"))
+BACKENDS = str(Path(__file__).parent / "support" / "backends_for_tests.py")
 
 
 def test_a_training_run_with_wrong_gradients_names_the_gradients_not_the_output(tmp_path):

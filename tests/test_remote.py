@@ -28,6 +28,8 @@ from compile_studio.launchers.targets import Target, save_targets
 from compile_studio.launchers.worker_bundle import build_bundle, bundle_sources
 from compile_studio.results.storage.store import RunStore
 
+pytestmark = pytest.mark.waits  # mostly waits for a service: see tests/support/markers.py
+
 REPO = Path(__file__).resolve().parent.parent
 SLURM_SCRIPT = REPO / "packaging" / "dev" / "slurm-local.sh"
 SLURM_CONF = "/tmp/compile-studio-slurm/slurm.conf"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.plots import PlotPanel
-from gui_helpers import live_key, open_window, run_and_wait
+from support.gui_helpers import live_key, open_window, run_and_wait
 
 
 def _round_lines(panel: PlotPanel, key: str) -> list[float]:

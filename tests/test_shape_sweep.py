@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-import worker_zygote
 from compile_studio.cli import commands as cli
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig, ConfigError
@@ -27,6 +26,7 @@ from compile_studio.results.records.shape_record import (
 from compile_studio.results.records.sweep_load import load_shape_sweep
 from compile_studio.results.records.sweep_record import SweepDamaged
 from compile_studio.results.report.formatting import rough_speedup_header
+from support import worker_zygote
 
 BATCHES = [1, 2, 3, 4, 5]
 LIMIT = 3

@@ -19,7 +19,7 @@ from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, Qt
 from PySide6.QtWidgets import QTableView
 
 from compile_studio.gui.plots import PlotPanel
-from gui_helpers import series_data
+from support.gui_helpers import series_data
 
 REPAINTS = 600
 #: None's count moves a little with ordinary allocation; the bug moves it by thousands.

@@ -11,7 +11,6 @@ import time
 import psutil
 import pytest
 
-import worker_zygote
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
@@ -19,12 +18,15 @@ from compile_studio.gui.standby import STANDBY_ENV
 from compile_studio.jobs.session import RunSession, standby_launcher
 from compile_studio.launchers.standby_worker import StandbyWorker
 from compile_studio.results import RunStore
-from gui_helpers import RUN_TIMEOUT_MS, open_window
+from support import worker_zygote
+from support.gui_helpers import RUN_TIMEOUT_MS, open_window
+
+pytestmark = pytest.mark.long
 
 READY_TIMEOUT_MS = 60_000
 #: a test of what happens while the worker started ahead still imports torch: a fresh process
-#: (a forked one has imported it already); the others fork theirs (tests/worker_zygote.py)
-IMPORTING = pytest.mark.fresh_worker_processes
+#: (a forked one has imported it already); the others fork theirs (tests/support/worker_zygote.py)
+IMPORTING = pytest.mark.fresh_worker
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-import worker_zygote
 from compile_studio.cli import commands as cli
 from compile_studio.core.config import BenchmarkConfig, ConfigError
 from compile_studio.jobs.session import RunSession
@@ -30,6 +29,7 @@ from compile_studio.results.records.sweep_record import (
     SweepDamaged,
 )
 from compile_studio.results.storage.sweep_store import SweepFolder
+from support import worker_zygote
 
 BATCHES = [1, 4, 16, 64, 256]
 

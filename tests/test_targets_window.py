@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QDialog
 from compile_studio.gui.targets_dialog import TargetsDialog
 from compile_studio.launchers.remote import RemoteLauncher
 from compile_studio.launchers.targets import Target, Targets, load_targets, save_targets
-from gui_helpers import open_window
+from support.gui_helpers import open_window
 
 
 def _closed_port() -> int:

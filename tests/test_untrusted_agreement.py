@@ -15,7 +15,7 @@ from compile_studio.jobs.sweep import new_sweep, sweep_configs
 from compile_studio.jobs.sweep_spec import SweepSpec
 from compile_studio.jobs.trust import code_of_configs
 from compile_studio.results.suggestions.advice import Suggestion
-from untrusted_helpers import saved_run
+from support.untrusted_helpers import saved_run
 
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 

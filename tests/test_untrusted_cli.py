@@ -22,7 +22,7 @@ from compile_studio.results.records.sweep_record import RUNNING
 from compile_studio.results.report.terminal import escape_controls
 from compile_studio.results.storage.owner_lock import OWNER_LOCK
 from compile_studio.results.storage.sweep_store import SweepFolder
-from untrusted_helpers import edit_json, saved_run
+from support.untrusted_helpers import edit_json, saved_run
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "compile_studio.cli"]

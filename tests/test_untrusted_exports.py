@@ -19,8 +19,8 @@ from compile_studio.results.report.run_export import (
 )
 from compile_studio.results.storage.file_io import atomic_write_text, read_cell, safe_cell
 from compile_studio.results.storage.run_files import summary_to_csv
-from gui_helpers import open_window
-from untrusted_helpers import saved_run
+from support.gui_helpers import open_window
+from support.untrusted_helpers import saved_run
 
 
 def crafted(tmp_path: Path, **fields) -> Path:

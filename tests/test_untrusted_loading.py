@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from compile_studio.results import RunDamaged, RunResult, RunStore, load_run, summarize
 from compile_studio.results.records.run_result import config_from_saved
-from untrusted_helpers import DAMAGES, edit_json, saved_run
+from support.untrusted_helpers import DAMAGES, edit_json, saved_run
 
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 
@@ -170,7 +170,6 @@ def test_config_from_saved_never_raises():
 
 
 # -- one bad run never stops the others ---------------------------------------
-
 
 
 def test_list_show_compare_survive_every_damage(tmp_path):

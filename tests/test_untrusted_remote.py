@@ -32,6 +32,8 @@ from compile_studio.launchers.worker_bundle import (
 )
 from compile_studio.results.storage.store import RunStore
 
+pytestmark = pytest.mark.waits  # mostly waits for a service: see tests/support/markers.py
+
 SLURM_CONF = "/tmp/compile-studio-slurm/slurm.conf"
 
 

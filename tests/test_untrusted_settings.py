@@ -12,7 +12,7 @@ from compile_studio.core.config import BenchmarkConfig
 from compile_studio.gui import settings as settings_module
 from compile_studio.gui.paths import SETTINGS_DIR_ENV, settings_file
 from compile_studio.gui.settings import AppSettings
-from gui_helpers import open_window
+from support.gui_helpers import open_window
 
 NOT_INI = b'{"this is": "someone else\'s file", "not": ["settings"]}\n'
 

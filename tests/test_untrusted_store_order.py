@@ -16,7 +16,7 @@ from compile_studio.core.config import BenchmarkConfig
 from compile_studio.jobs.sweep import new_sweep
 from compile_studio.jobs.sweep_spec import SweepSpec
 from compile_studio.results import RunStore
-from untrusted_helpers import saved_run
+from support.untrusted_helpers import saved_run
 
 CLI = [sys.executable, "-m", "compile_studio.cli"]
 

@@ -32,6 +32,8 @@ from compile_studio.launchers.targets import (
     update_targets,
 )
 
+pytestmark = pytest.mark.long
+
 #: A subprocess that hangs on the targets file is stopped after this long (a pass takes ~1 s).
 CLI_TIMEOUT_S = 60
 
@@ -306,7 +308,7 @@ def test_the_target_chooser_starts_promptly_with_a_fifo_as_the_targets_file(qtbo
 
 
 def test_the_window_starts_promptly_with_a_fifo_as_the_targets_file_and_says_why(qtbot, fifo, monkeypatch):
-    from gui_helpers import open_window
+    from support.gui_helpers import open_window
 
     monkeypatch.setenv("COMPILE_STUDIO_TARGETS", str(fifo))
     _unblock_after(fifo, 20.0)

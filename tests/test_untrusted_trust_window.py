@@ -16,8 +16,8 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.gui.trust_dialog import CodeTrustDialog
 from compile_studio.jobs.sweep import new_sweep
 from compile_studio.jobs.sweep_spec import SweepSpec
-from gui_helpers import open_window
-from untrusted_helpers import edit_json, saved_run
+from support.gui_helpers import open_window
+from support.untrusted_helpers import edit_json, saved_run
 
 BACKEND = "import pathlib\npathlib.Path(__file__).with_suffix('.ran').write_text('ran')\n"
 

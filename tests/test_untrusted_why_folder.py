@@ -12,8 +12,8 @@ from compile_studio.gui.paths import runs_dir
 from compile_studio.jobs.sweep import new_sweep
 from compile_studio.jobs.sweep_spec import SweepSpec
 from compile_studio.results import load_run
-from gui_helpers import open_window
-from untrusted_helpers import edit_json, saved_run
+from support.gui_helpers import open_window
+from support.untrusted_helpers import edit_json, saved_run
 
 
 def write_why(folder: Path, operator: str) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from compile_studio.gui.main_window import MainWindow
 from compile_studio.gui.paths import runs_dir
-from untrusted_helpers import DAMAGES, saved_run
+from support.untrusted_helpers import DAMAGES, saved_run
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ from compile_studio.engine.workloads import (
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
 
+pytestmark = pytest.mark.long
+
 MODELS = Path(__file__).parent / "user_models"
 #: the BatchNorm CNN of examples/, as a spec relative to MODELS
 RESNET = "../../examples/cnn_batchnorm.py"

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import select
-import signal
+import multiprocessing
 import statistics
-import subprocess
-import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +32,9 @@ from compile_studio.results.explain.why_rules import Evidence, evidence_of, peak
 from compile_studio.results.records.schema import RunDamaged
 from compile_studio.results.report.formatting import verdict_lines
 from compile_studio.results.report.run_export import markdown_report
+from support import why_in_process
+
+pytestmark = pytest.mark.long
 
 BASE = {
     "layers": "32,32,8", "batch_size": 4, "device": "cpu", "iterations": 12, "warmup": 2,
@@ -180,62 +179,45 @@ def test_a_graph_break_is_shown_with_its_reason_and_source_line(tmp_path, capsys
 
 
 @pytest.fixture(scope="module")
-def check_server():
-    """``why_in_process.serve``: forks a Python process of its own for each check, from one that
-    has imported torch once (see why_in_process.py)."""
-    here = Path(__file__).resolve().parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here), str(here.parent / "app")])}
-    server = subprocess.Popen(
-        [sys.executable, "-c", "import why_in_process as m; m.serve()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-    )
-    yield server
-    server.stdin.close()
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+def check_processes():
+    """Each check runs in a Python process of its own, forked by multiprocessing's forkserver
+    from one that has imported torch and Dynamo once (``set_forkserver_preload``), as a fresh
+    Python has them: the pytest processes also drive Qt widgets and hold torch's state."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "torch._dynamo", "compile_studio.engine.runner"])
+    return context
 
 
-def _line(server: subprocess.Popen, timeout_s: float) -> str | None:
-    """The server's next line, or None if none came within ``timeout_s``."""
-    ready, _, _ = select.select([server.stdout], [], [], timeout_s)
-    return server.stdout.readline().strip() if ready else None
-
-
-def _isolated(server: subprocess.Popen, check: str, log: Path) -> None:
+def _isolated(context, check: str, log: Path) -> None:
     """Run ``why_in_process.<check>`` in a Python process of its own; its assertions decide."""
-    server.stdin.write(json.dumps({"check": check, "log": str(log)}) + "\n")
-    server.stdin.flush()
-    pid = _line(server, 120)
-    assert pid, f"the check server did not start {check} (exit code {server.poll()})"
-    code = _line(server, 240)
-    if code is None:
-        os.kill(int(pid), signal.SIGKILL)
-        _line(server, 30)  # its exit code, once the server has reaped it
+    process = context.Process(target=why_in_process.run_check, args=(check, str(log)))
+    process.start()
+    process.join(240)
+    if process.exitcode is None:
+        process.kill()
+        process.join(30)
         pytest.fail(f"{check} ran over 240 s: {log.read_text()[-3000:]}")
-    assert code == "0", f"exit code {code!r}: " + log.read_text()[-6000:]
+    assert process.exitcode == 0, f"exit code {process.exitcode!r}: " + log.read_text()[-6000:]
 
 
-def test_a_batch_change_without_dynamic_shapes_is_a_recompile_with_its_guard_reason(check_server, tmp_path):
-    _isolated(check_server, "check_recompile_with_its_guard_reason", tmp_path / "check.log")
+def test_a_batch_change_without_dynamic_shapes_is_a_recompile_with_its_guard_reason(check_processes, tmp_path):
+    _isolated(check_processes, "check_recompile_with_its_guard_reason", tmp_path / "check.log")
 
 
-def test_a_hit_recompile_limit_is_reported(check_server, tmp_path):
-    _isolated(check_server, "check_hit_recompile_limit", tmp_path / "check.log")
+def test_a_hit_recompile_limit_is_reported(check_processes, tmp_path):
+    _isolated(check_processes, "check_hit_recompile_limit", tmp_path / "check.log")
 
 
-def test_a_refused_recompile_is_named_as_the_user_wrote_it_and_leads_the_sentence(check_server, tmp_path):
-    _isolated(check_server, "check_refused_recompile_is_named_as_the_user_wrote_it", tmp_path / "check.log")
+def test_a_refused_recompile_is_named_as_the_user_wrote_it_and_leads_the_sentence(check_processes, tmp_path):
+    _isolated(check_processes, "check_refused_recompile_is_named_as_the_user_wrote_it", tmp_path / "check.log")
 
 
-def test_a_real_capture_keeps_its_class_beside_a_busy_loop(check_server, tmp_path):
-    _isolated(check_server, "check_class_holds_under_load", tmp_path / "check.log")
+def test_a_real_capture_keeps_its_class_beside_a_busy_loop(check_processes, tmp_path):
+    _isolated(check_processes, "check_class_holds_under_load", tmp_path / "check.log")
 
 
-def test_the_seed_mlp_is_gemm_bound_and_a_tiny_one_dispatch_bound(check_server, tmp_path):
-    _isolated(check_server, "check_seed_mlp_gemm_bound_tiny_dispatch_bound", tmp_path / "check.log")
+def test_the_seed_mlp_is_gemm_bound_and_a_tiny_one_dispatch_bound(check_processes, tmp_path):
+    _isolated(check_processes, "check_seed_mlp_gemm_bound_tiny_dispatch_bound", tmp_path / "check.log")
 
 
 E = Evidence
@@ -487,8 +469,8 @@ def test_cuda_figures_count_kernels_busy_time_and_gemms_apart_from_fused_epilogu
     assert not is_gemm("aten::gelu") and is_gemm("sm90_xmma_gemm_bf16bf16")
 
 
-def test_diagnostics_off_sends_nothing_and_costs_nothing(check_server, tmp_path):
-    _isolated(check_server, "check_diagnostics_off", tmp_path / "check.log")
+def test_diagnostics_off_sends_nothing_and_costs_nothing(check_processes, tmp_path):
+    _isolated(check_processes, "check_diagnostics_off", tmp_path / "check.log")
 
 
 @pytest.mark.inductor

@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-import worker_zygote
 from compile_studio.core import protocol
 from compile_studio.launchers.supervisor import WorkerProcess, worker_command
 from compile_studio.results import RunStore, load_run, summarize
 from compile_studio.results.storage.recorder import RunRecorder
+from support import worker_zygote
+
+pytestmark = pytest.mark.long
 
 
 def decode(line: str) -> dict | None:

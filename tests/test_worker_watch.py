@@ -17,6 +17,8 @@ from compile_studio.jobs.session import RunSession
 from compile_studio.jobs.worker_watch import WatchLimits, WorkerWatch
 from compile_studio.results import RunStore
 
+pytestmark = pytest.mark.waits  # mostly waits for a service: see tests/support/markers.py
+
 
 class Clock:
     def __init__(self):

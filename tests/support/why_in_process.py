@@ -1,15 +1,14 @@
 """Diagnostics tests that run torch (Dynamo, the profiler, the runner) in the test process.
 
-``tests/test_why.py`` runs each of them in a Python process of its own: the pytest
-processes also drive Qt widgets, and the window process never holds torch. Those
-processes fork from one that has imported torch and Dynamo and run nothing else
-(:func:`serve`): each check starts with Dynamo, the profiler and the thread settings
-as a fresh Python has them, without importing torch again.
+``tests/test_why.py`` runs each of them in a Python process of its own (:func:`run_check`):
+the pytest processes also drive Qt widgets, and the window process never holds torch.
+Those processes fork from multiprocessing's forkserver, which has imported torch and
+Dynamo and runs nothing else: each check starts with Dynamo, the profiler and the thread
+settings as a fresh Python has them, without importing torch again.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -294,10 +293,10 @@ def check_diagnostics_off() -> None:
     assert [e for e in sink.events if isinstance(e, protocol.VariantDoneEvent)]
 
 
-# -- the fork server test_why.py runs the checks with ------------------------------------------
+# -- how test_why.py runs a check ------------------------------------------
 
-def _run_check(name: str, log: str) -> None:
-    """In the forked child: run ``name`` with its output in ``log``; exit 0 if it passed."""
+def run_check(name: str, log: str) -> None:
+    """In the check's own process: run ``name`` with its output in ``log``; exit 0 if it passed."""
     code = 1
     try:
         out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -317,22 +316,3 @@ def _run_check(name: str, log: str) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-
-
-def serve() -> None:
-    """For each request on stdin (``{"check": NAME, "log": PATH}``), fork a child that runs that
-    check; write its pid, then, once it has ended, its exit code (one line each). Ends with stdin."""
-    import torch._dynamo  # noqa: F401  (imported once here, not in each check)
-
-    for line in sys.stdin:
-        request = json.loads(line)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            _run_check(request["check"], request["log"])
-        sys.stdout.write(f"{pid}\n")
-        sys.stdout.flush()
-        _, status = os.waitpid(pid, 0)
-        sys.stdout.write(f"{os.waitstatus_to_exitcode(status)}\n")
-        sys.stdout.flush()

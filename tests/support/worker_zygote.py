@@ -11,7 +11,7 @@ is both ends of a fork server for them:
   session of its own (as ``start_new_session=True`` does) and runs
   ``compile_studio.worker`` as ``-m`` would, to a normal interpreter exit. The
   server reaps its children and sends each exit status back.
-- imported (by ``conftest.py``), :func:`popen` stands in for
+- imported (by ``workers.py``), :class:`PopenThroughZygote` stands in for
   :class:`subprocess.Popen` where the supervisor starts a local worker: a
   :class:`ForkedWorker` has the Popen attributes the supervisor uses (pipes,
   ``pid``, ``returncode``, ``poll``, ``wait``, ``send_signal``, ``kill``). The
@@ -27,7 +27,7 @@ Only a process that a fresh start would make the same way is forked: the
 same interpreter, and the same value of every environment variable read at
 import (``TORCH*``, ``OMP_*``, ``PYTHON*``, …). Anything else — another
 interpreter, a prefix, a cold-cache folder (a cold run's hosts) — starts with
-the real Popen. ``tests/test_worker_zygote.py`` checks the two ends against each other.
+the real Popen. ``test_worker_zygote.py`` checks the two ends against each other.
 """
 
 from __future__ import annotations
@@ -443,16 +443,21 @@ class ForkedWorker:
 
 
 class PopenThroughZygote:
-    """A stand-in for the ``subprocess`` module seen by the supervisor: Popen forks when it can."""
+    """A stand-in for the ``subprocess`` module seen by the supervisor: Popen forks when it can
+    (:attr:`fresh`: the command lines of the plain local workers it started with Popen
+    instead: their environment differs in what torch reads at import)."""
 
     def __init__(self, zygote: Zygote):
         self._zygote = zygote
+        self.fresh: list[list[str]] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(subprocess, name)
 
     def Popen(self, argv: Sequence[str], *args: Any, **kwargs: Any) -> Any:  # noqa: N802 - as subprocess's
         if args or not self._zygote.can_fork(argv, kwargs.get("env")):
+            if list(argv[:3]) == [sys.executable, "-m", WORKER_MODULE]:  # a plain local worker
+                self.fresh.append(list(argv))
             return subprocess.Popen(argv, *args, **kwargs)
         text = bool(kwargs.get("text") or kwargs.get("universal_newlines") or kwargs.get("encoding"))
         return self._zygote.fork(argv, kwargs.get("env"), kwargs.get("cwd"), text=text,
@@ -460,18 +465,20 @@ class PopenThroughZygote:
 
 
 @contextlib.contextmanager
-def forked_workers(zygote: Zygote | None) -> Iterator[None]:
+def forked_workers(zygote: Zygote | None) -> Iterator[PopenThroughZygote | None]:
     """While the block runs, the supervisor's local workers fork from ``zygote`` once it has
-    imported torch (None, or a server that never got ready: they start with Popen)."""
+    imported torch (None, or a server that never got ready: they start with Popen, and the
+    block gets None, else the stand-in it put in place)."""
     if zygote is None or not zygote.ready(timeout_s=120):
-        yield
+        yield None
         return
     from compile_studio.launchers import supervisor
 
     real = supervisor.subprocess
-    supervisor.subprocess = PopenThroughZygote(zygote)  # type: ignore[assignment]
+    popen = PopenThroughZygote(zygote)
+    supervisor.subprocess = popen  # type: ignore[assignment]
     try:
-        yield
+        yield popen
     finally:
         supervisor.subprocess = real
 

@@ -1,4 +1,4 @@
-"""The tests' forked workers (tests/worker_zygote.py) behave as workers the app starts with Popen."""
+"""The tests' forked workers (worker_zygote.py) behave as workers the app starts with Popen."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-import worker_zygote
 from compile_studio.core import protocol
 from compile_studio.launchers import supervisor
 from compile_studio.launchers.supervisor import WorkerProcess
+from support import worker_zygote
 
 
 @pytest.fixture
@@ -158,7 +158,7 @@ def test_only_a_worker_a_fresh_start_would_make_the_same_is_forked(zygote):
 
 
 def test_a_cli_the_tests_start_forks_its_worker_from_the_server(zygote, tmp_path, tiny_config):
-    """tests/forkhook/sitecustomize.py: a CLI run started by a test forks its worker too."""
+    """forkhook/sitecustomize.py: a CLI run started by a test forks its worker too."""
     forks = Path(zygote.path + ".forks")
     before = forks.read_text().split() if forks.exists() else []
     flags = ["--layers", tiny_config["layers"], "--batch-size", "2", "--device", "cpu", "--iterations", "5",

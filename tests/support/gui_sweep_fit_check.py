@@ -30,6 +30,7 @@ def main(width: int, height: int, folder: Path, shot: str | None) -> dict[str, o
     app = QApplication.instance() or QApplication([])
     sys.path.insert(0, str(Path(__file__).parent))
     from gui_screen_check import point_sweep
+
     from test_sweep_view import shape_folder
 
     window = MainWindow(probe=False)

@@ -38,7 +38,7 @@ def point_sweep() -> SweepRecord:
 
 def main(width: int, height: int, folder: Path) -> dict[str, object]:
     app = QApplication.instance() or QApplication([])
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from test_sweep_view import shape_folder
 
     window = MainWindow(probe=False)

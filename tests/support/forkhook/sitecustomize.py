@@ -1,7 +1,7 @@
 """Tests only: a Python the tests start (a CLI run) forks its local workers from the test process's server.
 
 The tests put this folder on ``PYTHONPATH`` and name their fork server
-(tests/worker_zygote.py) in ``COMPILE_STUDIO_TEST_FORK_SOCKET``. When such a
+(tests/support/worker_zygote.py) in ``COMPILE_STUDIO_TEST_FORK_SOCKET``. When such a
 process imports the supervisor, its ``subprocess`` is swapped for one whose
 Popen forks a plain local worker from that server (anything else starts as
 usual). Without the variable nothing happens.
