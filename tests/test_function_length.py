@@ -12,12 +12,6 @@ from pathlib import Path
 MAX_LINES = 80
 APP = Path(__file__).resolve().parent.parent / "app" / "compile_studio"
 
-# Window functions still being split; each entry leaves this set once its
-# function is 80 lines or fewer (the set then goes away).
-GUI_PENDING = {
-    "gui/plots/latency.py::LatencyTab.__init__",
-}
-
 
 def function_lengths(source: str) -> list[tuple[str, int, int]]:
     """(qualified name, first line, length) of every function in ``source``."""
@@ -44,7 +38,7 @@ def long_functions() -> list[str]:
     for path in sorted(APP.rglob("*.py")):
         rel = path.relative_to(APP).as_posix()
         for name, line, length in function_lengths(path.read_text(encoding="utf-8")):
-            if length > MAX_LINES and f"{rel}::{name}" not in GUI_PENDING:
+            if length > MAX_LINES:
                 long.append(f"{rel}:{line} {name} is {length} lines")
     return long
 
@@ -52,19 +46,6 @@ def long_functions() -> list[str]:
 def test_no_function_over_80_lines():
     long = long_functions()
     assert not long, f"over {MAX_LINES} lines:\n" + "\n".join(long)
-
-
-def test_pending_entries_still_name_long_functions():
-    """An entry leaves GUI_PENDING as soon as its function is short (or gone)."""
-    still_long = set()
-    for key in GUI_PENDING:
-        rel, name = key.split("::")
-        path = APP / rel
-        if path.exists():
-            for found, _line, length in function_lengths(path.read_text(encoding="utf-8")):
-                if found == name and length > MAX_LINES:
-                    still_long.add(key)
-    assert still_long == GUI_PENDING, f"remove from GUI_PENDING: {sorted(GUI_PENDING - still_long)}"
 
 
 def test_the_count_sees_a_long_function():

@@ -23,12 +23,12 @@ from .variant import Variant
 
 #: Alternating blocks per variant, and calls per block (at most; a short run times fewer).
 UNPINNED_ROUNDS = 3
-UNPINNED_CALLS = 20
+UNPINNED_CALLS = 40
 
 
 def unpinned_calls(iterations: int) -> int:
-    """Calls per block: a tenth of the run's timed calls, 1 to UNPINNED_CALLS."""
-    return max(1, min(UNPINNED_CALLS, iterations // 10))
+    """Calls per block: a fifth of the run's timed calls, 1 to UNPINNED_CALLS."""
+    return max(1, min(UNPINNED_CALLS, iterations // 5))
 
 
 def time_unpinned(run: RunState, live: list[Variant]) -> None:
@@ -37,12 +37,21 @@ def time_unpinned(run: RunState, live: list[Variant]) -> None:
         return
     count = unpinned_calls(run.config.iterations)
     samples: dict[str, list[float]] = {v.name: [] for v in live}
+    failed: set[str] = set()  # a variant that fails here has no figure; its timed calls stand
     run.pin.unpin_all()
     try:
         with run.no_grad(), no_gc():
             for _ in range(UNPINNED_ROUNDS):
                 for v in live:
-                    samples[v.name] += _block(run, v, count)
+                    if v.name in failed:
+                        continue
+                    try:
+                        samples[v.name] += _block(run, v, count)
+                    except Stopped:
+                        raise
+                    except Exception:  # noqa: BLE001
+                        failed.add(v.name)
+                        samples[v.name] = []
     finally:
         run.pin.pin()
     for v in live:

@@ -95,6 +95,14 @@ class LatencyTab(PlotTab):
         self._log_chosen: bool | None = None
         #: the axis is logarithmic because of the calls' spread (not chosen)
         self._auto_log = False
+        self._build_plot()
+        self._build_hover()
+        self._build_note_and_menu()
+        self._build_bar_and_stack()
+        self.sync_legend()
+
+    def _build_plot(self) -> None:
+        """The plot, its axes, legend and drawing settings."""
         self.plot = pg.PlotWidget(background="w", axisItems={"left": PlainLogAxis("left")})
         item = self.plot.getPlotItem()
         style_plot_item(item, "latency (ms)", "iteration")
@@ -112,6 +120,8 @@ class LatencyTab(PlotTab):
         )
         self._warm_legend_shown = False
 
+    def _build_hover(self) -> None:
+        """The crosshair and label that follow the mouse."""
         self._vline = pg.InfiniteLine(angle=90, movable=False, pen=hover_pen())
         self._hline = pg.InfiniteLine(angle=0, movable=False, pen=hover_pen())
         self.hover_label = hover_label(anchor=(0, 1))
@@ -122,6 +132,9 @@ class LatencyTab(PlotTab):
             self.plot.addItem(hover_item, ignoreBounds=True)
         self._mouse_proxy = track_mouse(self.plot, self._on_mouse_moved, self.hide_crosshair, self)
 
+    def _build_note_and_menu(self) -> None:
+        """The note inside the plot and the plot's context-menu entries."""
+        item = self.plot.getPlotItem()
         vb = item.getViewBox()
         self._refitting = False
         #: what is folded away and what lies beyond the range, in words (inside the plot: exports show it)
@@ -143,6 +156,10 @@ class LatencyTab(PlotTab):
         self.fit_action.setToolTip("Range from 0 over the calls shown (up to p99, or lower so spikes do not flatten them); calls beyond it are marked at its edge")
         self.fit_action.triggered.connect(self.fit_calls)
 
+
+    def _build_bar_and_stack(self) -> None:
+        """The caption and check boxes above the plot, and the hint shown in its place."""
+        item = self.plot.getPlotItem()
         self.log_scale_checkbox = QCheckBox("Log scale")
         self.log_scale_checkbox.setToolTip(
             "Logarithmic latency axis: use it when variants differ by several times or a few calls spike"
@@ -179,7 +196,6 @@ class LatencyTab(PlotTab):
         self.stack.addWidget(self.plot)
         self.stack.addWidget(self.hint_label)
         lay.addWidget(self.stack, 1)
-        self.sync_legend()
 
     # -- the hint shown before anything is plotted -----------------------------------------
     def set_hint(self, text: str) -> None:
