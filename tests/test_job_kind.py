@@ -216,7 +216,7 @@ def test_the_app_own_kinds_are_in_the_registry(calibration_kind):
 
 
 def test_a_registered_kind_is_in_the_window_run_menu_and_runs_from_it(qtbot, tiny_config, calibration_kind):
-    from gui_helpers import open_window
+    from support.gui_helpers import open_window
 
     window = open_window(qtbot)
     part = window.job_parts["calibration"]
@@ -236,7 +236,7 @@ def test_a_registered_kind_is_in_the_window_run_menu_and_runs_from_it(qtbot, tin
 
 
 def test_closing_the_window_stops_a_registered_kind_s_job_and_keeps_what_ran(qtbot, tiny_config, calibration_kind):
-    from gui_helpers import open_window
+    from support.gui_helpers import open_window
 
     window = open_window(qtbot)
     part = window.job_parts["calibration"]
