@@ -6,8 +6,9 @@ window brings its plots and status up to date, paints them at once, and
 answers; from its answer to the next pause it paints nothing at all (its
 updates are off, the refresh timer skips, samples wait for the pause). A pause
 the window reaches after the worker's cap has passed is not drawn, nor is one
-whose update took past the cap: the worker is timing again, and what changed
-is painted in the next pause.
+whose update took past the cap or whose paint would end past it (as long as
+the last paint took): the worker is timing again, and what changed is painted
+in the next pause.
 
 :class:`PaintTimes` times every repaint of the window (each backing-store
 sync, from the update request that starts it to its end) on the monotonic
@@ -85,6 +86,8 @@ class DrawTurns(QObject):
         self.drawn = 0
         self.late = 0
         self.overran = 0
+        #: how long the last paint took (ns): a pause paints only if that much fits in its cap
+        self._paint_ns = 0
 
     @property
     def in_block(self) -> bool:
@@ -137,7 +140,16 @@ class DrawTurns(QObject):
             self.overran += 1
             self._block(True)
             return
+        if time.monotonic_ns() + self._paint_ns >= deadline:
+            # the paint would not end before the worker times again (the last one took this long);
+            # the estimate halves, so one slow paint cannot keep the plot still
+            self.overran += 1
+            self._paint_ns //= 2
+            self._block(True)
+            return
+        start = time.monotonic_ns()
         self.paints.paint_now()
+        self._paint_ns = time.monotonic_ns() - start
         self.drawn += 1
         self._block(True)
         thread.answer_turn(event.block, self.paints.take())

@@ -1,0 +1,65 @@
+"""A pause whose paint would end past the worker's cap is left for the next one
+(gui/draw_turns.py, a real widget offscreen, the clock of the turns replaced by one the test
+moves): the paint that met timed calls under load is not started, and one slow paint does not
+keep the plot still."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QLabel
+
+from compile_studio.core import protocol
+from compile_studio.gui import draw_turns
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.ns = 1_000_000_000
+
+    def monotonic_ns(self) -> int:
+        return self.ns
+
+    def advance(self, s: float) -> None:
+        self.ns += int(s * 1e9)
+
+
+class PausingThread(QObject):
+    """What DrawTurns follows: a ``turn`` signal, and the answers it sends back."""
+
+    turn = Signal(object)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answered: list[int] = []
+
+    def take_turns(self, on: bool) -> None:
+        pass
+
+    def answer_turn(self, block: int, paints: list) -> None:
+        self.answered.append(block)
+
+
+def test_a_paint_that_would_outlast_the_cap_waits_for_the_next_pause(qtbot, monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(draw_turns, "time", clock)
+    label = QLabel("plots")
+    qtbot.addWidget(label)
+    label.show()
+    turns = draw_turns.DrawTurns(label, lambda: clock.advance(0.1))  # bringing the plots up to date
+    monkeypatch.setattr(turns.paints, "paint_now", lambda: clock.advance(0.25))  # a slow paint
+    thread = PausingThread()
+    turns.follow(thread)
+
+    def pause(block: int) -> None:
+        clock.advance(0.5)
+        thread.turn.emit(protocol.TurnEvent(block=block, state="pause", variant="eager", sent_ns=clock.ns, cap_ms=300.0))
+
+    pause(0)  # nothing known of the paint yet: 0.1 + 0.25 s, past the cap, but it could not know
+    assert (turns.drawn, turns.overran) == (1, 0)
+    pause(1)  # 0.1 s of update + the last paint's 0.25 s would end past 0.3 s: not painted
+    assert (turns.drawn, turns.overran) == (1, 1)
+    assert thread.answered == [0]  # the worker goes on at its cap
+    pause(2)  # the estimate halved (0.125 s): 0.1 + 0.125 fits, it paints again
+    assert (turns.drawn, turns.overran) == (2, 1)
+    assert thread.answered == [0, 2]
+    turns.release()
