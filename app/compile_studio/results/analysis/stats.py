@@ -504,3 +504,25 @@ def floor_subtracted_speedup(
     if eager_ms < margin * floor_ms or variant_ms < margin * floor_ms:
         return None
     return (eager_ms - floor_ms) / (variant_ms - floor_ms)
+
+
+def shared_rounds(
+    base: dict[int, np.ndarray], other: dict[int, np.ndarray]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The rounds both variants measured: (base's samples, other's samples), round by round."""
+    keys = sorted(k for k in base.keys() & other.keys() if base[k].size and other[k].size)
+    return [base[k] for k in keys], [other[k] for k in keys]
+
+
+def speedup_point(base: dict[int, np.ndarray], other: dict[int, np.ndarray]) -> float | None:
+    """Eager's speed over ``other``'s without an interval: the geometric mean of the per-round
+    ratios of medians (two rounds or more), else the ratio of the medians; None without samples."""
+    a, b = shared_rounds(base, other)
+    if len(a) >= 2:
+        logs = [math.log(np.median(x) / np.median(y)) for x, y in zip(a, b)]
+        return math.exp(sum(logs) / len(logs))
+    if not base or not other:
+        return None
+    ma = float(np.median(np.concatenate(list(base.values()))))
+    mb = float(np.median(np.concatenate(list(other.values()))))
+    return ma / mb if ma > 0 and mb > 0 else None

@@ -26,10 +26,8 @@ from ...core.variants import is_eager
 from ..analysis.samples import NO_ROUND as NO_ROUND
 from ..analysis.samples import PHASE_NAMES as PHASE_NAMES
 from ..analysis.samples import VariantSamples
-from ..analysis.stats import LatencyStats, latency_stats
-from ..analysis.summary import SUMMARY_VERSION as SUMMARY_VERSION
-from ..analysis.summary import SummaryRow, _speedup_point, _summary_key
-from ..analysis.summary import summarize as summarize
+from ..analysis.stats import LatencyStats, latency_stats, speedup_point
+from ..analysis.summary_row import SummaryRow
 
 #: Version of the run files (run.json, samples.csv, summary.csv, gpu_state.csv).
 #: Whoever adds a field bumps it; the loader reads every older version.
@@ -267,13 +265,24 @@ class RunResult:
         if not self.samples_loaded and self.samples_loader is not None:
             self.samples_loader(self)
 
+    def summary_state(self) -> tuple[Any, ...]:
+        """What the summary depends on, cheaply: it changes whenever the summary can."""
+        return (
+            self.status,
+            self.config,
+            tuple(
+                (name, v.status, len(v.samples), v.compile_s, v.allclose, v.error, v.cudagraph_record_ms)
+                for name, v in self.variants.items()
+            ),
+        )
+
     def known_summary(self) -> list[SummaryRow] | None:
         """The summary rows if known without computing: read back from disk, or computed
         for the run as it is now; None otherwise."""
         cached = self._summary
         if cached is None:
             return None
-        if not self.samples_loaded or cached[0] == _summary_key(self):
+        if not self.samples_loaded or cached[0] == self.summary_state():
             return list(cached[1])
         return None
 
@@ -282,7 +291,7 @@ class RunResult:
 
         ``counts``: each variant's number of samples they were computed from.
         """
-        self._summary = (_summary_key(self) if self.samples_loaded else None, list(rows))
+        self._summary = (self.summary_state() if self.samples_loaded else None, list(rows))
         self.summary_counts = dict(counts) if counts is not None else {
             name: len(v.samples) for name, v in self.variants.items()
         }
@@ -320,7 +329,7 @@ class RunResult:
         for name, v in self.variants.items():
             if is_eager(name) or v.allclose is False:
                 continue
-            s = _speedup_point(base_groups, v.samples.round_groups())
+            s = speedup_point(base_groups, v.samples.round_groups())
             if s is not None:
                 best = s if best is None else max(best, s)
         return best

@@ -323,7 +323,7 @@ def run_context(run: RunResult) -> list[tuple[str, str]]:
 
 def verdict_lines(run: RunResult, rows: list[SummaryRow] | None = None) -> list[str]:
     """One sentence per judged compiled variant, with the break-even as the table shows it."""
-    from ..records.run_result import summarize
+    from ..analysis.summary import summarize
 
     out = []
     rows = rows if rows is not None else summarize(run)

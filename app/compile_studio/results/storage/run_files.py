@@ -15,14 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..analysis.summary import SummaryRow
-from ..records.run_result import (
-    GPU_STATE_COLUMNS,
-    SCHEMA_VERSION,
-    SUMMARY_VERSION,
-    RunResult,
-    summarize,
-)
+from ..analysis.summary import SUMMARY_VERSION, SummaryRow, summarize
+from ..records.run_result import GPU_STATE_COLUMNS, SCHEMA_VERSION, RunResult
 from .file_io import atomic_write_text, fmt_value, json_safe, safe_cell
 
 RUN_JSON = "run.json"

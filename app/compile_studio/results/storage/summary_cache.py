@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..analysis.summary import SummaryRow
-from ..records.run_result import SUMMARY_VERSION, RunResult, summarize
+from ..analysis.summary import SUMMARY_VERSION, SummaryRow, summarize
+from ..records.run_result import RunResult
 from ..records.schema import (
     MAX_RUN_JSON_BYTES,
     RunDamaged,
