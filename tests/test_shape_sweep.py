@@ -348,6 +348,9 @@ def test_a_speedup_is_never_a_bare_zero_and_says_why_it_is_missing():
     assert shape_speedup_text(point(median_ms=0.5, eager_ms=0.65, speedup=1.3, timed_calls=5)) == "≈1.3× (5 calls)"
     assert shape_speedup_text(point(median_ms=0.1, eager_ms=0.72, speedup=7.18, timed_calls=5, speedup_lo=6.9,
                                     speedup_hi=7.4)) == "≈7.2× (5 calls, 6.9–7.4×)"
+    # a range whose ends read alike is one figure, as the plot's label writes it
+    assert shape_speedup_text(point(median_ms=0.1, eager_ms=0.041, speedup=0.41, timed_calls=3, speedup_lo=0.4091,
+                                    speedup_hi=0.4149)) == "≈0.41× (3 calls, 0.41×)"
     tiny = shape_speedup_text(point(median_ms=25.0, eager_ms=0.1, speedup=0.004), 5)
     assert tiny == "≈0.004× (5 calls)" and "0.00×" not in tiny
     # a point made with an eager time of 0 ms (a coarse timer) once read "0.00×"

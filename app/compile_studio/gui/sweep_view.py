@@ -41,6 +41,7 @@ from ..results import RunDamaged, RunResult, load_run
 from ..results.records.shape_record import (
     ShapeSweepRecord,
     no_speedup_reason,
+    range_text,
     shape_record_to_csv,
     speedup_spread,
 )
@@ -50,7 +51,6 @@ from ..results.report.formatting import plural
 from ..results.storage.file_io import atomic_write_text
 from ..results.storage.sweep_store import SweepFolder
 from .image_export import ExportError, save_plot_png, save_plot_svg
-from .plots.shape_sweep_plot import range_text
 from .plots.sweep_charts import SweepCharts
 from .plots.sweep_plot import ShapeSweepPlot, SweepPlot
 from .sweep_controller import SweepController

@@ -14,9 +14,9 @@ from ...results.records.shape_record import (
     ShapePoint,
     ShapeSweepRecord,
     no_speedup_reason,
+    range_text,
     shape_speedup_text,
     speedup_spread,
-    times_text,
 )
 from ...results.report.formatting import plural
 from .speedup_axis import speedup_ticks
@@ -25,12 +25,6 @@ from .style import FOREGROUND, MUTED, make_legend, series_color, style_plot_item
 
 def _positive(v: float | None) -> float | None:
     return v if v is not None and math.isfinite(v) and v > 0 else None
-
-
-def range_text(lo: float, hi: float) -> str:
-    """``0.61–0.72×``: the range of a point's call ratios (one figure where both read alike)."""
-    low, high = times_text(lo), times_text(hi)
-    return f"{low}×" if low == high else f"{low}–{high}×"
 
 
 class ShapeSweepPlot(pg.GraphicsLayoutWidget):

@@ -251,6 +251,12 @@ def speedup_spread(point: ShapePointEvent) -> tuple[float, float] | None:
     return lo, hi
 
 
+def range_text(lo: float, hi: float) -> str:
+    """``0.61–0.72×``: the range of a point's call ratios (one figure where both read alike)."""
+    low, high = times_text(lo), times_text(hi)
+    return f"{low}×" if low == high else f"{low}–{high}×"
+
+
 def shape_speedup_text(point: ShapePointEvent, repeats: int | None = None) -> str:
     """A shape-sweep speedup as rough as it is: ``≈1.3× (5 calls, 1.1–1.6×)``, the spread where recorded;
     ``– (reason)`` without one. ``repeats``: the calls per point where the point does not say."""
@@ -262,5 +268,5 @@ def shape_speedup_text(point: ShapePointEvent, repeats: int | None = None) -> st
     inside = [f"{calls} call{'s' if calls != 1 else ''}"] if calls is not None else ["few calls"]
     spread = speedup_spread(point)
     if spread is not None:
-        inside.append(f"{times_text(spread[0])}–{times_text(spread[1])}×")
+        inside.append(range_text(*spread))
     return f"≈{times_text(point.speedup)}× ({', '.join(inside)})"
