@@ -15,6 +15,7 @@ from compile_studio.launchers.remote import launcher_for
 from compile_studio.launchers.supervisor import WorkerLauncher
 from compile_studio.launchers.target_kinds import (
     TargetKind,
+    describe_target,
     kind_names,
     register_kind,
     unregister_kind,
@@ -55,7 +56,7 @@ def test_a_registered_kind_loads_checks_and_lists(container_kind, capsys):
     _write([{"name": "box", "kind": "container", "host": "ci-box"},
             {"name": "nameless", "kind": "container"}])
     targets = load_targets()
-    assert targets.get("box").describe() == "container ci-box"
+    assert describe_target(targets.get("box")) == "container ci-box"
     (bad,) = targets.invalid
     assert bad.name == "nameless" and "a container needs a host" in bad.problems[0]
     assert kind_names() == ("local", "ssh", "slurm", "container")

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from ..jobs.workers import WorkerStartFailed
-from ..launchers.target_kinds import kind_names, kind_words
+from ..launchers.target_kinds import describe_target, kind_names, kind_words
 from ..launchers.targets import (
     LOCAL,
     SSH_CONFIG_KEYS,
@@ -100,7 +100,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if action == "check":
         return _check(args.name, targets)
-    rows = [[t.name, kind_words(t.kind), t.describe()] for t in targets.items]
+    rows = [[t.name, kind_words(t.kind), describe_target(t)] for t in targets.items]
     rows += [[b.name, "invalid", "cannot be used (see below)"] for b in targets.invalid]
     where = targets.path if targets.path is not None else "(no file yet)"
     sys.stdout.write(f"{where}\n" + text_table(["name", "kind", "where"], rows, left=3) + "\n")
@@ -148,7 +148,7 @@ def _add(args: argparse.Namespace) -> int:
         return updated
 
     _, path = update_targets(change)
-    sys.stdout.write(f"saved {target.name} ({target.describe()}) in {path}\n")
+    sys.stdout.write(f"saved {target.name} ({describe_target(target)}) in {path}\n")
     return EXIT_OK
 
 

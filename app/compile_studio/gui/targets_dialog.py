@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..jobs.workers import WorkerLauncher, launcher_for
-from ..launchers.target_kinds import kind_names, kind_words, target_kind
+from ..launchers.target_kinds import describe_target, kind_names, kind_words, target_kind
 from ..launchers.targets import (
     LOCAL,
     LOCAL_TARGET,
@@ -340,7 +340,7 @@ class TargetChooser(QWidget):
         self.combo.clear()
         for t in self.targets.items:
             self.combo.addItem(t.name if t.name != LOCAL else "this machine", t.name)
-            self.combo.setItemData(self.combo.count() - 1, t.describe(), Qt.ItemDataRole.ToolTipRole)
+            self.combo.setItemData(self.combo.count() - 1, describe_target(t), Qt.ItemDataRole.ToolTipRole)
         for bad in self.targets.invalid:
             # shown, with why, but not choosable: its data is no target name
             self.combo.addItem(f"{bad.name} (cannot be used)", None)
@@ -420,7 +420,7 @@ def install_target_chooser(window: Any) -> TargetChooser:
             window.machine.hello = None
             say(str(exc.args[0]))
             return
-        window.machine.ask(launcher, chooser.current().describe())
+        window.machine.ask(launcher, describe_target(chooser.current()))
 
     chooser.target_changed.connect(probe_target)
     return chooser

@@ -1,18 +1,14 @@
-"""GPUs handed out one per worker (``CUDA_VISIBLE_DEVICES``), and the local launcher that takes one."""
+"""GPUs handed out one per worker (``CUDA_VISIBLE_DEVICES``), and the launcher of a local worker that takes one."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core import protocol
 from .supervisor import WorkerLauncher
-
-if TYPE_CHECKING:
-    from .target_kinds import LaunchPlan
-    from .targets import Target
 
 
 class GpuPool:
@@ -86,12 +82,3 @@ class LocalGpuLauncher(PooledGpu, WorkerLauncher):
 
     def cleanup(self, hello: protocol.HelloEvent | None) -> None:
         self._give_gpu_back()
-
-
-def local_launcher(target: Target, plan: LaunchPlan) -> WorkerLauncher:
-    """This machine's worker, on one GPU of ``gpu_ids`` when it lists some (the ``local`` kind's launcher)."""
-    prefix = WorkerLauncher.local()
-    if plan.gpu is None and plan.pool is None:
-        return prefix
-    return LocalGpuLauncher(prefix=prefix.prefix, prefix_problem=prefix.prefix_problem,
-                            gpu=plan.gpu, pool=plan.pool)

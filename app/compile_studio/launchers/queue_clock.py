@@ -5,10 +5,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .supervisor import WorkerLauncher
+
+class QueuedWorker(Protocol):
+    """What the clock asks of a worker's launcher: its wait in a batch queue, in words."""
+
+    def queue_state(self) -> str | None: ...
+
 
 #: Seconds between two looks at the Slurm queue while a job waits.
 QUEUE_POLL_S = 1.0
@@ -22,7 +26,7 @@ class QueueClock:
     does not run; ``timeout_s`` without ``hello`` after that calls ``expire``.
     """
 
-    def __init__(self, launcher: WorkerLauncher, timeout_s: float,
+    def __init__(self, launcher: QueuedWorker, timeout_s: float,
                  expire: Callable[[], None], on_queued: Callable[[str], None]):
         self._launcher = launcher
         self._timeout_s = timeout_s

@@ -5,9 +5,11 @@ test) is a :class:`TargetKind`. The targets file, its checks, ``targets``
 on the command line, the window's Targets dialog and :func:`remote.launcher_for`
 all ask the registry, so a new kind is one :func:`register_kind` call with a
 launcher factory: nothing else to edit. The fields are the target's own
-(:class:`targets.Target`); a kind names the ones it uses. A launcher is a
+(:class:`target.Target`); a kind names the ones it uses. A launcher is a
 callable, or ``"module:function"`` of this package, imported when first used
-(the launchers import the targets, which import this module).
+(the launchers import the targets, which import this module; this module
+imports none of them, not even for its type hints' sake, so the three stay
+layered).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .gpu_pool import GpuPool
     from .supervisor import WorkerLauncher
-    from .targets import Target, Targets
+    from .target import Target, TargetLookup
     from .worker_bundle import WorkerBundle
 
 
@@ -29,7 +31,7 @@ class LaunchPlan:
     """What a launcher factory gets besides the target: the other targets, a sweep point's
     index, the worker bundle to use and the pool of GPUs the workers share."""
 
-    targets: Targets | None = None
+    targets: TargetLookup | None = None
     index: int | None = None
     bundle: WorkerBundle | None = None
     pool: GpuPool | None = None
@@ -90,6 +92,14 @@ def kind_names() -> tuple[str, ...]:
     return tuple(k.name for k in sorted(_KINDS.values(), key=lambda k: k.order))
 
 
+def describe_target(target: Target) -> str:
+    """One line for lists: the target's kind and where it is, as its kind says it."""
+    kind = _KINDS.get(target.kind)
+    if kind is None:
+        return f"{target.kind} (a kind this version does not know)"
+    return kind.describe(target)
+
+
 def kind_words(name: str) -> str:
     """How the kind ``name`` reads ("SSH host"); the name itself for an unknown kind."""
     kind = _KINDS.get(name)
@@ -134,7 +144,7 @@ def _slurm_describe(target: Target) -> str:
 
 register_kind(TargetKind(
     name="local", words="this machine", fields=frozenset({"gpu_ids", "workers"}),
-    launcher=".gpu_pool:local_launcher", describe=_local_describe, check=_local_check, order=10,
+    launcher=".local_launcher:local_launcher", describe=_local_describe, check=_local_check, order=10,
 ))
 register_kind(TargetKind(
     name="ssh", words="SSH host",

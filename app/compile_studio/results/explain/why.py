@@ -11,15 +11,28 @@ written and read in :mod:`why_files`.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Callable
 from typing import Any
 
 from ..analysis.summary import flop_rate_basis, fmt_flop_rate
-from ..report.formatting import OUT_OF_RANGE, out_of_range
 from .why_files import Recompile, VariantWhy, WhyReport
 from .why_rules import Evidence, _pct, evidence, fastest_majority, summary_row
+
+#: What a figure too large to be a measurement (or not finite, once computed) is shown as.
+OUT_OF_RANGE = "out of range"
+#: Figures shown are at most this large in magnitude (a received file may hold any finite number).
+MAX_SHOWN = 1e15
+
+
+def out_of_range(v: float) -> bool:
+    """Whether ``v`` is beyond what a figure may be shown as (not finite, or past MAX_SHOWN)."""
+    try:
+        return not math.isfinite(v) or abs(v) > MAX_SHOWN
+    except OverflowError:  # an int too large for a float
+        return True
 
 
 def _n(x: float | None) -> str:

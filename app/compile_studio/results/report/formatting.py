@@ -58,20 +58,6 @@ HEADER_HELP = {
 }
 
 
-#: What a figure too large to be a measurement (or not finite, once computed) is shown as.
-OUT_OF_RANGE = "out of range"
-#: Figures shown are at most this large in magnitude (a received file may hold any finite number).
-MAX_SHOWN = 1e15
-
-
-def out_of_range(v: float) -> bool:
-    """Whether ``v`` is beyond what a figure may be shown as (not finite, or past MAX_SHOWN)."""
-    try:
-        return not math.isfinite(v) or abs(v) > MAX_SHOWN
-    except OverflowError:  # an int too large for a float
-        return True
-
-
 def worker_notes(run: RunResult) -> list[str]:
     """What the supervisor refused or cut of the worker's output during ``run``, in words."""
     m = run.measurement if isinstance(run.measurement, dict) else {}
