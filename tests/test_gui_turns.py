@@ -109,12 +109,14 @@ def test_a_pause_whose_update_outlasts_the_cap_paints_nothing_until_the_next_pau
         return protocol.TurnEvent(block=block, state="pause", variant="eager",
                                   sent_ns=time.monotonic_ns(), cap_ms=50.0)
 
-    turns._on_turn(pause(0))  # a quick update: painted, answered, then nothing painted
-    assert thread.answers == [0] and turns.drawn == 1
+    turns._on_turn(pause(0))  # a quick update: painted (in the next slice), answered, then nothing painted
+    qtbot.waitUntil(lambda: thread.answers == [0], timeout=5000)
+    assert turns.drawn == 1
     assert turns.in_block and not window.updatesEnabled()
     slow["s"] = 0.08  # past the 50 ms cap: the worker has gone on
     turns._on_turn(pause(1))
-    assert thread.answers == [0] and turns.overran == 1 and turns.drawn == 1
+    qtbot.waitUntil(lambda: turns.overran == 1, timeout=5000)
+    assert thread.answers == [0] and turns.drawn == 1
     assert turns.in_block and not window.updatesEnabled(), "nothing painted while the worker times"
     turns._on_turn(protocol.TurnEvent(block=1, state="end", variant="eager", sent_ns=time.monotonic_ns()))
     assert not turns.in_block and window.updatesEnabled()
