@@ -1,4 +1,5 @@
-"""Start-up cost in the window: Run ▸ Start-up cost… runs the job and shows it; a saved job reopens."""
+"""Start-up cost in the window: Run ▸ Start-up cost… runs the job (its controller) and shows it (its view);
+a saved job reopens."""
 
 from __future__ import annotations
 
@@ -54,36 +55,53 @@ def test_the_window_reopens_a_saved_start_up_job_with_its_break_even_and_phase_b
     assert len(cells(view)) == 4
 
 
+def cpu_config() -> BenchmarkConfig:
+    return BenchmarkConfig.from_dict({"layers": "32,32,8", "batch_size": 4, "device": "cpu",
+                                      "variants": ["eager", "aot_eager"]})
+
+
 def test_the_menu_item_runs_the_job_in_fresh_processes_and_shows_the_result(qtbot, tmp_path, monkeypatch):
     window = open_window(qtbot)
     view = window.coldstart_view
-    view.root = tmp_path
-    view.base = lambda: BenchmarkConfig.from_dict({"layers": "32,32,8", "batch_size": 4, "device": "cpu",
-                                                    "variants": ["eager", "aot_eager"]})
+    jobs = view.jobs  # the controller runs the job, the view shows it
+    jobs.root, jobs.base = tmp_path, cpu_config
     monkeypatch.setattr(ColdStartDialog, "exec", lambda self: QDialog.DialogCode.Accepted)
     monkeypatch.setattr(ColdStartDialog, "settings", lambda self: (1, ["cold"], 3))
     window.coldstart_action.trigger()
-    assert view.dock.isVisible() and view.is_running()
-    qtbot.waitUntil(lambda: view.last_outcome is not None and not view.is_running(), timeout=240_000)
-    record = view.last_outcome.record
+    assert view.dock.isVisible() and jobs.is_running()
+    assert view.progress.isVisible() and view.stop_button.isEnabled()
+    qtbot.waitUntil(lambda: jobs.last_outcome is not None and not jobs.is_running(), timeout=240_000)
+    record = jobs.last_outcome.record
     assert record.status == "complete", (record.message, [p.error for p in record.points])
     assert {(p.variant, p.start) for p in record.points} == {("eager", "eager"), ("aot_eager", "cold")}
     assert {(r[0], r[1]) for r in cells(view)} == {("eager", "eager"), ("aot_eager", "cold")}
-    assert (view.last_outcome.folder / "coldstart.json").is_file()
+    assert (jobs.last_outcome.folder / "coldstart.json").is_file()
     assert view.bars and view.bars[0][0] == "aot_eager cold"
+    qtbot.waitUntil(lambda: not view.progress.isVisible() and not view.stop_button.isEnabled(), timeout=5000)
+
+
+def test_the_view_s_stop_button_stops_the_controller_s_job_and_keeps_it(qtbot, tmp_path):
+    window = open_window(qtbot)
+    view, jobs = window.coldstart_view, window.coldstart_view.jobs
+    jobs.root, jobs.base = tmp_path, cpu_config
+    assert jobs.start(1, ["cold"], 3)
+    assert view.stop_button.isEnabled() and view.title.text().startswith("start-up cost")
+    qtbot.waitUntil(lambda: jobs.job_thread.runner.hello is not None, timeout=120_000)
+    view.stop_button.click()
+    qtbot.waitUntil(lambda: jobs.last_outcome is not None and not jobs.is_running(), timeout=120_000)
+    assert jobs.last_outcome.record.status == "stopped"
+    qtbot.waitUntil(lambda: not view.stop_button.isEnabled() and "[stopped]" in view.title.text(), timeout=5000)
 
 
 def test_closing_the_window_stops_a_running_start_up_job_and_keeps_it(qtbot, tmp_path, monkeypatch):
     window = open_window(qtbot)
-    view = window.coldstart_view
-    view.root = tmp_path
-    view.base = lambda: BenchmarkConfig.from_dict({"layers": "32,32,8", "batch_size": 4, "device": "cpu",
-                                                    "variants": ["eager", "aot_eager"]})
-    assert view.start(1, ["cold"], 3)
-    qtbot.waitUntil(lambda: view.job_thread.runner.hello is not None, timeout=120_000)
+    jobs = window.coldstart_view.jobs
+    jobs.root, jobs.base = tmp_path, cpu_config
+    assert jobs.start(1, ["cold"], 3)
+    qtbot.waitUntil(lambda: jobs.job_thread.runner.hello is not None, timeout=120_000)
     window.close()
-    assert not view.is_running()
-    record = view.job_thread.runner.folder.snapshot()
+    assert not jobs.is_running()
+    record = jobs.job_thread.runner.folder.snapshot()
     assert record.status == "stopped" and "window was closed" in record.message
 
 
@@ -91,26 +109,26 @@ def test_a_cache_file_from_the_window_is_asked_about_checked_and_refused_with_it
     from compile_studio.results.records.cache_file import write_cache_file
 
     window = open_window(qtbot)
-    view = window.coldstart_view
-    view.root = tmp_path / "jobs"
+    jobs = window.coldstart_view.jobs
+    jobs.root = tmp_path / "jobs"
     config = BenchmarkConfig.from_dict({"layers": "32,32,8", "batch_size": 4, "device": "cpu",
                                         "variants": ["eager", "default"]})
-    view.base = lambda: config
+    jobs.base = lambda: config
     said: list[str] = []
-    view.message.connect(said.append)
+    jobs.message.connect(said.append)
     made = tmp_path / "elsewhere.cache"
     write_cache_file(made, {"torch": "1.0.0", "device_type": "cpu"}, config.to_dict(),
                      {"default": (b"never unpickled", {"inductor": 1})})
     asked: list[Path] = []
-    view.agree_cache = lambda path: asked.append(path) or False
-    assert not view.start(1, ["carried"], 3, load_cache=made)
-    assert asked == [made] and "not agreed" in said[-1] and not view.root.exists()
+    jobs.agree_cache = lambda path: asked.append(path) or False
+    assert not jobs.start(1, ["carried"], 3, load_cache=made)
+    assert asked == [made] and "not agreed" in said[-1] and not jobs.root.exists()
     damaged = tmp_path / "damaged.cache"
     damaged.write_bytes(made.read_bytes()[:-3])
-    assert not view.start(1, ["carried"], 3, load_cache=damaged)
+    assert not jobs.start(1, ["carried"], 3, load_cache=damaged)
     assert "Cannot load the cache" in said[-1] and asked == [made]
-    view.agree_cache = lambda path: True
-    assert view.start(1, ["carried"], 3, load_cache=made)
-    qtbot.waitUntil(lambda: view.last_outcome is not None and not view.is_running(), timeout=120_000)
+    jobs.agree_cache = lambda path: True
+    assert jobs.start(1, ["carried"], 3, load_cache=made)
+    qtbot.waitUntil(lambda: jobs.last_outcome is not None and not jobs.is_running(), timeout=120_000)
     assert "elsewhere.cache will not help: made with torch 1.0.0" in said[-1]
-    assert view.last_outcome.record.points == []
+    assert jobs.last_outcome.record.points == []

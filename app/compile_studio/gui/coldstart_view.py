@@ -1,12 +1,13 @@
 """Start-up cost in the window: a dock with the cold-start job's table and its phases as stacked bars.
 
-Run ▸ Start-up cost… asks for the rounds and start kinds and runs the
-cold-start job (``jobs/coldstart_run.py``) on the form's configuration in a
-:class:`~compile_studio.gui.job_thread.JobThread`; Run ▸ Open start-up job… reopens a saved folder. The
-view shows what ``compile-studio-cli coldstart`` prints: per variant and start
-kind the time to first result and to the first fast call (median, range over
-rounds) and the break-even against eager, and a stacked bar per start of where
-the first call's time went. No torch here; the widgets hold no benchmark logic.
+Run ▸ Start-up cost… asks for the rounds and start kinds; a :class:`ColdStartController`
+runs the cold-start job (``jobs/coldstart_run.py``) on the form's configuration in a
+:class:`~compile_studio.gui.job_thread.JobThread`, and a :class:`ColdStartView` shows it;
+Run ▸ Open start-up job… reopens a saved folder in the view. The view shows what
+``compile-studio-cli coldstart`` prints: per variant and start kind the time to first
+result and to the first fast call (median, range over rounds) and the break-even
+against eager, and a stacked bar per start of where the first call's time went.
+No torch here; the widgets hold no benchmark logic.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -94,64 +95,48 @@ class ColdStartDialog(QDialog):
         return (Path(save).expanduser() if save else None, Path(load).expanduser() if load else None)
 
 
-class ColdStartView(QWidget):
-    """The cold-start job's table, its phases as stacked bars, progress and Stop."""
+class ColdStartController(QObject):
+    """Runs one cold-start job at a time on a :class:`~compile_studio.gui.job_thread.JobThread`.
 
+    ``base`` gives the configuration a job measures (the form's); new job folders go in
+    ``root``. A start emits :attr:`record_changed` with the new folder's record and
+    :attr:`running_changed` (True), then the record as its points come, :attr:`finished`
+    with the outcome and :attr:`running_changed` (False).
+    """
+
+    #: a problem to show the user
     message = Signal(str)
+    #: a log line (the job's workers' stderr)
     log_line = Signal(str)
+    #: the job started or ended (True while running)
     running_changed = Signal(bool)
+    #: the running job's record (ColdStartRecord) changed
+    record_changed = Signal(object)
+    #: the job ended: its ColdStartOutcome (also kept in :attr:`last_outcome`)
+    finished = Signal(object)
 
     def __init__(self, base: Callable[[], BenchmarkConfig], root: Path, parent: QWidget | None = None):
         super().__init__(parent)
         self.base = base
         self.root = Path(root)
+        self._dialog_parent = parent
         self.job_thread: JobThread | None = None
-        self.record: ColdStartRecord | None = None
         self.last_outcome: ColdStartOutcome | None = None
         #: asks the user whether the code the configuration names may run (set by the window)
         self.agree_base: Callable[[BenchmarkConfig], bool] = lambda _config: True
         #: asks the user whether a cache file's artifacts may be loaded (torch unpickles them)
         self.agree_cache: Callable[[Path], bool] = self._ask_cache
-        layout = QVBoxLayout(self)
-        self.title = QLabel("No start-up job yet: Run ▸ Start-up cost…")
-        self.title.setWordWrap(True)
-        layout.addWidget(self.title)
-        self.table = QTableWidget(0, len(SUMMARY_COLUMNS))
-        self.table.setHorizontalHeaderLabels(SUMMARY_COLUMNS)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        layout.addWidget(self.table)
-        self.plot = pg.PlotWidget()
-        self.plot.setLabel("left", "first call (s)")
-        self.plot.addLegend(offset=(5, 5))
-        layout.addWidget(self.plot, 1)
-        self.notes = QLabel("")
-        self.notes.setWordWrap(True)
-        layout.addWidget(self.notes)
-        self.progress = QProgressBar()
-        self.progress.hide()
-        layout.addWidget(self.progress)
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.clicked.connect(self.stop)
-        self.stop_button.setEnabled(False)
-        layout.addWidget(self.stop_button)
-        self._timer = QTimer(self, interval=500)
-        self._timer.timeout.connect(self._tick)
-        #: the phase bars drawn: (label, {phase: seconds})
-        self.bars: list[tuple[str, dict[str, float]]] = []
 
     def is_running(self) -> bool:
         return self.job_thread is not None and self.job_thread.isRunning()
 
-    def new_dialog(self) -> None:
-        dialog = ColdStartDialog(self)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
-            return
-        save, load = dialog.cache_paths()
-        self.start(*dialog.settings(), save_cache=save, load_cache=load)
+    def fraction(self) -> float:
+        """How far the running job is (0 when none ran)."""
+        return self.job_thread.fraction() if self.job_thread is not None else 0.0
 
     def start(self, rounds: int, kinds: list[str], calls: int,
               save_cache: Path | None = None, load_cache: Path | None = None) -> bool:
-        """Run a cold-start job of the form's configuration; returns whether it started.
+        """Run a cold-start job of :attr:`base`'s configuration; returns whether it started.
 
         ``load_cache``: a cache file whose header is checked first (a damaged or foreign
         file is refused with the reason); loading it is asked about (torch unpickles what
@@ -190,49 +175,43 @@ class ColdStartView(QWidget):
         thread = JobThread(parent=self, what="the cold-start job")
         thread.runner = ColdStartRun(folder, on_point=thread.relay_changed, on_log=thread.log.emit,
                                      load_cache=load, save_cache=save_cache)
-        thread.changed.connect(self.show_record)
+        thread.changed.connect(self._on_changed)
         thread.log.connect(self.log_line)
         thread.failed.connect(self.message)
         thread.finished_job.connect(self._on_finished)
         thread.finished.connect(self._on_thread_ended)
         self.job_thread = thread
-        self.progress.setValue(0)
-        self.progress.show()
-        self.stop_button.setEnabled(True)
-        self._timer.start()
         thread.start()
-        self.show_record(folder.snapshot())
+        self.record_changed.emit(folder.snapshot())
         self.running_changed.emit(True)
         return True
 
     def _ask_cache(self, path: Path) -> bool:
         answer = QMessageBox.question(
-            self, "Load a cache file?",
+            self._dialog_parent, "Load a cache file?",
             f"The carried starts will load the artifacts of {path.name} into a fresh cache. They are "
             "compiler output that torch unpickles, which can run code: load only a file you trust.\n\n"
             "Load it?",
         )
         return answer == QMessageBox.StandardButton.Yes
 
-    def _tick(self) -> None:
-        if self.job_thread is not None:
-            self.progress.setValue(int(100 * self.job_thread.fraction()))
+    def _on_changed(self, record: ColdStartRecord, _part: object = None) -> None:
+        self.record_changed.emit(record)
 
     def _on_finished(self, outcome: ColdStartOutcome) -> None:
         self.last_outcome = outcome
-        self.show_record(outcome.record)
+        self.record_changed.emit(outcome.record)
+        self.finished.emit(outcome)
         if outcome.refused is not None:
             self.message.emit("Cannot run the start-up job: " + "; ".join(str(p) for p in outcome.refused))
         elif outcome.record.status == "failed":
             self.message.emit(f"The start-up job failed: {outcome.record.message[:300]}")
 
     def _on_thread_ended(self) -> None:
-        self._timer.stop()
-        self.progress.hide()
-        self.stop_button.setEnabled(False)
         self.running_changed.emit(False)
 
     def stop(self) -> None:
+        """Stop the running job (what it measured is kept); returns at once."""
         if self.job_thread is not None and self.job_thread.isRunning():
             self.job_thread.request_stop()
 
@@ -243,10 +222,84 @@ class ColdStartView(QWidget):
             self.job_thread.wait(wait_ms)
 
     def wait_done(self, timeout_ms: int) -> bool:
+        """Wait (processing nothing) for the job's thread to end; for scripts and tests."""
         return self.job_thread is None or self.job_thread.wait(timeout_ms)
 
+
+class ColdStartView(QWidget):
+    """The cold-start job's table, its phases as stacked bars, progress and Stop.
+
+    It shows what ``jobs`` (the :class:`ColdStartController`) runs, and saved jobs it opens.
+    """
+
+    #: a problem to show the user (a folder that could not be opened)
+    message = Signal(str)
+    #: a log line (what was read with problems)
+    log_line = Signal(str)
+
+    def __init__(self, jobs: ColdStartController, parent: QWidget | None = None):
+        super().__init__(parent)
+        #: runs the jobs this view shows
+        self.jobs = jobs
+        self.record: ColdStartRecord | None = None
+        #: the dock the view sits in, in the main window (None elsewhere)
+        self.dock: QDockWidget | None = None
+        layout = QVBoxLayout(self)
+        self.title = QLabel("No start-up job yet: Run ▸ Start-up cost…")
+        self.title.setWordWrap(True)
+        layout.addWidget(self.title)
+        self.table = QTableWidget(0, len(SUMMARY_COLUMNS))
+        self.table.setHorizontalHeaderLabels(SUMMARY_COLUMNS)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        layout.addWidget(self.table)
+        self.plot = pg.PlotWidget()
+        self.plot.setLabel("left", "first call (s)")
+        self.plot.addLegend(offset=(5, 5))
+        layout.addWidget(self.plot, 1)
+        self.notes = QLabel("")
+        self.notes.setWordWrap(True)
+        layout.addWidget(self.notes)
+        self.progress = QProgressBar()
+        self.progress.hide()
+        layout.addWidget(self.progress)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.clicked.connect(lambda *_: self.jobs.stop())
+        self.stop_button.setEnabled(False)
+        layout.addWidget(self.stop_button)
+        self._timer = QTimer(self, interval=500)
+        self._timer.timeout.connect(self._tick)
+        #: the phase bars drawn: (label, {phase: seconds})
+        self.bars: list[tuple[str, dict[str, float]]] = []
+        jobs.record_changed.connect(self.show_record)
+        jobs.running_changed.connect(self._show_running)
+
+    def new_dialog(self) -> None:
+        """Ask for a new job's rounds, start kinds and cache files, and have :attr:`jobs` run it."""
+        dialog = ColdStartDialog(self)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return
+        save, load = dialog.cache_paths()
+        self.jobs.start(*dialog.settings(), save_cache=save, load_cache=load)
+
+    def _show_running(self, running: bool) -> None:
+        if running:
+            self.progress.setValue(0)
+            self.progress.show()
+            self._timer.start()
+        else:
+            self._timer.stop()
+            self.progress.hide()
+        self.stop_button.setEnabled(running)
+
+    def _tick(self) -> None:
+        self.progress.setValue(int(100 * self.jobs.fraction()))
+
+    def close_job(self, wait_ms: int) -> None:
+        """The window closes: :attr:`jobs` stops a running job (what it measured is kept)."""
+        self.jobs.close_job(wait_ms)
+
     def open_dialog(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Open start-up job folder", str(self.root))
+        path = QFileDialog.getExistingDirectory(self, "Open start-up job folder", str(self.jobs.root))
         if path:
             self.open_folder(Path(path))
 
@@ -309,11 +362,18 @@ class ColdStartView(QWidget):
 
 
 def install_coldstart_view(window: Any) -> ColdStartView:
-    """Give the window its Start-up cost dock (hidden until used) and its two Run menu items."""
-    view = ColdStartView(window.config_panel.config, window.store.root.parent / "coldstart")
+    """Give the window its Start-up cost dock (hidden until used) and its two Run menu items.
+
+    The controller (:attr:`ColdStartView.jobs`) runs the jobs; the view returned is the
+    window's part, whose ``close_job`` stops a running job as the window closes.
+    """
+    jobs = ColdStartController(window.config_panel.config, window.store.root.parent / "coldstart", window)
     runs = getattr(window, "runs", None)  # the window's Run: its rule for the form's code
     if runs is not None:
-        view.agree_base = runs.code_agreed
+        jobs.agree_base = runs.code_agreed
+    view = ColdStartView(jobs)
+    jobs.message.connect(window.show_error)
+    jobs.log_line.connect(window.log.append_line)
     view.message.connect(window.show_error)
     view.log_line.connect(window.log.append_line)
     dock = QDockWidget("Start-up cost", window)
@@ -321,7 +381,7 @@ def install_coldstart_view(window: Any) -> ColdStartView:
     dock.setWidget(view)
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
     dock.hide()
-    view.dock = dock  # type: ignore[attr-defined]
+    view.dock = dock
 
     def shown(then: Callable[[], object]) -> Callable[[], None]:
         def call() -> None:
