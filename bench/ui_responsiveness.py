@@ -567,6 +567,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="beside one nice -n 19 busy loop per core (reported, not barred)")
     parser.add_argument("--long", action="store_true",
                         help="the 4×100k-call run of the tiny MLP in a window instead: wall ≤ 1.3× calls + compiles")
+    parser.add_argument("--no-watch", action="store_true",
+                        help="draw on the X display but grab nothing (what the watcher's grabs cost the window)")
     parser.add_argument("--stalls", action="store_true",
                         help="print where the window's GUI thread was in its longest stalls")
     parser.add_argument("--window-child", nargs=2, metavar=("CONFIG", "OUT"), help=argparse.SUPPRESS)
@@ -582,12 +584,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.stalls:
         os.environ["UI_BENCH_STALLS"] = "1"
-    watching = on_screen()
+    watching = on_screen() and not args.no_watch
     busy = start_busy_loops() if args.busy else []
     try:
         print(f"machine: {machine_load().summary()}; /proc/loadavg {loadavg()}; display: "
               f"{os.environ.get('DISPLAY') or 'none'} ({os.environ.get('QT_QPA_PLATFORM') or 'xcb'}); "
-              f"{'the screen is watched' if watching else 'no DISPLAY: the screen is not watched, no updates counted'}; "
+              f"{'the screen is watched' if watching else 'the screen is not watched (--no-watch or no DISPLAY): no updates counted'}; "
               f"window runs: {'one window' if args.reuse else 'the first run of a fresh window each'}"
               f"{f'; beside {len(busy)} nice -n 19 busy loop(s), one per core' if busy else ''}", flush=True)
         if args.long:
