@@ -150,8 +150,10 @@ class StallWatch:
         self.main = threading.main_thread().ident
         self._schedstat = Path(f"/proc/self/task/{threading.main_thread().native_id}/schedstat")
         self.last_tick: float | None = None  # watched from the first tick (the run's start) on
-        #: per stall: (ms, "where · GUI thread on CPU x ms, waiting for a CPU y ms")
-        self.stalls: list[tuple[float, str]] = []
+        #: per stall: (ms, "where · GUI thread on a CPU x ms, waiting for a CPU y ms", start s, end s)
+        self.stalls: list[tuple[float, str, float, float]] = []
+        #: native thread id → the Python thread's name, as seen while watching
+        self.names: dict[int, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
@@ -172,6 +174,7 @@ class StallWatch:
 
     def _watch(self) -> None:
         import collections
+        import threading
         import traceback
 
         seen: collections.Counter[str] = collections.Counter()
@@ -180,6 +183,9 @@ class StallWatch:
         while not self._stop.wait(self.POLL_S):
             if self.last_tick is None:
                 continue
+            for t in threading.enumerate():
+                if t.native_id is not None:
+                    self.names.setdefault(t.native_id, t.name)
             late = time.monotonic() - self.last_tick
             if late <= self.POLL_S + 0.001 and stalled_since is None:
                 sched0 = self._sched()  # the GUI thread's CPU and run-queue wait within a poll of a tick
@@ -193,9 +199,35 @@ class StallWatch:
                 if seen:
                     cpu, wait = (b - a for a, b in zip(sched0, self._sched()))
                     where = f"{seen.most_common(1)[0][0]} · GUI thread on a CPU {cpu:.0f} ms, waiting for one {wait:.0f} ms"
-                    self.stalls.append(((self.last_tick - stalled_since) * 1000.0, where))
+                    self.stalls.append(((self.last_tick - stalled_since) * 1000.0, where, stalled_since,
+                                        self.last_tick))
                 seen.clear()
                 stalled_since = None
+
+
+class ThreadStates:
+    """``bench/thread_states.py`` watching this process from outside: where the GUI thread
+    waits and which other threads run, every 2 ms (read against the stalls afterwards)."""
+
+    def __init__(self, folder: Path) -> None:
+        import threading
+
+        self.out, self.stop_path = folder / "thread-states.json", folder / "thread-states.stop"
+        for path in (self.out, self.stop_path):
+            path.unlink(missing_ok=True)
+        self.proc = subprocess.Popen([
+            sys.executable, str(Path(__file__).with_name("thread_states.py")), str(os.getpid()),
+            str(threading.main_thread().native_id), str(self.out), str(self.stop_path), "2",
+        ])
+
+    def stop(self) -> list:
+        self.stop_path.touch()
+        try:
+            self.proc.wait(timeout=30)
+            return json.loads(self.out.read_text())["samples"]
+        except (subprocess.TimeoutExpired, OSError, ValueError, KeyError):
+            self.proc.kill()
+            return []
 
 
 class WindowRunner:
@@ -327,13 +359,23 @@ def window_child(config_path: str, out_path: str) -> int:
     config = BenchmarkConfig.from_dict(json.loads(Path(config_path).read_text()))
     t0 = time.monotonic()
     gui = WindowRunner()
+    states = None
     if os.environ.get("UI_BENCH_STALLS"):
         gui.watch = StallWatch()
+        states = ThreadStates(Path(out_path).parent)
     run = gui.run(config)
     figures = figures_of(gui, run, np.asarray(gui.lags))
+    stalls = []
+    if gui.watch is not None:
+        samples = states.stop() if states is not None else []
+        from thread_states import during
+
+        for ms, where, start, end in sorted(gui.watch.stalls, reverse=True)[:8]:
+            seen = during(samples, int(start * 1e9), int(end * 1e9), gui.watch.names)
+            stalls.append((ms, f"{where}\n      {seen}"))
     figures.update({
         "window_s": time.monotonic() - t0 - figures["wall_s"],
-        "stalls": sorted(gui.watch.stalls, reverse=True)[:8] if gui.watch is not None else [],
+        "stalls": stalls,
         "threads": gui.threads_last_run,
     })
     Path(out_path).write_text(json.dumps(figures))
