@@ -3,8 +3,7 @@ to date and of painting them, with 4 series of up to 100,000 calls each (1 % of 
 400× the median), in the real window (offscreen unless a display is set).
 
 Per 5,000 calls added to each series it does what the window does in a worker's pause
-(the plots brought up to date, then painted: two slices of the window's event loop), and prints
-the main thread's CPU milliseconds of each
+(the plots brought up to date, then painted), and prints the main thread's CPU milliseconds of each
 (``time.thread_time``: what the machine's load does to wall time is left out).
 
     python bench/plot_draw_cost.py [--calls 100000] [--step 5000]

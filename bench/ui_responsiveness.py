@@ -48,6 +48,9 @@ a separate process when compiles are timed that way; target ≤ 1.3×. The same
 run from the CLI follows, with the same ratio (what the worker costs by itself:
 its start, the checks, the per-call bookkeeping) and the window's ratio over it.
 
+With ``UI_BENCH_FRESH_SETTINGS=1`` each fresh window gets settings of its own (no geometry or
+splitter sizes kept from the window before: every window run is a new user's).
+
 Run it under a real X server to include the real repaint cost and to watch the screen:
 
     xvfb-run -a -s "-screen 0 1600x1000x24" python bench/ui_responsiveness.py [--rounds 3] [--only tiny|seed] [--busy] [--long]
@@ -394,6 +397,9 @@ def fresh_window_run(config: dict, scratch: Path, rect_path: Path | None) -> dic
     env = dict(os.environ)
     if rect_path is not None:
         env["UI_BENCH_RECT"] = str(rect_path)
+    if os.environ.get("UI_BENCH_FRESH_SETTINGS"):
+        # settings of its own: a new user's first window (no geometry or splitters kept)
+        env["COMPILE_STUDIO_SETTINGS_DIR"] = tempfile.mkdtemp(prefix="settings-", dir=scratch)
     p = subprocess.run([sys.executable, __file__, "--window-child", str(config_path), str(out_path)],
                        capture_output=True, text=True, env=env)
     if p.returncode != 0 or not out_path.exists():

@@ -59,10 +59,7 @@ def test_a_run_from_the_window_draws_in_the_pauses_and_no_timed_call_meets_a_rep
     for v in config.variants:
         assert turns[v]["overlapped_repaint"] == 0, turns[v]
         assert turns[v]["timed_calls_stamped"] == config.iterations
-        assert turns[v]["paints"]
-    # the run's repaints, as the last variant recorded them: each pause's change painted (once:
-    # the end's change is painted after the last answer)
-    assert max(turns[v]["paints"] for v in config.variants) + 1 >= updates, (turns, updates)
+        assert turns[v]["paints"] and turns[v]["paints"] >= updates
     line = turns_line(run)
     assert line is not None and "met a repaint of the window: 0 of 20,000" in line
     # the Summary tab says it too, and says it again when the run is reopened
@@ -114,14 +111,12 @@ def test_a_pause_whose_update_outlasts_the_cap_paints_nothing_until_the_next_pau
         return protocol.TurnEvent(block=block, state="pause", variant="eager",
                                   sent_ns=time.monotonic_ns(), cap_ms=50.0)
 
-    turns._on_turn(pause(0))  # a quick update: painted (in the next slice), answered, then nothing painted
-    qtbot.waitUntil(lambda: thread.answers == [0], timeout=5000)
-    assert turns.drawn == 1
+    turns._on_turn(pause(0))  # a quick update: painted, answered, then nothing painted
+    assert thread.answers == [0] and turns.drawn == 1
     assert turns.in_block and not window.updatesEnabled()
     slow["s"] = 0.08  # past the 50 ms cap: the worker has gone on
     turns._on_turn(pause(1))
-    qtbot.waitUntil(lambda: turns.overran == 1, timeout=5000)
-    assert thread.answers == [0] and turns.drawn == 1
+    assert thread.answers == [0] and turns.overran == 1 and turns.drawn == 1
     assert turns.in_block and not window.updatesEnabled(), "nothing painted while the worker times"
     turns._on_turn(protocol.TurnEvent(block=1, state="end", variant="eager", sent_ns=time.monotonic_ns()))
     assert not turns.in_block and window.updatesEnabled()

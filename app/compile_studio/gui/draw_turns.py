@@ -4,10 +4,7 @@ A worker on this machine times its calls in blocks of about half a second and
 pauses before each (``turn`` events, see ``engine/turns.py``). In a pause the
 window brings its plots and status up to date, paints them at once, and
 answers; from its answer to the next pause it paints nothing at all (its
-updates are off, the refresh timer skips, samples wait for the pause). The
-pause's work takes two slices of the event loop, so neither stalls it for
-long: the plots are brought up to date in one (nothing painted yet), painted
-and the answer sent in the next. A pause
+updates are off, the refresh timer skips, samples wait for the pause). A pause
 the window reaches after the worker's cap has passed is not drawn, nor is one
 whose update took past the cap or whose paint would end past it (as long as
 the last paint took): the worker is timing again, and what changed is painted
@@ -25,8 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
-from PySide6.QtWidgets import QGraphicsView, QWidget
+from PySide6.QtCore import QCoreApplication, QEvent, QObject
+from PySide6.QtWidgets import QWidget
 
 from ..core import protocol
 
@@ -63,27 +60,11 @@ class PaintTimes(QObject):
 
     def paint_now(self) -> None:
         """Paint what is waiting to be painted, now: pyqtgraph's scene posts its updates, and a
-        label that changed width asks for a new layout, which asks for another repaint.
-
-        A pyqtgraph view moves its items to a new range only as it starts painting, which marks
-        them all changed again: a second repaint of the whole plot, the same picture. The views
-        shown are brought to their range first (:func:`prepare_views`), so one repaint does."""
-        prepare_views(self._window)
+        label that changed width asks for a new layout, which asks for another repaint."""
         for _ in range(3):
             QCoreApplication.sendPostedEvents(None, int(QEvent.Type.MetaCall))
             QCoreApplication.sendPostedEvents(None, int(QEvent.Type.LayoutRequest))
             QCoreApplication.sendPostedEvents(self._window, int(QEvent.Type.UpdateRequest))
-
-
-def prepare_views(window: QWidget) -> None:
-    """Bring each graphics view shown in ``window`` to what it will paint: a pyqtgraph scene's
-    ``prepareForPaint`` (which its view calls at the start of each paint) moves its view boxes
-    to their new range now, so the changes it makes are painted in the same repaint."""
-    for view in window.findChildren(QGraphicsView):
-        scene = view.scene()
-        prepare = getattr(scene, "prepareForPaint", None)
-        if prepare is not None and view.isVisible():
-            prepare()
 
 
 class DrawTurns(QObject):
@@ -107,8 +88,6 @@ class DrawTurns(QObject):
         self.overran = 0
         #: how long the last paint took (ns): a pause paints only if that much fits in its cap
         self._paint_ns = 0
-        #: the pause whose paint and answer wait for the next slice: (thread, block, deadline ns)
-        self._pending: tuple[Any, int, int] | None = None
 
     @property
     def in_block(self) -> bool:
@@ -132,7 +111,6 @@ class DrawTurns(QObject):
     def release(self) -> None:
         """The followed run ended: the window draws freely again."""
         thread, self._thread = self._thread, None
-        self._pending = None
         self._block(False)
         if thread is not None:
             thread.take_turns(False)
@@ -146,7 +124,6 @@ class DrawTurns(QObject):
         if thread is None:
             return
         if event.state != "pause":
-            self._pending = None
             self._block(False)
             self._draw()
             return
@@ -156,34 +133,23 @@ class DrawTurns(QObject):
             self.late += 1  # the worker stopped waiting: it times calls now, paint nothing
             self._block(True)
             return
-        # the pause in two slices of the event loop, each well under its whole: the plots
-        # brought up to date here (painting nothing yet), the paint and the answer in the next
-        self._block(True)
+        self._block(False)
         self._draw()
-        self._pending = (thread, event.block, deadline)
-        QTimer.singleShot(0, self._paint_pending)
-
-    def _paint_pending(self) -> None:
-        """The pause's second slice: paint what its draw changed and answer, if the worker
-        still waits (and the paint ends before it stops waiting)."""
-        pending, self._pending = self._pending, None
-        if pending is None or pending[0] is not self._thread:
-            return  # the run ended, or its worker went on (an end came first)
-        thread, block, deadline = pending
         if time.monotonic_ns() >= deadline:
             # bringing the plots up to date took past the cap: the worker times calls again
             self.overran += 1
+            self._block(True)
             return
         if time.monotonic_ns() + self._paint_ns >= deadline:
             # the paint would not end before the worker times again (the last one took this long);
             # the estimate halves, so one slow paint cannot keep the plot still
             self.overran += 1
             self._paint_ns //= 2
+            self._block(True)
             return
-        self._block(False)
         start = time.monotonic_ns()
         self.paints.paint_now()
         self._paint_ns = time.monotonic_ns() - start
         self.drawn += 1
         self._block(True)
-        thread.answer_turn(block, self.paints.take())
+        thread.answer_turn(event.block, self.paints.take())
