@@ -7,9 +7,9 @@ all ask the registry, so a new kind is one :func:`register_kind` call with a
 launcher factory: nothing else to edit. The fields are the target's own
 (:class:`target.Target`); a kind names the ones it uses. A launcher is a
 callable, or ``"module:function"`` of this package, imported when first used
-(the launchers import the targets, which import this module; this module
-imports none of them, not even for its type hints' sake, so the three stay
-layered).
+(the launchers import the targets file, which imports this module; this
+module imports neither, not even for its type hints' sake: ``target.Target``
+and ``target.TargetLookup`` are what it names).
 """
 
 from __future__ import annotations
