@@ -11,7 +11,8 @@ with like:
   with the worker's thread count (read from the CLI run's ``run.json``), timed
   as the worker times: every variant compiled first, warmed up together, then
   the CLI's rounds (``--cli-rounds``) in the same order. Per round and variant,
-  ``timeit`` single calls, then ``torch.utils.benchmark.Timer.blocked_autorange``.
+  untimed calls for ``SETTLE_S`` as the worker starts each block, ``timeit`` single calls,
+  then ``torch.utils.benchmark.Timer.blocked_autorange``.
 
 Two statistics, each compared with its like: *per-call* — the median of single
 calls (the CLI's median against ``timeit``'s) — and *blocked* — the median of
@@ -264,6 +265,7 @@ def timer_child(request: dict[str, Any]) -> int:
     from compile_studio.engine.mlp import TORCH_DTYPES
     from compile_studio.engine.run_state import apply_precision, resolve_device
     from compile_studio.engine.runner import make_input, round_blocks
+    from compile_studio.engine.timing import settle
     from compile_studio.engine.variant import build_variant
 
     threads = int(request["threads"]) or torch.get_num_threads()
@@ -316,6 +318,8 @@ def timer_child(request: dict[str, Any]) -> int:
         share = float(request["min_run_time"]) / len(blocks)
         for count in blocks:
             for name in config.variants:
+                # as the worker starts each round's block of a variant: untimed calls first
+                settle(lambda step=built[name].step: step(x), lambda: None)
                 calls[name] += plain[name].repeat(repeat=count, number=1)
             for name in config.variants:
                 m = timers[name].blocked_autorange(min_run_time=share)

@@ -10,7 +10,7 @@ import numpy as np
 from compile_studio.cli import commands as cli
 from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
-from compile_studio.engine.turns import ANSWER_CAP_S, BLOCK_S
+from compile_studio.engine.turns import ANSWER_CAP_S, BLOCK_S, SETTLE_S
 from compile_studio.jobs.session import RunSession
 from compile_studio.results import RunStore
 from compile_studio.results.report.turns_text import turns_line
@@ -151,3 +151,43 @@ def test_a_window_that_never_answers_does_not_stall_the_run_and_the_run_says_so(
     assert line is not None and f"{len(pauses)} pause" in line and "not answered" in line
     saved = json.loads((session.folder / "run.json").read_text())["measurement"]["turns"]["eager"]
     assert saved["unanswered"] == len(pauses)
+
+
+def test_each_stretch_of_a_variant_after_another_starts_after_untimed_calls(tmp_path, tiny_config):
+    """Rounds alternate the variants inside one block; the first calls after a switch run slower
+    (tens of µs models: 2–5× the steady call), so each stretch starts with SETTLE_S of untimed
+    calls, as a block after a pause does."""
+    config = BenchmarkConfig.from_dict(
+        {**tiny_config, "variants": ["eager", "aot_eager"], "iterations": 200, "warmup": 10,
+         "rounds": 4, "diagnostics": False}
+    )
+    _, events = _run(tmp_path, config)
+    calls = []
+    for e in events:
+        if isinstance(e, protocol.SamplesEvent) and e.phase == protocol.Phase.MEASURE:
+            s = e.clock_ns + np.asarray(e.starts_us, dtype=np.int64) * 1000
+            ends = s + (np.asarray(e.wall_ms) * 1e6).astype(np.int64)
+            calls += [(int(a), int(b), e.variant) for a, b in zip(s, ends)]
+    calls.sort()
+    gaps = [nxt[0] - cur[1] for cur, nxt in zip(calls, calls[1:]) if nxt[2] != cur[2]]
+    assert len(gaps) >= 7, "the rounds did not alternate the variants"
+    assert min(gaps) >= SETTLE_S * 1e9, sorted(gaps)[:3]
+
+
+def test_samples_handed_over_after_a_block_are_the_events_one_at_a_time_would_make():
+    """The host-timed loop keeps its calls in two lists and hands them to the sink after the
+    block: the events are those of handing each call over as it ends."""
+    from compile_studio.engine.sink import MAX_SAMPLES_PER_EVENT, ListSink
+
+    walls = [1000 + k for k in range(MAX_SAMPLES_PER_EVENT + 10)]
+    starts = [10**12 + 5000 * k for k in range(len(walls))]
+    one, bulk = ListSink(), ListSink()
+    for sink in (one, bulk):
+        sink.hold(True)
+    for k, (w, s) in enumerate(zip(walls, starts)):
+        one.sample("eager", "measure", 7 + k, w / 1e6, None, 2, s)
+    bulk.samples("eager", "measure", 7, walls, 2, starts)
+    for sink in (one, bulk):
+        sink.hold(False)
+    assert [e.__dict__ for e in bulk.events] == [e.__dict__ for e in one.events]
+    assert len(bulk.events) == 2 and bulk.events[1].first_iteration == 7 + MAX_SAMPLES_PER_EVENT

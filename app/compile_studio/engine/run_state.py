@@ -47,6 +47,16 @@ class EventSink(Protocol):
         start_ns: int | None = None,
     ) -> None: ...
 
+    def samples(
+        self,
+        variant: str,
+        phase: str,
+        first_iteration: int,
+        walls_ns: list[int],
+        round_index: int | None,
+        starts_ns: list[int],
+    ) -> None: ...
+
     def flush(self) -> None: ...
 
     def hold(self, on: bool) -> None: ...
@@ -120,6 +130,8 @@ class RunState:
         self.stop = stop or threading.Event()
         #: blocks of timed calls and the pauses between them (see :mod:`.turns`)
         self.turns = Turns(sink, turn_gate)
+        #: the variant whose calls were timed last: a block of another starts with untimed calls
+        self.last_timed: str | None = None
         self.device = torch.device(device or resolve_device(config.device))
         self.is_cuda = self.device.type == "cuda"
         if self.is_cuda:

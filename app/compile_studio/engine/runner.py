@@ -48,7 +48,7 @@ from .run_errors import RunFailed, Stopped
 # the worker imports classify_error from here
 from .run_errors import classify_error as classify_error
 from .run_state import RunState, apply_dynamo_config, apply_precision
-from .timing import no_gc
+from .timing import no_gc, settle
 from .unpinned import time_unpinned
 from .variant import Variant, reference_output
 from .workloads import (
@@ -326,8 +326,14 @@ class BenchmarkRunner(RunState):
             self.memory.start()
         try:
             with self.no_grad(), no_gc():
-                if measure and turns.enter(name):
+                # a block starts after a pause, or where another variant's calls were timed last
+                if measure and (turns.enter(name) or self.last_timed != name):
                     self._untimed(call)
+                if measure:
+                    self.last_timed = name
+                if measure and self.timer.host_only:
+                    self._host_timed_calls(v, count, round_index, call)
+                    count = 0
                 for _ in range(count):
                     if self.stop.is_set():
                         raise Stopped
@@ -361,6 +367,59 @@ class BenchmarkRunner(RunState):
                 ):
                     v.clock_max_change = change
 
+    def _host_timed_calls(
+        self, v: Variant, count: int, round_index: int | None, call: Callable[[], Any]
+    ) -> None:
+        """``count`` timed calls of ``v`` on the host clock (the CPU), as lean as a timeit loop.
+
+        Between two timed calls the loop only keeps the call's clock readings in two lists and
+        compares the end with the block's: the samples reach the sink after the block (they
+        would wait for its end anyway, :mod:`.turns`), so no sink code runs between calls, and
+        the clock is read around ``step(x)`` itself, with no wrapper call inside the timed
+        span. A call's start on the monotonic clock (for the window's repaints) is its
+        ``perf_counter`` reading plus the two clocks' offset, read once per block. Samples
+        already timed are kept when a call raises or the run stops.
+        """
+        step, x, name = v.step, self.x, v.name
+        stop, turns, sink = self.stop, self.turns, self.sink
+        counter_ns = time.perf_counter_ns
+        walls: list[int] = []
+        starts: list[int] = []
+        offset = 0
+
+        def block_end() -> int:
+            """The block's end on the perf_counter clock (and the offset to the monotonic)."""
+            nonlocal offset
+            offset = time.monotonic_ns() - counter_ns()
+            left = turns.remaining_s()
+            return counter_ns() + int(left * 1e9) if left is not None else 1 << 62
+
+        def hand_over() -> None:
+            if walls:
+                sink.samples(name, protocol.Phase.MEASURE, v.iteration, walls, round_index,
+                             [s + offset for s in starts])
+                v.iteration += len(walls)
+                walls.clear()
+                starts.clear()
+
+        end = block_end()
+        try:
+            for _ in range(count):
+                if stop.is_set():
+                    raise Stopped
+                a = counter_ns()
+                step(x)
+                b = counter_ns()
+                walls.append(b - a)
+                starts.append(a)
+                if b >= end:
+                    hand_over()
+                    turns.pause(name)
+                    self._untimed(call)
+                    end = block_end()
+        finally:
+            hand_over()
+
     def _measure(self, v: Variant, count: int, round_index: int | None = None) -> None:
         """``count`` timed calls of the window; the device samples they took are ``v``'s."""
         samples, uncovered = self.timer.counts()
@@ -372,9 +431,9 @@ class BenchmarkRunner(RunState):
             v.uncovered += now[1] - uncovered
 
     def _untimed(self, call: Callable[[], Any]) -> None:
-        """The call that starts a block after a pause, untimed (see :mod:`.turns`)."""
-        call()
-        self.timer.sync()
+        """The calls that start a block after a pause, untimed: one, and more until
+        :data:`.turns.SETTLE_S` has passed (see :mod:`.turns`)."""
+        settle(call, self.timer.sync)
 
     def _warm_up_together(self, live: list[Variant]) -> list[Variant]:
         """All variants warmed up alternating (A B A B …), right before round 1; those left.

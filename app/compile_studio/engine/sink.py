@@ -113,6 +113,22 @@ class BatchingSink:
             if not self._holding and time.monotonic() - self._last_flush >= self._interval:
                 self._flush_batch()
 
+    def samples(
+        self,
+        variant: str,
+        phase: str,
+        first_iteration: int,
+        walls_ns: list[int],
+        round_index: int | None,
+        starts_ns: list[int],
+    ) -> None:
+        """Consecutive host-timed calls at once (ns each, with their monotonic starts), as
+        :meth:`sample` of each in turn: the timed loop keeps them in two lists and hands them
+        over after the calls, doing nothing more between two timed calls."""
+        with self._lock:
+            for k, (wall, start) in enumerate(zip(walls_ns, starts_ns)):
+                self.sample(variant, phase, first_iteration + k, wall / 1e6, None, round_index, start)
+
     def hold(self, on: bool) -> None:
         """Send nothing while ``on`` (batches wait); ending the hold sends what waited."""
         with self._lock:

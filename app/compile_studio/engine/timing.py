@@ -39,6 +39,8 @@ from typing import Any
 
 import torch
 
+from .turns import SETTLE_S
+
 #: Calls of the empty callable that give the harness floor.
 FLOOR_CALLS = 200
 
@@ -129,6 +131,18 @@ def launch_covered(launch_ms: float, sleep_ms: float) -> bool:
     return launch_ms < sleep_ms
 
 
+def settle(call: Callable[[], Any], sync: Callable[[], Any]) -> None:
+    """Untimed calls before timed ones: one, then more until :data:`.turns.SETTLE_S` has
+    passed since the first began (a model of tens of µs takes tens of calls to run at its
+    steady speed again after a pause or a switch of variant)."""
+    end = time.perf_counter_ns() + int(SETTLE_S * 1e9)
+    while True:
+        call()
+        sync()
+        if time.perf_counter_ns() >= end:
+            return
+
+
 class CallTimer:
     """Times single calls on one device (``use_events``: CUDA events as well).
 
@@ -196,6 +210,13 @@ class CallTimer:
     def counts(self) -> tuple[int, int]:
         """(device samples, of which uncovered) so far."""
         return self.device_samples, self.uncovered
+
+    @property
+    def host_only(self) -> bool:
+        """Whether a call is timed by the host clock alone, with nothing to wait for (the CPU):
+        then the timed loops read the clock around the call themselves (see
+        :meth:`.BenchmarkRunner._calls`)."""
+        return not self.use_events and not self.is_cuda and self.device.type != "mps"
 
     def time(self, fn: Callable[[], Any]) -> tuple[float, float | None]:
         """(host ms, device ms or None) of ``fn``: one call, or on CUDA with events two."""

@@ -14,7 +14,16 @@ machine (eager MLPs, a 20 ms wait before each 0.5 s block, 12 blocks, two
 runs): the first call after the wait took 7.5–10.3× the steady median for a
 64-64-10 MLP at batch 8 (0.022–0.033 ms steady) and 1.11–1.16× for the
 1024-1024-512-10 MLP at batch 256; the second call 1.3–1.75× and 1.0–1.08×.
-So each block starts with one untimed call of the variant it times.
+So each block started with one untimed call of the variant it times. That was not enough
+for calls of tens of µs: a CLI run of the 64-64-10 MLP at batch 1 (one thread, 5 rounds of
+60 calls per variant) still had, by position after the untimed call, medians of 88.5, 32.0,
+28.3, 27.0 µs over a steady 25.9 µs (eager) and 183.8, 83.4, 68.5, 63.0 over 55.1 µs
+(aot_eager), so the median of such a run sat 7–17 % above ``torch.utils.benchmark``'s in a
+process of its own (``bench/fidelity.py --models tiny --threads 1``). Each block now starts
+with untimed calls of its variant for at least :data:`SETTLE_S` (one call at least): about
+80 calls of a 25 µs model, one call of a model slower than that. So does each stretch of a
+variant's timed calls that follows another variant's in the same block (rounds alternate the
+variants; the first calls after a switch were as slow as after a pause).
 
 Pure Python and torch-free: the runner owns one :class:`Turns`; the worker's
 stdin reader answers through :class:`TurnGate`.
@@ -34,6 +43,8 @@ from ..core import protocol
 BLOCK_S = 0.5
 #: The longest a worker waits for a pause's answer (a busy window must not stall a run).
 ANSWER_CAP_S = 0.3
+#: Untimed calls of the block's variant after a pause last at least this long (see above).
+SETTLE_S = 0.002
 
 
 class TurnGate:
@@ -133,6 +144,11 @@ class Turns:
     def due(self) -> bool:
         """Whether the open block has lasted its time (checked after each timed call)."""
         return self._deadline is not None and self._clock() >= self._deadline
+
+    def remaining_s(self) -> float | None:
+        """Seconds left in the open block (None: no block is open), for a loop that reads its
+        own clock rather than asking :meth:`due` after each call."""
+        return None if self._deadline is None else self._deadline - self._clock()
 
     def pause(self, variant: str) -> None:
         """Send the samples so far, pause for the supervisor, and open the next block."""
