@@ -445,11 +445,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="pinned: the app's pinning on both sides; unpinned: none on either "
                          "(a user's own process); both (default): each, every round")
     ap.add_argument("--nice", type=int, default=None,
-                    help="on a machine other people load (root): this session's autogroup, and "
-                         "every session the CLI and Timer processes start, at this nice (e.g. -15)")
+                    help="on a machine other people load (root): the benchmark runs in a session "
+                         "of its own whose autogroup, and every session the CLI and Timer processes "
+                         "start, is at this nice (e.g. -15); the calling shell's is left as it was")
     args = ap.parse_args(argv)
     if args.rounds < 3:
         ap.error("--rounds must be at least 3")
+    if args.nice is not None and os.getsid(0) != os.getpid():
+        # an autogroup's nice is its session's: in the caller's session it would stay on the
+        # calling shell and everything started from it later (a test run beside its own busy
+        # loops then starves its workers); a session of its own keeps it to this run
+        return subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv],
+                              start_new_session=True).returncode
     if args.nice is not None and not raise_priority(args.nice):
         ap.error("--nice: /proc/self/autogroup cannot be written (not Linux, or not allowed)")
     import torch
