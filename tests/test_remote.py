@@ -187,24 +187,37 @@ def _squeue(name: str) -> str:
 
 
 def test_two_runs_through_srun_at_once_overlap(slurm, tiny_config, tmp_path):
-    config = _config(tiny_config, iterations=600, warmup=0)
+    """Two runs at once, each its own job step, run at the same time: each is long enough to go
+    on until both have timed calls (then both are stopped), so the overlap does not depend on
+    how fast a busy machine starts the second."""
     spans: dict[int, dict] = {0: {}, 1: {}}
-    sessions = []
+    sessions: list[RunSession] = []
+    both = threading.Event()
+
     for k in (0, 1):
         def on_event(event, span=spans[k]):
             if isinstance(event, protocol.HelloEvent):
                 span["hello"] = event
-                span["start"] = time.monotonic()
+            if isinstance(event, protocol.SamplesEvent) and event.phase == protocol.Phase.MEASURE:
+                span.setdefault("start", time.monotonic())
+                if all("start" in spans[j] for j in (0, 1)):
+                    both.set()
             if isinstance(event, protocol.DoneEvent):
                 span["end"] = time.monotonic()
+        # a million calls: tens of seconds alone, against the second run's start of a few
+        config = _config(tiny_config, iterations=1_000_000, warmup=0)
         sessions.append(RunSession(config, RunStore(tmp_path), launcher=launcher_for(slurm, index=k),
                                    on_event=on_event))
     threads = [threading.Thread(target=s.run) for s in sessions]
     for t in threads:
         t.start()
+    overlapped = both.wait(240)
+    for s in sessions:
+        s.request_stop()
     for t in threads:
         t.join(120)
-    assert [s.outcome.status for s in sessions] == ["complete", "complete"]
+    assert overlapped, f"the two runs did not time calls at the same time: {spans}"
+    assert [s.outcome.status for s in sessions] == ["stopped", "stopped"]
     jobs = {spans[k]["hello"].slurm_job_id for k in (0, 1)}
     assert len(jobs) == 2 and all(jobs)  # each its own job step
     assert max(spans[0]["start"], spans[1]["start"]) < min(spans[0]["end"], spans[1]["end"])

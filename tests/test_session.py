@@ -6,6 +6,7 @@ import csv
 import json
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,24 @@ def test_a_worker_of_another_protocol_version_is_refused(tmp_path, tiny_config):
 
 
 def test_a_worker_that_says_nothing_fails_the_probe_with_how_it_ended(tmp_path):
+    script = tmp_path / "silent.py"
+    script.write_text("import sys\nsys.stderr.write('no torch here\\n')\nsys.exit(4)\n")
+    with pytest.raises(ProbeFailed, match="exited with code 4: no torch here"):
+        probe_environment(WorkerLauncher(command=(sys.executable, str(script))), timeout_s=30)
+
+
+def test_what_a_worker_wrote_just_before_it_ended_is_said_when_its_log_is_read_late(tmp_path, monkeypatch):
+    """On a busy machine the thread that reads the worker's log may run only after the worker
+    has ended: its last words still reach the message (the pipes close after the log is read)."""
+    from compile_studio.launchers.supervisor import WorkerProcess
+
+    read = WorkerProcess._read_stderr
+
+    def late(self) -> None:
+        time.sleep(0.5)
+        read(self)
+
+    monkeypatch.setattr(WorkerProcess, "_read_stderr", late)
     script = tmp_path / "silent.py"
     script.write_text("import sys\nsys.stderr.write('no torch here\\n')\nsys.exit(4)\n")
     with pytest.raises(ProbeFailed, match="exited with code 4: no torch here"):

@@ -487,6 +487,10 @@ class WorkerProcess:
                         self._signal(signal.SIGKILL)
                         self.proc.wait()
             self._kill_leftovers()
+            # the log read to its end before the pipes close: what a worker wrote just before
+            # it ended is what exit_description says (a busy machine may not have run the
+            # reader yet)
+            self._stderr_thread.join(2.0)
             self.close_pipes()
             return self.proc.returncode
 
