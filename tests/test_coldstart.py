@@ -89,7 +89,10 @@ def test_phases_add_up_to_the_first_call_or_show_the_gap_as_other(job):
         assert abs(total - p.first_call_s) <= 0.10 * p.first_call_s + 1e-6, (p.phases, p.first_call_s)
         assert "other" in p.phases or total >= 0.9 * p.first_call_s
     cold = next(p for p in load_coldstart(folder).points if p.start == "cold")
-    assert {"AOT autograd", "Inductor codegen"} <= set(cold.phases)
+    assert "AOT autograd" in cold.phases
+    # Inductor generated code cold; how its time splits between its own codegen and the C++
+    # build it waits for (all of it, on a busy machine) is not the point
+    assert cold.phases.get("Inductor codegen", 0) + cold.phases.get("C++/Triton build", 0) > 0, cold.phases
 
 
 def test_the_folder_reopens_in_show_with_break_even_per_start(job):
