@@ -68,6 +68,23 @@ def test_cold_l2_flushes_before_the_device_timed_call_as_before_the_wall_one(mon
     assert seq.count("fwfd") == seq.count("d"), seq
 
 
+def test_cold_l2_on_the_cpu_evicts_before_every_timed_call(monkeypatch):
+    """On the CPU the timed loop reads the clock around the call itself: it still evicts the
+    cache before each timed call (outside the call's span), as the warm-up's calls do."""
+    log: list[str] = []
+    monkeypatch.setattr(CacheFlush, "evict", lambda self: log.append("f"))
+    sink = ListSink()
+    runner = BenchmarkRunner(_config(cold_l2=True), sink)
+    assert runner.timer.host_only
+    assert runner.run() == protocol.RunStatus.COMPLETE
+    timed = sum(
+        len(e.wall_ms) for e in sink.events
+        if isinstance(e, protocol.SamplesEvent) and e.phase == protocol.Phase.MEASURE
+    )
+    assert timed == BASE["iterations"]
+    assert log.count("f") >= BASE["warmup"] + timed, log
+
+
 # -- the busy-stream device time: each sample's own check ------------------------------------
 
 

@@ -326,14 +326,14 @@ class BenchmarkRunner(RunState):
             self.memory.start()
         try:
             with self.no_grad(), no_gc():
-                # a block starts after a pause, or where another variant's calls were timed last
-                if measure and (turns.enter(name) or self.last_timed != name):
-                    self._untimed(call)
                 if measure:
+                    # a block starts after a pause, or where another variant's calls were timed last
+                    if turns.enter(name) or self.last_timed != name:
+                        self._untimed(call)
                     self.last_timed = name
-                if measure and self.timer.host_only:
-                    self._host_timed_calls(v, count, round_index, call)
-                    count = 0
+                    if self.timer.host_only:
+                        self._host_timed_calls(v, count, round_index, call)
+                        return
                 for _ in range(count):
                     if self.stop.is_set():
                         raise Stopped
@@ -376,12 +376,13 @@ class BenchmarkRunner(RunState):
         compares the end with the block's: the samples reach the sink after the block (they
         would wait for its end anyway, :mod:`.turns`), so no sink code runs between calls, and
         the clock is read around ``step(x)`` itself, with no wrapper call inside the timed
-        span. A call's start on the monotonic clock (for the window's repaints) is its
+        span. With cold L2 the cache is evicted before each call, outside its span, as on the
+        other path. A call's start on the monotonic clock (for the window's repaints) is its
         ``perf_counter`` reading plus the two clocks' offset, read once per block. Samples
         already timed are kept when a call raises or the run stops.
         """
         step, x, name = v.step, self.x, v.name
-        stop, turns, sink = self.stop, self.turns, self.sink
+        stop, turns, sink, flush = self.stop, self.turns, self.sink, self.flush
         counter_ns = time.perf_counter_ns
         walls: list[int] = []
         starts: list[int] = []
@@ -407,6 +408,8 @@ class BenchmarkRunner(RunState):
             for _ in range(count):
                 if stop.is_set():
                     raise Stopped
+                if flush is not None:
+                    flush.evict()
                 a = counter_ns()
                 step(x)
                 b = counter_ns()

@@ -73,6 +73,8 @@ def _block(run: RunState, v: Variant, count: int) -> list[float]:
         for _ in range(count):
             if stop.is_set():
                 raise Stopped
+            if flush is not None:
+                flush.evict()  # cold L2: outside the call's span, as the other path
             a = counter_ns()
             step(x)
             walls.append(counter_ns() - a)
