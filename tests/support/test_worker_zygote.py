@@ -205,3 +205,11 @@ def test_only_a_compile_host_a_fresh_start_would_make_the_same_is_forked(zygote,
     assert not zygote.can_fork(["python3.99", *host[1:]], env)
     monkeypatch.setattr(worker_zygote, "_HOST_COMMAND", None)
     assert not zygote.can_fork(host, env)  # not in a forked worker: started as the app does
+
+
+def test_the_server_forks_workers_from_its_one_thread(zygote):
+    """The server compiles a throwaway module before serving (its workers' first compiles are
+    then cheaper); whatever that started must be gone: a fork keeps only the calling thread."""
+    tasks = os.listdir(f"/proc/{zygote.proc.pid}/task")
+    assert tasks == [str(zygote.proc.pid)], f"the server has {len(tasks)} threads"
+

@@ -156,12 +156,44 @@ def serve(path: str) -> None:
     # lists Dynamo's backends: ~400 modules, ~0.2 CPU-s a worker); a compile host imports them
     # only inside its timed first call, so it forks from the server above
     torch._dynamo.list_backends(exclude_tags=())
+    _warm_dynamo()
     with open(path + ".env.json", "w", encoding="utf-8") as out:  # for processes that attach
         json.dump(_import_time_env(os.environ), out)
     server = _listen(path)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     _serve_forks(server, path)
+
+
+def _warm_dynamo() -> None:
+    """Compile a throwaway module once (``aot_eager``; a forward, and a forward and backward), then
+    put Dynamo back as a fresh process has it: each forked worker's first compile is then not its
+    process's first (~0.4 CPU-s of lazy imports and first-use set-up, on every forked worker that
+    compiles). Only the worker server does this: compile hosts fork from the server forked before,
+    so a compile host's timed first call is still its process's first, as the app's is."""
+    import torch
+    from torch._dynamo.utils import compilation_time_metrics, counters
+
+    with torch.random.fork_rng(devices=[]):
+        module = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
+        x = torch.randn(2, 8)
+        with torch.inference_mode():
+            torch.compile(module, backend="aot_eager")(x)
+        torch.compile(module, backend="aot_eager")(x).sum().backward()
+    torch._dynamo.reset()
+    counters.clear()
+    compilation_time_metrics.clear()
+    # a fork keeps only the calling thread: stop the one helper thread a compile starts (tqdm's)
+    with contextlib.suppress(Exception):
+        import tqdm
+
+        if tqdm.tqdm.monitor is not None:
+            tqdm.tqdm.monitor.exit()
+            tqdm.tqdm.monitor.join()
+            tqdm.tqdm.monitor = None
+    alive = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if alive:
+        sys.stderr.write(f"worker_zygote: threads left before forking: {alive}\n")
 
 
 def _listen(path: str) -> socket.socket:
