@@ -61,10 +61,12 @@ APP_DIR = Path(__file__).resolve().parent.parent / "app"
 if str(APP_DIR) not in sys.path:
     sys.path.insert(0, str(APP_DIR))
 
-#: name → (layers, batch)
+#: name → (layers, batch, timed calls per variant: a few seconds of each variant's calls on a
+#: small CPU, so that a stretch of seconds in which the machine runs slower meets a few rounds of
+#: one side, not all of its calls)
 MODELS = {
-    "seed": ("1024,1024,512,10", 256),
-    "tiny": ("64,64,10", 1),
+    "seed": ("1024,1024,512,10", 256, 300),
+    "tiny": ("64,64,10", 1, 50_000),
 }
 AGREEMENT = 0.05
 TIMER_CHILD = "--timer-child"
@@ -437,7 +439,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="eager plus a compiled variant, e.g. eager,default")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="fp32")
-    ap.add_argument("--iterations", type=int, default=300)
+    ap.add_argument("--iterations", type=int, default=0,
+                    help="timed calls per variant; 0 (default): the model's own (seed 300, tiny 50,000)")
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--cli-rounds", type=int, default=5,
                     help="the CLI's --rounds; the Timer process alternates its variants as many times")
@@ -475,15 +478,17 @@ def main(argv: list[str] | None = None) -> int:
     store = Path(tempfile.mkdtemp(prefix="fidelity-runs-"))
     verdicts: list[tuple[str, bool, float]] = []
     for model in args.models.split(","):
-        layers, batch = MODELS[model]
-        print(f"\n== {model} MLP {layers}, batch {batch}", flush=True)
+        layers, batch, calls = MODELS[model]
+        margs = argparse.Namespace(**{**vars(args), "iterations": args.iterations or calls})
+        print(f"\n== {model} MLP {layers}, batch {batch}, {margs.iterations} timed calls a variant",
+              flush=True)
         #: per pinning, variant and statistic: (CLI ms, Timer ms) of each round
         got: dict[str, dict[str, dict[str, list[tuple[float, float]]]]] = {
             p: {v: {s: [] for s in (*STATISTICS, "unlike")} for v in variants} for p in pinnings
         }
         for r in range(args.rounds):
             for p in (pinnings if r % 2 == 0 else pinnings[::-1]):  # neither way always first
-                pair, note = one_round(layers, batch, args, store, p == "pinned")
+                pair, note = one_round(layers, batch, margs, store, p == "pinned")
                 for v in variants:
                     parts = []
                     for stat, (c, t) in pair[v].items():
