@@ -1,7 +1,7 @@
 """Do the CLI's medians agree with torch.utils.benchmark run in a process of its own?
 
 For each model (the seed MLP 1024,1024,512,10 at batch 256, and a tiny MLP
-64,64,10 at batch 1), alternating rounds A B A B … (five by default), like
+64,64,10 at batch 1), alternating rounds A B A B … (seven by default), like
 with like:
 
 * A: a real ``compile-studio-cli run`` subprocess (supervised worker, a run
@@ -37,7 +37,7 @@ machine whose cores are busy with other work, ``--threads 1`` keeps a
 multi-threaded op from waiting on a descheduled thread (both sides get it), and
 ``--nice -15`` (root) gives the measured sessions the cores first (both sides).
 
-    PYTHONPATH=app python bench/fidelity.py [--rounds 5] [--variants eager,aot_eager]
+    PYTHONPATH=app python bench/fidelity.py [--rounds 7] [--variants eager,aot_eager]
         [--threads N] [--pinning both|pinned|unpinned] [--cli-rounds 5] [--nice N]
 """
 
@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == TIMER_CHILD:
         return timer_child(json.loads(argv[1]))
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5,
+    ap.add_argument("--rounds", type=int, default=7,
                     help="A B rounds per model (at least 3; the median of 5 is not moved by two rounds whose processes the machine slowed)")
     ap.add_argument("--models", default="seed,tiny", help=f"some of {', '.join(MODELS)}")
     ap.add_argument("--variants", default="eager,aot_eager",
