@@ -433,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         return timer_child(json.loads(argv[1]))
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7,
-                    help="A B rounds per model (at least 3; the median of 5 is not moved by two rounds whose processes the machine slowed)")
+                    help="A B rounds per model (at least 3; the median of 7 is not moved by three rounds the machine slowed)")
     ap.add_argument("--models", default="seed,tiny", help=f"some of {', '.join(MODELS)}")
     ap.add_argument("--variants", default="eager,aot_eager",
                     help="eager plus a compiled variant, e.g. eager,default")
