@@ -252,8 +252,8 @@ def timer_child(request: dict[str, Any]) -> int:
     """The Timer side: same model, weights, input and flags as the worker builds, timed as it is.
 
     Every variant is built (outside inference mode, as the worker builds it) and compiled
-    first; then (pinned) the timing thread goes on its
-    core as the worker's does; the variants warm up together, then run in the CLI's rounds,
+    first; then (pinned) the timing thread goes on its core as the worker's does; the
+    variants warm up together, then run in the CLI's rounds,
     in the same order each round: per round and variant, ``timeit.repeat(number=1)`` per call
     (the CLI's statistic: the median of single calls), then ``Timer.blocked_autorange`` (its
     statistic: the median of block means). Prints one JSON line.
@@ -433,7 +433,8 @@ def main(argv: list[str] | None = None) -> int:
         return timer_child(json.loads(argv[1]))
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7,
-                    help="A B rounds per model (at least 3; the median of 7 is not moved by three rounds the machine slowed)")
+                    help="A B rounds per model (at least 3; the median of 7 is not moved by three "
+                         "rounds the machine slowed)")
     ap.add_argument("--models", default="seed,tiny", help=f"some of {', '.join(MODELS)}")
     ap.add_argument("--variants", default="eager,aot_eager",
                     help="eager plus a compiled variant, e.g. eager,default")

@@ -212,4 +212,3 @@ def test_the_server_forks_workers_from_its_one_thread(zygote):
     then cheaper); whatever that started must be gone: a fork keeps only the calling thread."""
     tasks = os.listdir(f"/proc/{zygote.proc.pid}/task")
     assert tasks == [str(zygote.proc.pid)], f"the server has {len(tasks)} threads"
-

@@ -188,8 +188,7 @@ def _warm_dynamo() -> None:
         import tqdm
 
         if tqdm.tqdm.monitor is not None:
-            tqdm.tqdm.monitor.exit()
-            tqdm.tqdm.monitor.join()
+            tqdm.tqdm.monitor.exit()  # sets its stop event and joins it
             tqdm.tqdm.monitor = None
     alive = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     if alive:
