@@ -68,3 +68,27 @@ def test_one_mark_per_column_keeps_the_first_call_of_each():
     xs = np.array([0.0, 0.1, 0.9, 1.2, 5.5, 5.6, 9.99])
     assert one_per_column(xs, 0.0, 10.0, 10).tolist() == [0.0, 1.2, 5.5, 9.99]
     assert one_per_column(xs, 0.0, 10.0, 1000).tolist() == xs.tolist()
+
+
+def test_a_pause_paints_the_plot_once_when_its_range_moves(panel, qtbot):
+    """pyqtgraph moves a view's items to a new range only as the view starts painting, which
+    marks them changed again: without bringing the views to their range first (paint_now does),
+    a pause whose calls moved the range painted the whole plot twice, the same picture."""
+    from compile_studio.gui.draw_turns import PaintTimes
+
+    paints = PaintTimes(panel)
+    panel.add_series("eager", "eager")
+    vb = panel.latency.plot.getPlotItem().getViewBox()
+    panel.append("eager", np.arange(1_000, dtype=float), _spiky(1_000), "measure", 0)
+    panel.refresh()
+    paints.paint_now()  # the first paint lays the legend and the note out
+    start = 1_000
+    for n in (2_000, 6_000, 20_000):  # each batch moves the range (the calls span more iterations)
+        before = vb.viewRange()
+        panel.append("eager", np.arange(start, start + n, dtype=float), _spiky(n, seed=n), "measure", 0)
+        start += n
+        panel.refresh()
+        count = paints.count
+        paints.paint_now()
+        assert vb.viewRange() != before
+        assert paints.count - count == 1, "one repaint per pause"

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QGraphicsView, QWidget
 
 from ..core import protocol
 
@@ -60,11 +60,27 @@ class PaintTimes(QObject):
 
     def paint_now(self) -> None:
         """Paint what is waiting to be painted, now: pyqtgraph's scene posts its updates, and a
-        label that changed width asks for a new layout, which asks for another repaint."""
+        label that changed width asks for a new layout, which asks for another repaint.
+
+        A pyqtgraph view moves its items to a new range only as it starts painting, which marks
+        them all changed again: a second repaint of the whole plot, the same picture. The views
+        shown are brought to their range first (:func:`prepare_views`), so one repaint does."""
+        prepare_views(self._window)
         for _ in range(3):
             QCoreApplication.sendPostedEvents(None, int(QEvent.Type.MetaCall))
             QCoreApplication.sendPostedEvents(None, int(QEvent.Type.LayoutRequest))
             QCoreApplication.sendPostedEvents(self._window, int(QEvent.Type.UpdateRequest))
+
+
+def prepare_views(window: QWidget) -> None:
+    """Bring each graphics view shown in ``window`` to what it will paint: a pyqtgraph scene's
+    ``prepareForPaint`` (which its view calls at the start of each paint) moves its view boxes
+    to their new range now, so the changes it makes are painted in the same repaint."""
+    for view in window.findChildren(QGraphicsView):
+        scene = view.scene()
+        prepare = getattr(scene, "prepareForPaint", None)
+        if prepare is not None and view.isVisible():
+            prepare()
 
 
 class DrawTurns(QObject):
