@@ -48,6 +48,10 @@ a separate process when compiles are timed that way; target ≤ 1.3×. The same
 run from the CLI follows, with the same ratio (what the worker costs by itself:
 its start, the checks, the per-call bookkeeping) and the window's ratio over it.
 
+Each window run first sets the form to its configuration, as a user does before pressing
+Run (the worker the window started ahead then has a compile process ahead per compiled
+variant), then waits for the start-up probe and starts the run.
+
 With ``UI_BENCH_FRESH_SETTINGS=1`` each fresh window gets settings of its own (no geometry or
 splitter sizes kept from the window before: every window run is a new user's).
 
@@ -326,6 +330,8 @@ class WindowRunner:
 
         self._done = None
         self.turn_events = []
+        # as a user does: the form set to the run first (the worker started ahead follows it)
+        self.window.config_panel.set_config(config)
         self._QTimer.singleShot(0, start)
         self.app.exec()
         if self._done is None:

@@ -54,7 +54,7 @@ def _gone(pid: int, within_s: float = 10.0) -> bool:
 def test_each_compile_gets_a_fresh_host_and_all_are_ready_before_the_first():
     stop = threading.Event()
     early = IsolatedCompile.start_host(stop)
-    isolated = IsolatedCompile(_config(), stop, compiles=2, host=early)
+    isolated = IsolatedCompile(_config(), stop, compiles=2, hosts=[early])
     try:
         hosts = list(isolated._hosts)
         assert len(hosts) == 2 and hosts[0] is early, "the early host is used, one more started"
@@ -120,7 +120,7 @@ def test_cold_cache_gives_each_host_empty_caches_of_its_own(tmp_path, monkeypatc
     stop = threading.Event()
     early = IsolatedCompile.start_host(stop)
     before: set[str] = set()
-    isolated = IsolatedCompile(_config(compile_cache="cold"), stop, compiles=2, host=early)
+    isolated = IsolatedCompile(_config(compile_cache="cold"), stop, compiles=2, hosts=[early])
     try:
         assert _gone(early.proc.pid), "the early host has the shared caches: closed"
         assert len(isolated._hosts) == 2

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, NamedTuple, NoReturn
 
 from .core import affinity, protocol
@@ -168,7 +168,7 @@ class IsolatedCompile:
         stop: threading.Event,
         compiles: int,
         timeout_s: float = 3600.0,
-        host: CompileHost | None = None,
+        hosts: Sequence[CompileHost] = (),
     ):
         self.config = config
         self.stop = stop
@@ -176,11 +176,12 @@ class IsolatedCompile:
         #: set by the run for a random model: compile as it does (Inductor's fallback_random)
         self.fallback_random = False
         self._hosts: list[CompileHost] = []
-        if host is not None and config.compile_cache == "cold":
-            host.close()  # started early with the shared caches: not for a cold run
-        elif host is not None:
-            host.timeout_s = timeout_s
-            self._hosts.append(host)
+        for host in hosts:
+            if config.compile_cache == "cold":
+                host.close()  # started early with the shared caches: not for a cold run
+            else:
+                host.timeout_s = timeout_s
+                self._hosts.append(host)
         while len(self._hosts) < compiles:
             self._hosts.append(self._new_host())
 
@@ -350,9 +351,9 @@ def _job_mode(argv: list[str], out: IO[str], sink: StreamSink) -> int:
     finished = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    # the compile host imports torch beside this worker's own start: ready by the first compile
-    wanted = protocol.NO_COMPILE_HOST_AHEAD_FLAG not in argv
-    early_host = None if os.environ.get(MEMORY_LIMIT_ENV) or not wanted else IsolatedCompile.start_host(stop)
+    # the compile hosts import torch beside this worker's own start: ready by the first compile
+    ahead = 0 if os.environ.get(MEMORY_LIMIT_ENV) else protocol.compile_hosts_ahead(argv)
+    early_hosts = [IsolatedCompile.start_host(stop) for _ in range(ahead)]
 
     hello = _say_hello(sink)
     if hello is None:
@@ -361,7 +362,7 @@ def _job_mode(argv: list[str], out: IO[str], sink: StreamSink) -> int:
     # so the collection before the timed calls need not look at it again (~0.25 s -> ~0.01 s)
     gc.freeze()
 
-    line = sys.stdin.readline()
+    line = _config_line(early_hosts, stop)
     if not line.strip() or line.strip() == protocol.STOP_LINE:
         # end of input, or a stop that came ahead of any configuration
         sink.finish(protocol.RunStatus.STOPPED, reason="no configuration received")
@@ -375,10 +376,24 @@ def _job_mode(argv: list[str], out: IO[str], sink: StreamSink) -> int:
 
     gate = _listen(sink, stop, finished)
     if job.cold is not None:
-        if early_host is not None:
-            early_host.close()
+        for host in early_hosts:
+            host.close()
         return _run_coldstart(job.cold, sink, stop, finished)
-    return _run_benchmark(job, sink, stop, finished, gate, early_host)
+    return _run_benchmark(job, sink, stop, finished, gate, early_hosts)
+
+
+def _config_line(hosts: list[CompileHost], stop: threading.Event) -> str:
+    """The next stdin line that is not ``hosts <n>``; each of those first starts compile
+    processes ahead until ``hosts`` holds n (a worker started ahead, told the form's variants)."""
+    while True:
+        line = sys.stdin.readline()
+        wanted = protocol.parse_hosts_line(line)
+        if wanted is None:
+            return line
+        if os.environ.get(MEMORY_LIMIT_ENV):
+            continue
+        while len(hosts) < wanted:
+            hosts.append(IsolatedCompile.start_host(stop))
 
 
 def _say_hello(sink: StreamSink) -> protocol.HelloEvent | None:
@@ -476,7 +491,7 @@ def _run_benchmark(
     stop: threading.Event,
     finished: threading.Event,
     gate: TurnGate,
-    early_host: CompileHost | None,
+    early_hosts: list[CompileHost],
 ) -> int:
     """A run or a shape sweep in this worker, to its ``done``; the exit code."""
     config, shape_request = job.config, job.shape
@@ -496,21 +511,18 @@ def _run_benchmark(
     try:
         from .core.variants import is_eager
 
-        if early_host is not None and (
-            shape_request is not None
-            or config.compile_timing != "isolated"
-            or all(is_eager(v) for v in config.variants)
-        ):
-            early_host.close()  # not needed: nothing of it stays beside the timed calls
-            early_host = None
+        compiles = 0
+        if shape_request is None and config.compile_timing == "isolated":
+            compiles = sum(not is_eager(v) for v in config.variants)
+        while len(early_hosts) > compiles:
+            early_hosts.pop().close()  # not needed: nothing of it stays beside the timed calls
         runner: BenchmarkRunner | ShapeSweepRunner
         if shape_request is not None:
             runner = ShapeSweepRunner(config, shape_request, sink, stop)
         else:
             if config.compile_timing == "isolated":
-                compiles = sum(not is_eager(v) for v in config.variants)
-                isolated = IsolatedCompile(config, stop, compiles, host=early_host)
-                early_host = None
+                isolated = IsolatedCompile(config, stop, compiles, hosts=early_hosts)
+                early_hosts = []
             runner = BenchmarkRunner(config, sink, stop, isolated_compile=isolated, turn_gate=gate)
         sink.event(
             protocol.PhaseEvent(
@@ -537,8 +549,8 @@ def _run_benchmark(
             monitor.stop()
         if isolated is not None:
             isolated.close()
-        if early_host is not None:
-            early_host.close()
+        for host in early_hosts:
+            host.close()
         finished.set()
         sink.finish(status)
         if cache_dir:

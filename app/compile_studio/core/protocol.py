@@ -24,7 +24,7 @@ from typing import Any, ClassVar, TypeVar
 
 #: Bumped whenever an event or the request changes incompatibly. The
 #: supervisor refuses a worker that says another version in its ``hello``.
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 STOP_LINE = "stop"
 
@@ -51,6 +51,55 @@ def parse_drawn_line(line: str) -> int | None:
 #: The worker flag of a run that needs no compile process started ahead (all eager, first
 #: calls timed in the run, a shape sweep): the worker then starts none, wherever it runs.
 NO_COMPILE_HOST_AHEAD_FLAG = "--no-compile-host-ahead"
+#: ``--compile-hosts-ahead=N``: the worker starts N compile processes as it starts (1 without
+#: it), so a run with N compiled variants finds them all imported by its first compile.
+COMPILE_HOSTS_AHEAD_FLAG = "--compile-hosts-ahead"
+#: At most this many are started ahead (each holds torch and Inductor imported: ~300 MiB).
+MAX_COMPILE_HOSTS_AHEAD = 4
+
+
+def compile_hosts_flag(count: int) -> str:
+    """The worker flag that starts ``count`` compile processes ahead (at most the maximum)."""
+    return f"{COMPILE_HOSTS_AHEAD_FLAG}={max(0, min(int(count), MAX_COMPILE_HOSTS_AHEAD))}"
+
+
+#: A line a worker may get before its config: ``hosts <n>`` (have n compile processes started
+#: ahead, counting those started already; the window sends it to the worker it started ahead
+#: when the form's compiled variants grow).
+HOSTS_WORD = "hosts"
+
+
+def hosts_line(count: int) -> str:
+    """The stdin line that asks a waiting worker for ``count`` compile processes ahead."""
+    return f"{HOSTS_WORD} {max(0, min(int(count), MAX_COMPILE_HOSTS_AHEAD))}"
+
+
+def parse_hosts_line(line: str) -> int | None:
+    """The count a ``hosts <n>`` line asks for (at most the maximum); None for any other line."""
+    word, _, rest = line.strip().partition(" ")
+    if word != HOSTS_WORD:
+        return None
+    try:
+        count = int(rest)
+    except ValueError:
+        return None
+    return max(0, min(count, MAX_COMPILE_HOSTS_AHEAD))
+
+
+def compile_hosts_ahead(argv: list[str]) -> int:
+    """How many compile processes a worker started with ``argv`` starts ahead: 0 with
+    NO_COMPILE_HOST_AHEAD_FLAG, the flag's count (0 to the maximum), else 1."""
+    if NO_COMPILE_HOST_AHEAD_FLAG in argv:
+        return 0
+    count = 1
+    for arg in argv:
+        name, sep, value = arg.partition("=")
+        if name == COMPILE_HOSTS_AHEAD_FLAG and sep:
+            try:
+                count = max(0, min(int(value), MAX_COMPILE_HOSTS_AHEAD))
+            except ValueError:
+                count = 1
+    return count
 
 #: Seconds between a worker's ``heartbeat`` events (sent from a thread apart from the timing).
 HEARTBEAT_S = 1.0

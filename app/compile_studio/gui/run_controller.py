@@ -60,6 +60,9 @@ class RunController(QObject):
         #: the folders of the runs started in this session (their configurations are the user's)
         self._own_run_folders: set[str] = set()
         live.started.connect(self._started)
+        # the worker started ahead has a compile process ahead per compiled variant of the form
+        live.standby.next_config = form.config
+        form.changed.connect(live.standby.config_changed)
 
     def restore(self) -> None:
         """The configuration the form showed last, with what was loaded from a file and not agreed."""

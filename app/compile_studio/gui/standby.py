@@ -20,7 +20,13 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..core.config import BenchmarkConfig
-from ..jobs.session import fresh_worker_reason, hello_timeout_s, standby_launcher
+from ..core.protocol import compile_hosts_ahead
+from ..jobs.session import (
+    compile_host_flags,
+    fresh_worker_reason,
+    hello_timeout_s,
+    standby_launcher,
+)
 from ..jobs.workers import StandbyWorker, WorkerLauncher, WorkerStartFailed
 
 #: Set to ``0`` to start no worker ahead of a run.
@@ -49,6 +55,9 @@ class StandbyKeeper(QObject):
     def __init__(self, parent: QObject | None = None, busy: Callable[[], bool] = lambda: False):
         super().__init__(parent)
         self._busy = busy
+        #: the configuration the next run will likely have (the form's; None: not known): the
+        #: worker started ahead starts a compile process ahead for each of its compiled variants
+        self.next_config: Callable[[], BenchmarkConfig | None] = lambda: None
         self._standby: StandbyWorker | None = None
         self._closed = False
         self._timer = QTimer(self)
@@ -78,13 +87,33 @@ class StandbyKeeper(QObject):
             if not launcher.runs_here():
                 return  # a worker command or prefix of the user's: started for each run
             self._standby = StandbyWorker(
-                launcher, hello_timeout_s(), on_change=self._state_changed.emit
+                launcher, hello_timeout_s(), on_change=self._state_changed.emit,
+                args=self._host_flags(),
             )
         except (OSError, ValueError):
             self._standby = None
             return
         self._standby.start()
         self.changed.emit()
+
+    def _host_flags(self) -> tuple[str, ...]:
+        """The compile processes to start ahead, as worker flags: one per compiled variant of
+        the next run's likely configuration (none when it compiles nothing); one when unknown."""
+        try:
+            config = self.next_config()
+        except (ValueError, TypeError):
+            config = None
+        if config is None or config.compile_cache == "cold":
+            return ()  # a cold run starts a process of its own: one ahead, as without a form
+        return compile_host_flags(config)
+
+    def config_changed(self) -> None:
+        """The next run's likely configuration changed: a worker started ahead that has fewer
+        compile processes ahead than its compiled variants want is asked for more (never fewer:
+        a run closes those it does not use)."""
+        standby = self._standby
+        if standby is not None:
+            standby.want_hosts(compile_hosts_ahead(list(self._host_flags())))
 
     def take_for(
         self, config: BenchmarkConfig, launcher: WorkerLauncher | None

@@ -35,8 +35,13 @@ class StandbyWorker:
         launcher: WorkerLauncher,
         hello_timeout_s: float = 600.0,
         on_change: Callable[[], None] | None = None,
+        args: tuple[str, ...] = (),
     ):
         self.launcher = launcher
+        #: the worker's flags (how many compile processes it starts ahead)
+        self.args = args
+        #: compile processes it was asked to have ahead (its flags, then :meth:`want_hosts`)
+        self.hosts = protocol.compile_hosts_ahead(list(args))
         #: what the worker process was started with: a run may use it only when it would start the same
         self.argv = launcher.argv()
         self.environment = launcher.environment()
@@ -81,6 +86,19 @@ class StandbyWorker:
         if self.state not in ("starting", "ready"):
             return False
         return worker is None or worker.proc.poll() is None
+
+    def want_hosts(self, count: int) -> bool:
+        """Have ``count`` compile processes started ahead (when more than asked so far and the
+        worker is not taken): the ``hosts`` line, which it reads before its config."""
+        count = min(count, protocol.MAX_COMPILE_HOSTS_AHEAD)
+        with self._lock:
+            worker = self.worker
+            if count <= self.hosts or worker is None or not self.usable:
+                return False
+            if not worker.ask_hosts(count):
+                return False
+            self.hosts = count
+            return True
 
     def take(self) -> WorkerProcess | None:
         """Hand the worker over to a run (None when it ended); the caller then owns the process.
@@ -173,7 +191,7 @@ class StandbyWorker:
 
     def _run(self) -> None:
         try:
-            worker = WorkerProcess(on_log=self._keep_log, launcher=self.launcher)
+            worker = WorkerProcess(on_log=self._keep_log, launcher=self.launcher, args=self.args)
         except OSError as exc:
             self._hello_read.set()
             self._end(f"cannot start the worker process: {exc}")

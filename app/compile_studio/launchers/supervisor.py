@@ -335,6 +335,10 @@ class WorkerProcess:
             except (BrokenPipeError, OSError, ValueError):
                 return False
 
+    def ask_hosts(self, count: int) -> bool:
+        """Ask a worker still waiting for its config for ``count`` compile processes ahead."""
+        return self._write_line(protocol.hosts_line(count))
+
     def answer_turn(self, block: int) -> bool:
         """Answer the worker's pause before timed block ``block`` (``drawn <block>``)."""
         return self._write_line(protocol.drawn_line(block))
