@@ -126,8 +126,23 @@ class BatchingSink:
         :meth:`sample` of each in turn: the timed loop keeps them in two lists and hands them
         over after the calls, doing nothing more between two timed calls."""
         with self._lock:
-            for k, (wall, start) in enumerate(zip(walls_ns, starts_ns)):
-                self.sample(variant, phase, first_iteration + k, wall / 1e6, None, round_index, start)
+            if not walls_ns:
+                return
+            # the first opens or continues a batch; while held (a block's calls, handed over
+            # before its pause) the rest join that batch at once, as sample() would add them
+            self.sample(variant, phase, first_iteration, walls_ns[0] / 1e6, None, round_index, starts_ns[0])
+            b = self._batch
+            if not self._holding or b is None or b.starts_us is None or b.clock_ns is None:
+                for k in range(1, len(walls_ns)):
+                    self.sample(variant, phase, first_iteration + k, walls_ns[k] / 1e6, None, round_index,
+                                starts_ns[k])
+                return
+            clock_ns = b.clock_ns
+            b.wall_ms.extend([w / 1e6 for w in walls_ns[1:]])
+            assert b.device_ms is not None
+            b.device_ms.extend([None] * (len(walls_ns) - 1))
+            b.starts_us.extend([(t - clock_ns) // 1000 for t in starts_ns[1:]])
+            self.last_sample = (variant, first_iteration + len(walls_ns) - 1)
 
     def hold(self, on: bool) -> None:
         """Send nothing while ``on`` (batches wait); ending the hold sends what waited."""

@@ -138,7 +138,20 @@ class RunWriter:
         round_index: int | None = None,
     ) -> None:
         n = len(wall_ms)
-        dev = list(device_ms) if device_ms is not None else [None] * n
+        if device_ms is None or all(d is None for d in device_ms):
+            # host-timed calls (the hot path): one value formatted per row, the same text
+            head = f"{_name_cell(variant)},"
+            tail = f",{str(phase)},"
+            end = f",,{fmt_value(round_index)}\n"
+            self._samples.write(
+                "".join([
+                    f"{head}{i}{tail}{fmt_value(float(w))}{end}"
+                    for i, w in zip(range(first_iteration, first_iteration + n), wall_ms)
+                ])
+            )
+            self._samples.flush()
+            return
+        dev = list(device_ms)
         self._samples.write(
             _sample_lines(
                 variant,
