@@ -159,3 +159,38 @@ def test_screenshot_and_plot_files_and_failures_in_the_window(qtbot, window, tmp
     assert not window.exports.save_screenshot(tmp_path / "no" / "such" / "folder" / "x.png")
     assert "Cannot save the screenshot" in window.last_error
     assert window.error_banner.isVisible()
+
+
+def _saved_run(folder_name: str, calls: int) -> None:
+    """A complete run folder as a run writes it (run.json, samples.csv), made without a worker."""
+    from compile_studio.core.protocol import RunStatus, VariantStatus
+    from compile_studio.results.records.run_result import RunResult
+    from compile_studio.results.storage.run_files import RunWriter
+
+    config = BenchmarkConfig(layers="8,4", batch_size=1, device="cpu", variants=["eager"], iterations=calls)
+    run = RunResult(run_id=folder_name, created="2026-12-07T04:00:00", config=config,
+                    environment={"torch": "2.x", "devices": ["cpu"], "device": "cpu"})
+    writer = RunWriter(runs_dir() / folder_name, run)
+    v = run.variant("eager")
+    v.status = VariantStatus.DONE
+    wall = [0.01 + 1e-6 * k for k in range(calls)]
+    v.samples.extend(0, "measure", wall, None, 0)
+    writer.append_samples("eager", 0, "measure", wall, None, 0)
+    run.status = RunStatus.COMPLETE
+    writer.finish()
+
+
+def test_the_ticked_runs_are_found_without_reading_the_samples_of_the_others(qtbot, window):
+    """After every run the window asks for the ticked runs: only theirs are read from disk, not
+    every run's in the history (which froze the window longer the longer the history)."""
+    for k in range(4):
+        _saved_run(f"2026120{k + 1}-040000_mlp8-4_b1_fp32_cpu_eager", 2_000)
+    window.history.refresh()
+    entries = window.history.entries()
+    assert len(entries) == 4 and not any(e.listed.samples_loaded for e in entries)
+    assert window.history.checked_runs() == []
+    assert not any(e.listed.samples_loaded for e in entries), "no samples read for runs not ticked"
+    window.history.set_checked(entries[2], True)
+    [ticked] = window.history.checked_runs()
+    assert ticked.run_id == entries[2].listed.run_id and len(ticked.variants["eager"].samples) == 2_000
+    assert [e.listed.samples_loaded for e in entries] == [False, False, True, False]

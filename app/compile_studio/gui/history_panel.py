@@ -486,7 +486,7 @@ class HistoryPanel(QWidget):
     def checked_runs(self) -> list[RunResult]:
         """The ticked runs, in list order."""
         return [
-            e.run for e in self._entries if e.run is not None and self._key(e) in self._checked
+            run for e in self._entries if self._key(e) in self._checked and (run := e.run) is not None
         ]
 
     def set_checked(self, entry: HistoryEntry | str, checked: bool) -> None:
