@@ -63,3 +63,59 @@ def test_a_paint_that_would_outlast_the_cap_waits_for_the_next_pause(qtbot, monk
     assert (turns.drawn, turns.overran) == (2, 1)
     assert thread.answered == [0, 2]
     turns.release()
+
+
+
+
+def test_a_pause_paints_what_changed_once_though_a_progress_bar_repaints_at_once(qtbot):
+    """QProgressBar repaints at once when given a new value: were repaints let go while the
+    window is brought up to date, that would paint before the plots are, and the pause's paint
+    them again. Held until the paint: one repaint per pause, of what changed only."""
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QProgressBar, QVBoxLayout, QWidget
+
+    window = QWidget()
+    qtbot.addWidget(window)
+    bar, label, still = QProgressBar(window), QLabel("plots", window), QLabel("the form", window)
+    layout = QVBoxLayout(window)
+    for w in (bar, label, still):
+        layout.addWidget(w)
+    bar.setRange(0, 1000)
+    bar.setValue(0)
+    window.resize(400, 200)
+    painted: list[str] = []
+
+    class Seen(QObject):
+        def eventFilter(self, watched, event):  # noqa: N802 - Qt API
+            if event.type() == QEvent.Type.Paint and watched in (bar, label, still):
+                painted.append("bar" if watched is bar else watched.text())
+            return False
+
+    seen = Seen()
+    for w in (bar, label, still):
+        w.installEventFilter(seen)
+
+    def draw() -> None:
+        bar.setValue(bar.value() + 100)
+        label.setText(f"plots {bar.value()}")
+
+    turns = draw_turns.DrawTurns(window, draw)
+    window.show()
+    qtbot.waitUntil(lambda: turns.paints.count > 0, timeout=5000)  # shown and painted once
+    thread = PausingThread()
+    turns.follow(thread)
+    for block in range(4):
+        count = turns.paints.count
+        painted.clear()
+        thread.turn.emit(protocol.TurnEvent(block=block, state="pause", variant="eager",
+                                            sent_ns=draw_turns.time.monotonic_ns(), cap_ms=10_000.0))
+        assert thread.answered[-1] == block
+        assert turns.paints.count - count == 1, "one repaint per pause"
+        assert "the form" not in painted, "what did not change is not painted again"
+        assert painted.count("bar") == 1 and f"plots {bar.value()}" in painted, painted
+        assert turns.paints.held, "nothing painted once it has answered"
+        bar.repaint()  # a repaint asked for at once while the worker times: held back
+        assert turns.paints.count - count == 1
+    turns.release()
+    qtbot.waitUntil(lambda: not turns.paints.held and turns.paints.count > count + 1, timeout=5000)
+    assert bar.value() == 400

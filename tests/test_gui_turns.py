@@ -113,11 +113,11 @@ def test_a_pause_whose_update_outlasts_the_cap_paints_nothing_until_the_next_pau
 
     turns._on_turn(pause(0))  # a quick update: painted, answered, then nothing painted
     assert thread.answers == [0] and turns.drawn == 1
-    assert turns.in_block and not window.updatesEnabled()
+    assert turns.in_block and turns.paints.held
     slow["s"] = 0.08  # past the 50 ms cap: the worker has gone on
     turns._on_turn(pause(1))
     assert thread.answers == [0] and turns.overran == 1 and turns.drawn == 1
-    assert turns.in_block and not window.updatesEnabled(), "nothing painted while the worker times"
+    assert turns.in_block and turns.paints.held, "nothing painted while the worker times"
     turns._on_turn(protocol.TurnEvent(block=1, state="end", variant="eager", sent_ns=time.monotonic_ns()))
-    assert not turns.in_block and window.updatesEnabled()
+    assert not turns.in_block and not turns.paints.held
     turns.release()

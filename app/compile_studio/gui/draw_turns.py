@@ -4,7 +4,9 @@ A worker on this machine times its calls in blocks of about half a second and
 pauses before each (``turn`` events, see ``engine/turns.py``). In a pause the
 window brings its plots and status up to date, paints them at once, and
 answers; from its answer to the next pause it paints nothing at all (its
-updates are off, the refresh timer skips, samples wait for the pause). A pause
+repaints are held back, the refresh timer skips, samples wait for the pause),
+and a pause paints only what changed (the plots, the status), not the whole
+window. A pause
 the window reaches after the worker's cap has passed is not drawn, nor is one
 whose update took past the cap or whose paint would end past it (as long as
 the last paint took): the worker is timing again, and what changed is painted
@@ -22,14 +24,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
 from ..core import protocol
 
 
 class PaintTimes(QObject):
-    """The intervals (monotonic ns) in which ``window`` repainted, kept until taken."""
+    """The intervals (monotonic ns) in which ``window`` repainted, kept until taken; and the
+    window's repaints held back while :meth:`hold` is on.
+
+    Every repaint of a window, asked for or at once (``repaint()``, an expose), comes as an
+    update request to it; while held, those requests are kept back, and what they would
+    have painted stays marked until the hold ends: then only that is painted, once.
+    """
 
     def __init__(self, window: QWidget) -> None:
         super().__init__(window)
@@ -38,11 +46,27 @@ class PaintTimes(QObject):
         self._intervals: list[tuple[int, int]] = []
         #: repaints seen since the window opened
         self.count = 0
+        self.held = False
+        #: an update request came while held (Qt asks for no other until one is handled)
+        self._waiting = False
         window.installEventFilter(self)
+
+    def hold(self, on: bool) -> None:
+        """Hold the window's repaints back (``on``), or let them go: what waited is painted in
+        the event loop's next turn, or at once by :meth:`paint_now`."""
+        self.held = on
+        if not on and self._waiting:
+            self._waiting = False
+            QCoreApplication.postEvent(
+                self._window, QEvent(QEvent.Type.UpdateRequest), Qt.EventPriority.LowEventPriority.value
+            )
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
         if self._inside or watched is not self._window or event.type() != QEvent.Type.UpdateRequest:
             return False
+        if self.held:
+            self._waiting = True  # nothing painted now; all of it once the hold ends
+            return True
         self._inside = True
         t0 = time.monotonic_ns()
         try:
@@ -118,11 +142,10 @@ class DrawTurns(QObject):
         thread.take_turns(True)
 
     def _block(self, on: bool) -> None:
-        """In a block the window paints nothing at all (updates off; what changed is painted
-        when they come back on, in the next pause)."""
+        """In a block the window paints nothing at all (its repaints held back; what changed is
+        painted when they are let go, in the next pause: only what changed)."""
         self._in_block = on
-        if self._window.updatesEnabled() == on:
-            self._window.setUpdatesEnabled(not on)
+        self.paints.hold(on)
 
     def release(self) -> None:
         """The followed run ended: the window draws freely again."""
@@ -149,20 +172,22 @@ class DrawTurns(QObject):
             self.late += 1  # the worker stopped waiting: it times calls now, paint nothing
             self._block(True)
             return
-        self._block(False)
+        # brought up to date with repaints still held (a widget that repaints at once, as a
+        # progress bar given a new value does, would paint before the plots are up to date,
+        # and the plots be painted again below), then painted once
+        self._block(True)
         self._draw()
         if time.monotonic_ns() >= deadline:
             # bringing the plots up to date took past the cap: the worker times calls again
             self.overran += 1
-            self._block(True)
             return
         if time.monotonic_ns() + self._paint_ns >= deadline:
             # the paint would not end before the worker times again (the last one took this long);
             # the estimate halves, so one slow paint cannot keep the plot still
             self.overran += 1
             self._paint_ns //= 2
-            self._block(True)
             return
+        self._block(False)
         start = time.monotonic_ns()
         self.paints.paint_now()
         self._paint_ns = time.monotonic_ns() - start
