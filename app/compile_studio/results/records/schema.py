@@ -225,6 +225,19 @@ def _plain_numbers(value: list[Any], item: Any) -> list[Any] | None:
     return None
 
 
+def _conform_list(value: Any, hint: Any, max_text: int) -> list[Any]:
+    """``value`` checked against ``list[X]``: at once when it holds plain numbers, else item by item."""
+    (item,) = typing.get_args(hint) or (Any,)
+    if not isinstance(value, list):
+        raise Unfit(f"must be a list, got {_describe(value)}")
+    if len(value) > MAX_ITEMS:
+        raise Unfit("has too many items")
+    numbers = _plain_numbers(value, item)
+    if numbers is not None:
+        return numbers
+    return [conform(v, item, max_text) for v in value]
+
+
 def conform(value: Any, hint: Any, max_text: int = MAX_TEXT) -> Any:
     """``value`` checked against the type ``hint`` (as written in a dataclass).
 
@@ -253,15 +266,7 @@ def conform(value: Any, hint: Any, max_text: int = MAX_TEXT) -> Any:
                 problems.append(str(exc))
         raise Unfit(problems[0] if problems else f"got {_describe(value)}")
     if origin is list:
-        (item,) = typing.get_args(hint) or (Any,)
-        if not isinstance(value, list):
-            raise Unfit(f"must be a list, got {_describe(value)}")
-        if len(value) > MAX_ITEMS:
-            raise Unfit("has too many items")
-        numbers = _plain_numbers(value, item)
-        if numbers is not None:
-            return numbers
-        return [conform(v, item, max_text) for v in value]
+        return _conform_list(value, hint, max_text)
     if origin is dict:
         key_hint, item = typing.get_args(hint) or (str, Any)
         if not isinstance(value, dict):
