@@ -5,7 +5,7 @@ keep the plot still."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtWidgets import QLabel
 
 from compile_studio.core import protocol
@@ -119,3 +119,29 @@ def test_a_pause_paints_what_changed_once_though_a_progress_bar_repaints_at_once
     turns.release()
     qtbot.waitUntil(lambda: not turns.paints.held and turns.paints.count > count + 1, timeout=5000)
     assert bar.value() == 400
+
+
+def test_an_expose_while_the_worker_times_is_painted_and_its_interval_kept(qtbot):
+    """What is exposed must be painted when it is (another window moved off this one); while
+    the worker times a block that paint is kept with the others, so the calls it met count."""
+    from PySide6.QtGui import QExposeEvent, QRegion
+
+    label = QLabel("plots")
+    qtbot.addWidget(label)
+    turns = draw_turns.DrawTurns(label, lambda: label.setText("drawn"))
+    label.show()
+    qtbot.waitUntil(lambda: turns.paints.count > 0, timeout=5000)
+    thread = PausingThread()
+    turns.follow(thread)
+    thread.turn.emit(protocol.TurnEvent(block=0, state="pause", variant="eager",
+                                        sent_ns=draw_turns.time.monotonic_ns(), cap_ms=10_000.0))
+    assert thread.answered == [0] and turns.paints.held
+    turns.paints.take()
+    label.setText("changed in the block")  # held back
+    QCoreApplication.sendPostedEvents(None, 0)
+    assert turns.paints.take() == []
+    before = draw_turns.time.monotonic_ns()
+    QCoreApplication.sendEvent(label.windowHandle(), QExposeEvent(QRegion(0, 0, 40, 10)))
+    [(start, end)] = turns.paints.take()
+    assert before <= start <= end
+    turns.release()

@@ -34,9 +34,11 @@ class PaintTimes(QObject):
     """The intervals (monotonic ns) in which ``window`` repainted, kept until taken; and the
     window's repaints held back while :meth:`hold` is on.
 
-    Every repaint of a window, asked for or at once (``repaint()``, an expose), comes as an
-    update request to it; while held, those requests are kept back, and what they would
-    have painted stays marked until the hold ends: then only that is painted, once.
+    Every repaint of a window asked for, or made at once (``repaint()``), comes as an update
+    request to it; while held, those requests are kept back, and what they would have
+    painted stays marked until the hold ends: then only that is painted, once. An expose of
+    the window (another window moved off it) is painted when it comes, held or not: while
+    held, its interval is kept with the others, so the timed calls it met are counted.
     """
 
     def __init__(self, window: QWidget) -> None:
@@ -49,12 +51,18 @@ class PaintTimes(QObject):
         self.held = False
         #: an update request came while held (Qt asks for no other until one is handled)
         self._waiting = False
+        #: the window's platform window, once watched for exposes
+        self._handle: QObject | None = None
         window.installEventFilter(self)
 
     def hold(self, on: bool) -> None:
         """Hold the window's repaints back (``on``), or let them go: what waited is painted in
         the event loop's next turn, or at once by :meth:`paint_now`."""
         self.held = on
+        handle = self._window.windowHandle()
+        if on and handle is not None and handle is not self._handle:
+            self._handle = handle
+            handle.installEventFilter(self)
         if not on and self._waiting:
             self._waiting = False
             QCoreApplication.postEvent(
@@ -62,15 +70,23 @@ class PaintTimes(QObject):
             )
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
-        if self._inside or watched is not self._window or event.type() != QEvent.Type.UpdateRequest:
+        if self._inside:
+            return False
+        if watched is self._handle and event.type() == QEvent.Type.Expose and self.held:
+            return self._timed(watched, event)  # painted now (what is exposed must be), and kept
+        if watched is not self._window or event.type() != QEvent.Type.UpdateRequest:
             return False
         if self.held:
             self._waiting = True  # nothing painted now; all of it once the hold ends
             return True
+        return self._timed(self._window, event)
+
+    def _timed(self, target: QObject, event: QEvent) -> bool:
+        """``event`` handled by ``target`` now (a repaint), its interval kept."""
         self._inside = True
         t0 = time.monotonic_ns()
         try:
-            self._window.event(event)  # the repaint itself, timed
+            target.event(event)  # the repaint itself, timed
         finally:
             self._inside = False
             self._intervals.append((t0, time.monotonic_ns()))
