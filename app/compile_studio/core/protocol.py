@@ -37,16 +37,21 @@ def drawn_line(block: int) -> str:
     return f"{DRAWN_WORD} {int(block)}"
 
 
-def parse_drawn_line(line: str) -> int | None:
-    """The block a ``drawn <block>`` line answers; None for any other line."""
-    word, _, rest = line.strip().partition(" ")
-    if word != DRAWN_WORD:
+def _word_and_number(line: str, word: str) -> int | None:
+    """The whole number of a ``<word> <n>`` stdin line; None for any other line."""
+    first, _, rest = line.strip().partition(" ")
+    if first != word:
         return None
     try:
-        block = int(rest)
+        return int(rest)
     except ValueError:
         return None
-    return block if block >= 0 else None
+
+
+def parse_drawn_line(line: str) -> int | None:
+    """The block a ``drawn <block>`` line answers; None for any other line."""
+    block = _word_and_number(line, DRAWN_WORD)
+    return block if block is not None and block >= 0 else None
 
 #: The worker flag of a run that needs no compile process started ahead (all eager, first
 #: calls timed in the run, a shape sweep): the worker then starts none, wherever it runs.
@@ -76,14 +81,8 @@ def hosts_line(count: int) -> str:
 
 def parse_hosts_line(line: str) -> int | None:
     """The count a ``hosts <n>`` line asks for (at most the maximum); None for any other line."""
-    word, _, rest = line.strip().partition(" ")
-    if word != HOSTS_WORD:
-        return None
-    try:
-        count = int(rest)
-    except ValueError:
-        return None
-    return max(0, min(count, MAX_COMPILE_HOSTS_AHEAD))
+    count = _word_and_number(line, HOSTS_WORD)
+    return None if count is None else max(0, min(count, MAX_COMPILE_HOSTS_AHEAD))
 
 
 def compile_hosts_ahead(argv: list[str]) -> int:
