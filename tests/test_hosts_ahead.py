@@ -43,6 +43,10 @@ def test_the_flag_and_the_line_are_read_strictly():
     assert protocol.parse_hosts_line("hosts 1000\n") == protocol.MAX_COMPILE_HOSTS_AHEAD
     for other in ('{"layers": "8,8"}', "hosts", "hosts two", "stop", "drawn 3", ""):
         assert protocol.parse_hosts_line(other) is None
+    # the pause's answer is read by the same rule
+    assert protocol.parse_drawn_line(protocol.drawn_line(7)) == 7
+    for other in ("drawn -1", "drawn", "drawn x", "hosts 2", "drawn7", ""):
+        assert protocol.parse_drawn_line(other) is None
 
 
 def test_a_waiting_worker_starts_more_on_a_hosts_line_never_fewer_and_then_reads_its_config(monkeypatch):
