@@ -63,9 +63,23 @@ COMPILE_HOSTS_AHEAD_FLAG = "--compile-hosts-ahead"
 MAX_COMPILE_HOSTS_AHEAD = 4
 
 
+def _hosts_count(count: int) -> int:
+    """``count`` compile processes ahead, within 0 and the maximum."""
+    return max(0, min(int(count), MAX_COMPILE_HOSTS_AHEAD))
+
+
 def compile_hosts_flag(count: int) -> str:
     """The worker flag that starts ``count`` compile processes ahead (at most the maximum)."""
-    return f"{COMPILE_HOSTS_AHEAD_FLAG}={max(0, min(int(count), MAX_COMPILE_HOSTS_AHEAD))}"
+    return f"{COMPILE_HOSTS_AHEAD_FLAG}={_hosts_count(count)}"
+
+
+def compile_hosts_flags(count: int) -> tuple[str, ...]:
+    """The flags of a worker that starts ``count`` compile processes ahead (what
+    :func:`compile_hosts_ahead` reads back): none for one, the worker's default."""
+    count = _hosts_count(count)
+    if count == 0:
+        return (NO_COMPILE_HOST_AHEAD_FLAG,)
+    return () if count == 1 else (compile_hosts_flag(count),)
 
 
 #: A line a worker may get before its config: ``hosts <n>`` (have n compile processes started
@@ -76,13 +90,13 @@ HOSTS_WORD = "hosts"
 
 def hosts_line(count: int) -> str:
     """The stdin line that asks a waiting worker for ``count`` compile processes ahead."""
-    return f"{HOSTS_WORD} {max(0, min(int(count), MAX_COMPILE_HOSTS_AHEAD))}"
+    return f"{HOSTS_WORD} {_hosts_count(count)}"
 
 
 def parse_hosts_line(line: str) -> int | None:
     """The count a ``hosts <n>`` line asks for (at most the maximum); None for any other line."""
     count = _word_and_number(line, HOSTS_WORD)
-    return None if count is None else max(0, min(count, MAX_COMPILE_HOSTS_AHEAD))
+    return None if count is None else _hosts_count(count)
 
 
 def compile_hosts_ahead(argv: list[str]) -> int:
@@ -95,7 +109,7 @@ def compile_hosts_ahead(argv: list[str]) -> int:
         name, sep, value = arg.partition("=")
         if name == COMPILE_HOSTS_AHEAD_FLAG and sep:
             try:
-                count = max(0, min(int(value), MAX_COMPILE_HOSTS_AHEAD))
+                count = _hosts_count(int(value))
             except ValueError:
                 count = 1
     return count

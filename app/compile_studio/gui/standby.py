@@ -20,9 +20,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..core.config import BenchmarkConfig
-from ..core.protocol import compile_hosts_ahead
 from ..jobs.session import (
-    compile_host_flags,
+    compile_hosts_wanted,
     fresh_worker_reason,
     hello_timeout_s,
     standby_launcher,
@@ -88,7 +87,7 @@ class StandbyKeeper(QObject):
                 return  # a worker command or prefix of the user's: started for each run
             self._standby = StandbyWorker(
                 launcher, hello_timeout_s(), on_change=self._state_changed.emit,
-                args=self._host_flags(),
+                hosts=self._hosts_wanted(),
             )
         except (OSError, ValueError):
             self._standby = None
@@ -96,16 +95,16 @@ class StandbyKeeper(QObject):
         self._standby.start()
         self.changed.emit()
 
-    def _host_flags(self) -> tuple[str, ...]:
-        """The compile processes to start ahead, as worker flags: one per compiled variant of
-        the next run's likely configuration (none when it compiles nothing); one when unknown."""
+    def _hosts_wanted(self) -> int:
+        """The compile processes to start ahead: one per compiled variant of the next run's
+        likely configuration (none when it compiles nothing); one when unknown."""
         try:
             config = self.next_config()
         except (ValueError, TypeError):
             config = None
         if config is None or config.compile_cache == "cold":
-            return ()  # a cold run starts a process of its own: one ahead, as without a form
-        return compile_host_flags(config)
+            return 1  # a cold run starts a process of its own: one ahead, as without a form
+        return compile_hosts_wanted(config)
 
     def config_changed(self) -> None:
         """The next run's likely configuration changed: a worker started ahead that has fewer
@@ -113,7 +112,7 @@ class StandbyKeeper(QObject):
         a run closes those it does not use)."""
         standby = self._standby
         if standby is not None:
-            standby.want_hosts(compile_hosts_ahead(list(self._host_flags())))
+            standby.want_hosts(self._hosts_wanted())
 
     def take_for(
         self, config: BenchmarkConfig, launcher: WorkerLauncher | None

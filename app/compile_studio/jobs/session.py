@@ -69,17 +69,21 @@ def worker_launcher(launcher: WorkerLauncher, split: affinity.CoreSplit | None) 
     return _with_env(launcher, split.worker_env())
 
 
+def compile_hosts_wanted(config: BenchmarkConfig | None) -> int:
+    """How many compile processes a worker for a run of ``config`` starts ahead: one per
+    compiled variant when their first calls are timed in fresh processes (up to
+    protocol.MAX_COMPILE_HOSTS_AHEAD), so they import side by side with the worker instead
+    of after it; none when the run will not use one (all eager, first calls timed in the
+    run, or ``config`` None: a shape sweep), which saves ~3 CPU-s and a process's memory."""
+    if config is None or config.compile_timing != "isolated":
+        return 0
+    return min(len(config.compiled_variants()), protocol.MAX_COMPILE_HOSTS_AHEAD)
+
+
 def compile_host_flags(config: BenchmarkConfig | None) -> tuple[str, ...]:
     """The worker flags that tell a new worker (on this machine or a target) how many compile
-    processes to start ahead: one per compiled variant when their first calls are timed in
-    fresh processes (up to protocol.MAX_COMPILE_HOSTS_AHEAD), so they import side by side
-    with the worker instead of after it; none when the run will not use one (all eager,
-    first calls timed in the run, or ``config`` None: a shape sweep), which saves ~3 CPU-s
-    and a process's memory per run."""
-    if config is None or config.compile_timing != "isolated" or not config.compiled_variants():
-        return (protocol.NO_COMPILE_HOST_AHEAD_FLAG,)
-    count = len(config.compiled_variants())
-    return () if count == 1 else (protocol.compile_hosts_flag(count),)
+    processes to start ahead (:func:`compile_hosts_wanted`)."""
+    return protocol.compile_hosts_flags(compile_hosts_wanted(config))
 
 
 def standby_launcher(launcher: WorkerLauncher | None = None) -> WorkerLauncher:

@@ -35,13 +35,11 @@ class StandbyWorker:
         launcher: WorkerLauncher,
         hello_timeout_s: float = 600.0,
         on_change: Callable[[], None] | None = None,
-        args: tuple[str, ...] = (),
+        hosts: int = 1,
     ):
         self.launcher = launcher
-        #: the worker's flags (how many compile processes it starts ahead)
-        self.args = args
-        #: compile processes it was asked to have ahead (its flags, then :meth:`want_hosts`)
-        self.hosts = protocol.compile_hosts_ahead(list(args))
+        #: compile processes it was asked to have ahead (as it starts, then :meth:`want_hosts`)
+        self.hosts = hosts
         #: what the worker process was started with: a run may use it only when it would start the same
         self.argv = launcher.argv()
         self.environment = launcher.environment()
@@ -191,7 +189,9 @@ class StandbyWorker:
 
     def _run(self) -> None:
         try:
-            worker = WorkerProcess(on_log=self._keep_log, launcher=self.launcher, args=self.args)
+            worker = WorkerProcess(
+                on_log=self._keep_log, launcher=self.launcher, args=protocol.compile_hosts_flags(self.hosts)
+            )
         except OSError as exc:
             self._hello_read.set()
             self._end(f"cannot start the worker process: {exc}")

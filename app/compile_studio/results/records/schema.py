@@ -210,6 +210,8 @@ def _plain_numbers(value: list[Any], item: Any) -> list[Any] | None:
     event's thousands of numbers): floats, all finite, for ``float``; whole numbers in range
     for ``int``; floats and nulls for ``float | None``. None: check item by item (which also
     says what is wrong)."""
+    if item is not float and item is not int and not _is_optional_float(item):
+        return None
     kinds = set(map(type, value))
     if item is float:
         if kinds <= {float} and all(map(math.isfinite, value)):
