@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.thread_time()
         plots.refresh()  # what the pause's draw does with plots that changed
         t1 = time.thread_time()
-        views.turns.paints.paint_now()
+        views.turns.paints.paint_all()
         t2 = time.thread_time()
         rows.append((start + args.step, (t1 - t0) * 1e3, (t2 - t1) * 1e3))
     for n, update, paint in rows[:: max(1, len(rows) // 4)] + rows[-1:]:

@@ -143,6 +143,20 @@ def x_server_cpu() -> float:
     return sum(r[1] for r in reads if r is not None and r[0] in ("Xvfb", "Xorg", "Xwayland"))
 
 
+#: frames kept of the GUI thread's stack per stall (``UI_BENCH_STALL_DEPTH``)
+STALL_DEPTH = max(1, int(os.environ.get("UI_BENCH_STALL_DEPTH", "6") or 6))
+
+
+def turn_before(events: list[tuple[str, str, int]], start_ns: int) -> str:
+    """Where in the run a stall that began at ``start_ns`` fell: the last turn event before it."""
+    before = [e for e in events if e[2] <= start_ns]
+    if not before:
+        return "before the first pause" if events else "no pause yet"
+    state, variant, sent = before[-1]
+    after = "" if len(before) < len(events) else ", the last one"
+    return f"{(start_ns - sent) / 1e6:.0f} ms after a {state} of {variant} (turn {len(before)} of {len(events)}{after})"
+
+
 class StallWatch:
     """Where the GUI thread is when its event loop stalls: a thread samples its stack every 5 ms
     while no tick has come for ``after_ms``; each stall keeps the frames seen most often."""
@@ -200,7 +214,7 @@ class StallWatch:
                 stalled_since = stalled_since or self.last_tick
                 frame = sys._current_frames().get(self.main)
                 if frame is not None:
-                    stack = traceback.extract_stack(frame)[-6:]
+                    stack = traceback.extract_stack(frame)[-STALL_DEPTH:]
                     seen[" < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack))] += 1
             elif stalled_since is not None:
                 if seen:
@@ -381,7 +395,8 @@ def window_child(config_path: str, out_path: str) -> int:
 
         for ms, where, start, end in sorted(gui.watch.stalls, reverse=True)[:8]:
             seen = during(samples, int(start * 1e9), int(end * 1e9), gui.watch.names)
-            stalls.append((ms, f"{where}\n      {seen}"))
+            when = turn_before(gui.turn_events, int(start * 1e9))
+            stalls.append((ms, f"{where}\n      {when}\n      {seen}"))
     figures.update({
         "window_s": time.monotonic() - t0 - figures["wall_s"],
         "stalls": stalls,
@@ -624,7 +639,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-watch", action="store_true",
                         help="draw on the X display but grab nothing (what the watcher's grabs cost the window)")
     parser.add_argument("--stalls", action="store_true",
-                        help="print where the window's GUI thread was in its longest stalls")
+                        help="print where the window's GUI thread was in its longest stalls, and after which "
+                             "turn of the worker (UI_BENCH_STALL_DEPTH: frames of the stack, default 6)")
     parser.add_argument("--window-child", nargs=2, metavar=("CONFIG", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.window_child:

@@ -52,7 +52,9 @@ def test_a_paint_that_would_outlast_the_cap_waits_for_the_next_pause(qtbot, monk
 
     def pause(block: int) -> None:
         clock.advance(0.5)
+        taken = turns.drawn + turns.overran
         thread.turn.emit(protocol.TurnEvent(block=block, state="pause", variant="eager", sent_ns=clock.ns, cap_ms=300.0))
+        qtbot.waitUntil(lambda: turns.drawn + turns.overran > taken, timeout=5000)  # painted in a later turn
 
     pause(0)  # nothing known of the paint yet: 0.1 + 0.25 s, past the cap, but it could not know
     assert (turns.drawn, turns.overran) == (1, 0)
@@ -109,7 +111,7 @@ def test_a_pause_paints_what_changed_once_though_a_progress_bar_repaints_at_once
         painted.clear()
         thread.turn.emit(protocol.TurnEvent(block=block, state="pause", variant="eager",
                                             sent_ns=draw_turns.time.monotonic_ns(), cap_ms=10_000.0))
-        assert thread.answered[-1] == block
+        qtbot.waitUntil(lambda b=block: thread.answered[-1:] == [b], timeout=5000)
         assert turns.paints.count - count == 1, "one repaint per pause"
         assert "the form" not in painted, "what did not change is not painted again"
         assert painted.count("bar") == 1 and f"plots {bar.value()}" in painted, painted
@@ -135,7 +137,8 @@ def test_an_expose_while_the_worker_times_is_painted_and_its_interval_kept(qtbot
     turns.follow(thread)
     thread.turn.emit(protocol.TurnEvent(block=0, state="pause", variant="eager",
                                         sent_ns=draw_turns.time.monotonic_ns(), cap_ms=10_000.0))
-    assert thread.answered == [0] and turns.paints.held
+    qtbot.waitUntil(lambda: thread.answered == [0], timeout=5000)
+    assert turns.paints.held
     turns.paints.take()
     label.setText("changed in the block")  # held back
     QCoreApplication.sendPostedEvents(None, 0)

@@ -111,8 +111,9 @@ def test_a_pause_whose_update_outlasts_the_cap_paints_nothing_until_the_next_pau
         return protocol.TurnEvent(block=block, state="pause", variant="eager",
                                   sent_ns=time.monotonic_ns(), cap_ms=50.0)
 
-    turns._on_turn(pause(0))  # a quick update: painted, answered, then nothing painted
-    assert thread.answers == [0] and turns.drawn == 1
+    turns._on_turn(pause(0))  # a quick update: painted in the next turn, answered, then nothing painted
+    qtbot.waitUntil(lambda: thread.answers == [0], timeout=5000)
+    assert turns.drawn == 1
     assert turns.in_block and turns.paints.held
     slow["s"] = 0.08  # past the 50 ms cap: the worker has gone on
     turns._on_turn(pause(1))

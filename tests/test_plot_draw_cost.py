@@ -81,7 +81,7 @@ def test_a_pause_paints_the_plot_once_when_its_range_moves(panel, qtbot):
     vb = panel.latency.plot.getPlotItem().getViewBox()
     panel.append("eager", np.arange(1_000, dtype=float), _spiky(1_000), "measure", 0)
     panel.refresh()
-    paints.paint_now()  # the first paint lays the legend and the note out
+    paints.paint_all()  # the first paint lays the legend and the note out
     start = 1_000
     for n in (2_000, 6_000, 20_000):  # each batch moves the range (the calls span more iterations)
         before = vb.viewRange()
@@ -89,6 +89,6 @@ def test_a_pause_paints_the_plot_once_when_its_range_moves(panel, qtbot):
         start += n
         panel.refresh()
         count = paints.count
-        paints.paint_now()
+        paints.paint_all()  # a second round would paint what the first asked for
         assert vb.viewRange() != before
         assert paints.count - count == 1, "one repaint per pause"

@@ -2,15 +2,19 @@
 
 A worker on this machine times its calls in blocks of about half a second and
 pauses before each (``turn`` events, see ``engine/turns.py``). In a pause the
-window brings its plots and status up to date, paints them at once, and
-answers; from its answer to the next pause it paints nothing at all (its
-repaints are held back, the refresh timer skips, samples wait for the pause),
-and a pause paints only what changed (the plots, the status), not the whole
-window. A pause
-the window reaches after the worker's cap has passed is not drawn, nor is one
-whose update took past the cap or whose paint would end past it (as long as
-the last paint took): the worker is timing again, and what changed is painted
-in the next pause.
+window brings its plots and status up to date, paints them, and answers; from
+its answer to the next pause it paints nothing at all (its repaints are held
+back, the refresh timer skips, samples wait for the pause), and a pause paints
+only what changed (the plots, the status), not the whole window.
+
+The update and the paint take separate turns of the event loop, and so does
+each further repaint a paint asks for (a legend or an axis laid out anew, at
+most :data:`PAINTS_PER_PAUSE` in all): no single turn holds the loop for the
+sum, so the window answers input between them. The answer goes after the last.
+A pause the window reaches after the worker's cap has passed is not drawn, nor
+is one whose update took past the cap or whose paint would end past it (as
+long as the last pause's first paint took): the worker is timing again, and
+what changed is painted in the next pause.
 
 :class:`PaintTimes` times every repaint of the window (each backing-store
 sync, from the update request that starts it to its end) on the monotonic
@@ -24,10 +28,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
 from ..core import protocol
+
+#: Most repaint rounds a pause paints (the first, and those it asked for), one event-loop turn each.
+PAINTS_PER_PAUSE = 3
 
 
 class PaintTimes(QObject):
@@ -53,6 +60,8 @@ class PaintTimes(QObject):
         self._waiting = False
         #: the window's platform window, once watched for exposes
         self._handle: QObject | None = None
+        #: the graphics views found when the run started (None: look them up at each paint)
+        self._views: list[QGraphicsView] | None = None
         window.installEventFilter(self)
 
     def hold(self, on: bool) -> None:
@@ -98,33 +107,70 @@ class PaintTimes(QObject):
         out, self._intervals = self._intervals, []
         return out
 
+    def find_views(self) -> None:
+        """Look up the graphics views shown in the window once (at a run's start), for
+        :meth:`paint_now` to bring to their range in each pause without searching the widget tree."""
+        self._views = self._window.findChildren(QGraphicsView)
+
+    def forget_views(self) -> None:
+        """The run ended: the views are looked up again at the next."""
+        self._views = None
+
     def paint_now(self) -> None:
-        """Paint what is waiting to be painted, now: pyqtgraph's scene posts its updates, and a
-        label that changed width asks for a new layout, which asks for another repaint.
+        """Paint, now, what is waiting to be painted: one round (pyqtgraph's scene posts its
+        updates, a label that changed width asks for a new layout; what those ask for is painted
+        in the next round: see :meth:`settle`).
 
         A pyqtgraph view moves its items to a new range only as it starts painting, which marks
         them all changed again: a second repaint of the whole plot, the same picture. The views
         shown are brought to their range first (:func:`prepare_views`), so one repaint does."""
-        prepare_views(self._window)
-        for _ in range(3):
-            QCoreApplication.sendPostedEvents(None, int(QEvent.Type.MetaCall))
-            QCoreApplication.sendPostedEvents(None, int(QEvent.Type.LayoutRequest))
-            QCoreApplication.sendPostedEvents(self._window, int(QEvent.Type.UpdateRequest))
+        self._views = prepare_views(self._window, self._views)
+        QCoreApplication.sendPostedEvents(None, int(QEvent.Type.MetaCall))
+        QCoreApplication.sendPostedEvents(None, int(QEvent.Type.LayoutRequest))
+        QCoreApplication.sendPostedEvents(self._window, int(QEvent.Type.UpdateRequest))
+
+    def settle(self) -> bool:
+        """Held: take in what the last paint asked for (posted updates, a new layout), painting
+        nothing; returns whether a repaint waits for the next round."""
+        QCoreApplication.sendPostedEvents(None, int(QEvent.Type.MetaCall))
+        QCoreApplication.sendPostedEvents(None, int(QEvent.Type.LayoutRequest))
+        QCoreApplication.sendPostedEvents(self._window, int(QEvent.Type.UpdateRequest))
+        return self._waiting
+
+    def paint_all(self, rounds: int = PAINTS_PER_PAUSE) -> None:
+        """Outside a pause: paint what waits, and what that asks for, in up to ``rounds`` rounds at once."""
+        for _ in range(rounds):
+            self.paint_now()
 
 
-def prepare_views(window: QWidget) -> None:
+def prepare_views(window: QWidget, views: list[QGraphicsView] | None = None) -> list[QGraphicsView]:
     """Bring each graphics view shown in ``window`` to what it will paint: a pyqtgraph scene's
     ``prepareForPaint`` (which its view calls at the start of each paint) moves its view boxes
-    to their new range now, so the changes it makes are painted in the same repaint."""
-    for view in window.findChildren(QGraphicsView):
-        scene = view.scene()
-        prepare = getattr(scene, "prepareForPaint", None)
-        if prepare is not None and view.isVisible():
-            prepare()
+    to their new range now, so the changes it makes are painted in the same repaint.
+
+    ``views``: those found before (looked up anew if None or one has gone); returns those used."""
+    if views is None:
+        views = window.findChildren(QGraphicsView)
+    try:
+        for view in views:
+            _prepare(view)
+    except RuntimeError:  # a view found before was deleted: look again
+        views = window.findChildren(QGraphicsView)
+        for view in views:
+            _prepare(view)
+    return views
+
+
+def _prepare(view: QGraphicsView) -> None:
+    scene = view.scene()
+    prepare = getattr(scene, "prepareForPaint", None)
+    if prepare is not None and view.isVisible():
+        prepare()
 
 
 class DrawTurns(QObject):
-    """Takes the worker's pauses for the window: ``draw`` brings it up to date, then it answers.
+    """Takes the worker's pauses for the window: ``draw`` brings it up to date, a later turn of
+    the event loop paints it, then it answers.
 
     ``follow`` a run's thread when it starts, ``release`` when it ends; ``in_block``
     says whether the worker is timing a block now (the window then paints nothing).
@@ -142,8 +188,18 @@ class DrawTurns(QObject):
         self.drawn = 0
         self.late = 0
         self.overran = 0
-        #: how long the last paint took (ns): a pause paints only if that much fits in its cap
+        #: how long the last pause's first paint took (ns): a pause paints only if that much
+        #: fits in its cap
         self._paint_ns = 0
+        #: the pause brought up to date whose paint waits for its turn of the event loop; its
+        #: deadline (monotonic ns) and the paint rounds done
+        self._pending: protocol.TurnEvent | None = None
+        self._deadline = 0
+        self._rounds = 0
+        self._paint_timer = QTimer(self)
+        self._paint_timer.setSingleShot(True)
+        self._paint_timer.setInterval(0)
+        self._paint_timer.timeout.connect(self._paint_pending)
 
     @property
     def in_block(self) -> bool:
@@ -154,6 +210,7 @@ class DrawTurns(QObject):
         self.release()
         self._thread = thread
         self.paints.take()
+        self.paints.find_views()
         thread.turn.connect(self._on_turn)
         thread.take_turns(True)
 
@@ -163,10 +220,16 @@ class DrawTurns(QObject):
         self._in_block = on
         self.paints.hold(on)
 
+    def _drop_pending(self) -> None:
+        self._pending = None
+        self._paint_timer.stop()
+
     def release(self) -> None:
         """The followed run ended: the window draws freely again."""
         thread, self._thread = self._thread, None
+        self._drop_pending()
         self._block(False)
+        self.paints.forget_views()
         if thread is not None:
             thread.take_turns(False)
             try:
@@ -178,6 +241,7 @@ class DrawTurns(QObject):
         thread = self._thread
         if thread is None:
             return
+        self._drop_pending()  # a pause not yet painted is over: the worker has gone on
         if event.state != "pause":
             self._block(False)
             self._draw()
@@ -190,23 +254,42 @@ class DrawTurns(QObject):
             return
         # brought up to date with repaints still held (a widget that repaints at once, as a
         # progress bar given a new value does, would paint before the plots are up to date,
-        # and the plots be painted again below), then painted once
+        # and the plots be painted again), then painted in a later turn of the event loop
         self._block(True)
         self._draw()
         if time.monotonic_ns() >= deadline:
             # bringing the plots up to date took past the cap: the worker times calls again
             self.overran += 1
             return
-        if time.monotonic_ns() + self._paint_ns >= deadline:
-            # the paint would not end before the worker times again (the last one took this long);
-            # the estimate halves, so one slow paint cannot keep the plot still
+        self._pending, self._deadline, self._rounds = event, deadline, 0
+        self._paint_timer.start()
+
+    def _paint_pending(self) -> None:
+        """One paint round of the pending pause; another turn for what it asked for, or the answer."""
+        event, thread = self._pending, self._thread
+        if event is None or thread is None:
+            return
+        now = time.monotonic_ns()
+        if self._rounds == 0 and now + self._paint_ns >= self._deadline:
+            # the paint would not end before the worker times again (the last one took this
+            # long); the estimate halves, so one slow paint cannot keep the plot still
             self.overran += 1
             self._paint_ns //= 2
+            self._pending = None
             return
         self._block(False)
         start = time.monotonic_ns()
         self.paints.paint_now()
-        self._paint_ns = time.monotonic_ns() - start
-        self.drawn += 1
+        spent = time.monotonic_ns() - start
         self._block(True)
+        if self._rounds == 0:
+            self._paint_ns = spent
+        self._rounds += 1
+        more = self.paints.settle()
+        if more and self._rounds < PAINTS_PER_PAUSE and time.monotonic_ns() + spent < self._deadline:
+            self._paint_timer.start()  # what this paint asked for, in a turn of its own
+            return
+        # done, or a further round would not fit: what waits is painted in the next pause
+        self._pending = None
+        self.drawn += 1
         thread.answer_turn(event.block, self.paints.take())

@@ -19,6 +19,8 @@ HIGH_PERCENTILE = 99.0
 DOWNSAMPLE_PER_PIXEL = 2.0
 #: Most edge marks drawn per edge for the calls beyond the range (one per pixel column below it).
 MAX_EDGE_MARKS = 4000
+#: Pixel columns per edge mark: a mark is 8 pixels wide, so closer marks draw the same picture, slower.
+MARK_SPACING_PX = 4
 #: Most calls of a series the range is computed from (every k-th beyond: the quantiles that set
 #: it move by well under a pixel, and a refit stays cheap however many calls are drawn).
 RANGE_SAMPLE = 16_384
@@ -161,9 +163,10 @@ class LatencyCurves:
         columns: int = MAX_EDGE_MARKS,
     ) -> tuple[int, int, bool]:
         """Mark the calls drawn beyond ``y_range`` (view units) at the edge they lie past, one
-        mark per pixel column of the ``columns`` the x range spans (a mark is 8 pixels wide: more
-        would draw the same picture, slower); (calls above, calls below, whether every call was
-        counted: no buffer thinned)."""
+        mark per :data:`MARK_SPACING_PX` of the ``columns`` pixel columns the x range spans (a mark
+        is 8 pixels wide: more would draw the same picture, slower); marks that did not move are
+        not set again. Returns (calls above, calls below, whether every call was counted: no
+        buffer thinned)."""
         (x0, x1), (y0, y1) = x_range, y_range
         inset = 0.025 * (y1 - y0)
         s = self.series
@@ -185,6 +188,16 @@ class LatencyCurves:
         for marks, xs_beyond, y in ((self.marks_above, above, y1 - inset), (self.marks_below, below, y0 + inset)):
             xs = np.concatenate(xs_beyond) if xs_beyond else np.empty(0)
             counts.append(len(xs))
-            xs = one_per_column(xs, x0, x1, min(max(1, columns), MAX_EDGE_MARKS))
-            marks.setData(x=xs, y=np.full(len(xs), y))
+            xs = one_per_column(xs, x0, x1, max(1, min(columns, MAX_EDGE_MARKS) // MARK_SPACING_PX))
+            ys = np.full(len(xs), y)
+            if not _same_marks(marks, xs, ys):
+                marks.setData(x=xs, y=ys)
         return counts[0], counts[1], exact
+
+
+def _same_marks(marks: pg.ScatterPlotItem, xs: np.ndarray, ys: np.ndarray) -> bool:
+    """Whether ``marks`` already stand at ``xs``, ``ys`` (setting them again would repaint the plot)."""
+    old_x, old_y = marks.getData()
+    if old_x is None or old_y is None or len(old_x) != len(xs):
+        return False
+    return bool(np.array_equal(old_x, xs) and np.array_equal(old_y, ys))
