@@ -136,7 +136,7 @@ def test_what_a_pause_s_paint_asks_for_is_painted_in_a_slice_of_its_own_before_t
     turns.release()
 
 
-def test_the_views_found_when_a_run_starts_are_prepared_and_a_view_gone_is_looked_for_again(qtbot):
+def test_the_views_found_when_a_run_starts_are_prepared_and_a_view_gone_is_looked_for_again(qtbot, monkeypatch):
     window = QWidget()
     qtbot.addWidget(window)
     layout = QVBoxLayout(window)
@@ -156,7 +156,8 @@ def test_the_views_found_when_a_run_starts_are_prepared_and_a_view_gone_is_looke
     turns.follow(PausingThread())
     assert len(looked) == 1 and turns.paints._views == [first]
     prepared: list[object] = []
-    first.scene().prepareForPaint = lambda: prepared.append(first)
+    prepare = draw_turns._prepare
+    monkeypatch.setattr(draw_turns, "_prepare", lambda view: (prepared.append(view), prepare(view)))
     for _ in range(3):
         turns.paints.paint_now()
     assert prepared == [first] * 3 and len(looked) == 1, "the views found at the start are used"
@@ -166,7 +167,8 @@ def test_the_views_found_when_a_run_starts_are_prepared_and_a_view_gone_is_looke
     second = pg.PlotWidget()
     layout.addWidget(second)
     second.show()
+    prepared.clear()
     turns.paints.paint_now()  # the view found before is gone: looked for again, no error
-    assert len(looked) == 2 and turns.paints._views == [second]
+    assert len(looked) == 2 and turns.paints._views == [second] and prepared[-1] is second
     turns.release()
     assert turns.paints._views is None
