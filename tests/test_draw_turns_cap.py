@@ -5,11 +5,12 @@ keep the plot still."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject
 from PySide6.QtWidgets import QLabel
 
 from compile_studio.core import protocol
 from compile_studio.gui import draw_turns
+from support.turn_thread import PausingThread
 
 
 class FakeClock:
@@ -21,22 +22,6 @@ class FakeClock:
 
     def advance(self, s: float) -> None:
         self.ns += int(s * 1e9)
-
-
-class PausingThread(QObject):
-    """What DrawTurns follows: a ``turn`` signal, and the answers it sends back."""
-
-    turn = Signal(object)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.answered: list[int] = []
-
-    def take_turns(self, on: bool) -> None:
-        pass
-
-    def answer_turn(self, block: int, paints: list) -> None:
-        self.answered.append(block)
 
 
 def test_a_paint_that_would_outlast_the_cap_waits_for_the_next_pause(qtbot, monkeypatch):

@@ -5,30 +5,12 @@ turn of its own, the answer after the last; no turn holds the window for the sum
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QTimer
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from compile_studio.core import protocol
 from compile_studio.gui import draw_turns
-
-
-class PausingThread(QObject):
-    """What DrawTurns follows: a ``turn`` signal, and the answers it sends back."""
-
-    turn = Signal(object)
-
-    def __init__(self, order: list[str] | None = None) -> None:
-        super().__init__()
-        self.answered: list[int] = []
-        self._order = order
-
-    def take_turns(self, on: bool) -> None:
-        pass
-
-    def answer_turn(self, block: int, paints: list) -> None:
-        self.answered.append(block)
-        if self._order is not None:
-            self._order.append("answer")
+from support.turn_thread import PausingThread
 
 
 def _pause(block: int) -> protocol.TurnEvent:
@@ -36,17 +18,13 @@ def _pause(block: int) -> protocol.TurnEvent:
                               sent_ns=draw_turns.time.monotonic_ns(), cap_ms=10_000.0)
 
 
-_timers: list[QTimer] = []
-
-
-def _in_next_turn(order: list[str], text: str) -> None:
+def _in_next_turn(parent: QObject, order: list[str], text: str) -> None:
     """Note ``text`` in the event loop's next turn: a timer (only the loop fires it; posted
-    events sent on purpose, as a paint's, do not)."""
-    timer = QTimer()
+    events sent on purpose, as a paint's, do not), kept alive by ``parent``."""
+    timer = QTimer(parent)
     timer.setSingleShot(True)
     timer.timeout.connect(lambda: order.append(text))
     timer.start(0)
-    _timers.append(timer)
 
 
 class _PaintsSeen(QObject):
@@ -70,7 +48,7 @@ def test_the_update_and_the_paint_of_a_pause_take_two_slices_of_the_event_loop(q
         order.append("update")
         # an event that comes while the window updates (input, a batch of samples): handled
         # before the paint, not after the whole pause
-        _in_next_turn(order, "between")
+        _in_next_turn(label, order, "between")
 
     turns = draw_turns.DrawTurns(label, draw)
     seen = _PaintsSeen(order, {label: "label"})
@@ -107,7 +85,7 @@ def test_what_a_pause_s_paint_asks_for_is_painted_in_a_slice_of_its_own_before_t
             if self.ask:
                 self.ask = False
                 note.setText("laid out anew, wider than before")
-                _in_next_turn(order, "between")
+                _in_next_turn(self, order, "between")
 
     plots, note = Asking("plots"), QLabel("note")
     layout.addWidget(plots)
@@ -171,4 +149,6 @@ def test_the_views_found_when_a_run_starts_are_prepared_and_a_view_gone_is_looke
     turns.paints.paint_now()  # the view found before is gone: looked for again, no error
     assert len(looked) == 2 and turns.paints._views == [second] and prepared[-1] is second
     turns.release()
+    assert turns.paints._views is None
+    turns.paints.paint_now()  # outside a run the views are looked up at each paint, not kept
     assert turns.paints._views is None

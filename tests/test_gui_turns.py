@@ -11,6 +11,7 @@ from compile_studio.core import protocol
 from compile_studio.core.config import BenchmarkConfig
 from compile_studio.results.report.turns_text import turns_line
 from support.gui_helpers import live_key, open_window, run_and_wait
+from support.turn_thread import PausingThread
 
 
 def _drawn_measured_calls(window, variants) -> int:
@@ -69,26 +70,6 @@ def test_a_run_from_the_window_draws_in_the_pauses_and_no_timed_call_meets_a_rep
     assert window.plots.summary.run_note == line
 
 
-class _Thread:
-    """What DrawTurns needs of a run's thread: the turn signal, take_turns and the answers."""
-
-    def __init__(self) -> None:
-        from PySide6.QtCore import QObject, Signal
-
-        class _Signals(QObject):
-            turn = Signal(object)
-
-        self._signals = _Signals()
-        self.turn = self._signals.turn
-        self.answers: list[int] = []
-
-    def take_turns(self, on: bool) -> None:
-        self.taken = on
-
-    def answer_turn(self, block: int, paints) -> None:
-        self.answers.append(block)
-
-
 def test_a_pause_whose_update_outlasts_the_cap_paints_nothing_until_the_next_pause(qtbot):
     from PySide6.QtWidgets import QLabel
 
@@ -104,7 +85,7 @@ def test_a_pause_whose_update_outlasts_the_cap_paints_nothing_until_the_next_pau
         time.sleep(slow["s"])
 
     turns = DrawTurns(window, draw)
-    thread = _Thread()
+    thread = PausingThread()
     turns.follow(thread)
 
     def pause(block: int) -> protocol.TurnEvent:
@@ -112,12 +93,12 @@ def test_a_pause_whose_update_outlasts_the_cap_paints_nothing_until_the_next_pau
                                   sent_ns=time.monotonic_ns(), cap_ms=50.0)
 
     turns._on_turn(pause(0))  # a quick update: painted in the next turn, answered, then nothing painted
-    qtbot.waitUntil(lambda: thread.answers == [0], timeout=5000)
+    qtbot.waitUntil(lambda: thread.answered == [0], timeout=5000)
     assert turns.drawn == 1
     assert turns.in_block and turns.paints.held
     slow["s"] = 0.08  # past the 50 ms cap: the worker has gone on
     turns._on_turn(pause(1))
-    assert thread.answers == [0] and turns.overran == 1 and turns.drawn == 1
+    assert thread.answered == [0] and turns.overran == 1 and turns.drawn == 1
     assert turns.in_block and turns.paints.held, "nothing painted while the worker times"
     turns._on_turn(protocol.TurnEvent(block=1, state="end", variant="eager", sent_ns=time.monotonic_ns()))
     assert not turns.in_block and not turns.paints.held

@@ -124,18 +124,23 @@ class PaintTimes(QObject):
         A pyqtgraph view moves its items to a new range only as it starts painting, which marks
         them all changed again: a second repaint of the whole plot, the same picture. The views
         shown are brought to their range first (:func:`prepare_views`), so one repaint does."""
-        self._views = prepare_views(self._window, self._views)
-        QCoreApplication.sendPostedEvents(None, int(QEvent.Type.MetaCall))
-        QCoreApplication.sendPostedEvents(None, int(QEvent.Type.LayoutRequest))
-        QCoreApplication.sendPostedEvents(self._window, int(QEvent.Type.UpdateRequest))
+        views = prepare_views(self._window, self._views)
+        if self._views is not None:
+            self._views = views  # looked up again if one had gone
+        self._send_posted()
 
     def settle(self) -> bool:
         """Held: take in what the last paint asked for (posted updates, a new layout), painting
         nothing; returns whether a repaint waits for the next round."""
+        self._send_posted()
+        return self._waiting
+
+    def _send_posted(self) -> None:
+        """pyqtgraph's posted updates, then the layouts they asked for, then the window's update
+        request: painted, or kept back while held."""
         QCoreApplication.sendPostedEvents(None, int(QEvent.Type.MetaCall))
         QCoreApplication.sendPostedEvents(None, int(QEvent.Type.LayoutRequest))
         QCoreApplication.sendPostedEvents(self._window, int(QEvent.Type.UpdateRequest))
-        return self._waiting
 
     def paint_all(self, rounds: int = PAINTS_PER_PAUSE) -> None:
         """Outside a pause: paint what waits, and what that asks for, in up to ``rounds`` rounds at once."""
@@ -149,15 +154,16 @@ def prepare_views(window: QWidget, views: list[QGraphicsView] | None = None) -> 
     to their new range now, so the changes it makes are painted in the same repaint.
 
     ``views``: those found before (looked up anew if None or one has gone); returns those used."""
-    if views is None:
-        views = window.findChildren(QGraphicsView)
-    try:
-        for view in views:
-            _prepare(view)
-    except RuntimeError:  # a view found before was deleted: look again
-        views = window.findChildren(QGraphicsView)
-        for view in views:
-            _prepare(view)
+    if views is not None:
+        try:
+            for view in views:
+                _prepare(view)
+            return views
+        except RuntimeError:  # a view found before was deleted: look again
+            pass
+    views = window.findChildren(QGraphicsView)
+    for view in views:
+        _prepare(view)
     return views
 
 
